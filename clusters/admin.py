@@ -1,0 +1,129 @@
+"""Kafka admin operations used for readiness, fault targeting and unclean election.
+
+Thin wrappers over confluent-kafka's ``AdminClient`` that translate its errors at the edge into
+``ClusterError`` subclasses and bound every wait.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
+                                   NewTopic, ResourceType)
+
+from clusters.errors import ClusterError, NotReady
+
+
+@dataclasses.dataclass(frozen=True)
+class PartitionState:
+    """Leader and ISR of one partition as the metadata reports them (-1 = no leader)."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def client(bootstrap: str, timeout_s: float = 10.0) -> AdminClient:
+    """An ``AdminClient`` for ``bootstrap`` (``host:port,...``) with short socket timeouts."""
+    return AdminClient({"bootstrap.servers": bootstrap,
+                        "socket.timeout.ms": int(timeout_s * 1000),
+                        "log_level": 0})
+
+
+def broker_ids(admin: AdminClient, timeout_s: float = 5.0) -> set[int]:
+    """Ids of brokers currently registered (metadata); raises ``KafkaException`` when unreachable."""
+    return set(admin.list_topics(timeout=timeout_s).brokers)
+
+
+def partitions(admin: AdminClient, topic: str, timeout_s: float = 5.0) -> list[PartitionState]:
+    """Leader/ISR per partition of ``topic``, sorted by partition; [] if the topic is unknown."""
+    md = admin.list_topics(topic=topic, timeout=timeout_s).topics.get(topic)
+    if md is None or md.error is not None and not md.partitions:
+        return []
+    return sorted((PartitionState(p.id, p.leader, tuple(p.replicas), tuple(p.isrs))
+                   for p in md.partitions.values()), key=lambda s: s.partition)
+
+
+def create_topic(admin: AdminClient, topic: str, partitions_n: int, replication_factor: int,
+                 config: dict[str, str] | None = None, timeout_s: float = 30.0) -> None:
+    """Create ``topic``; an existing topic is left as it is. Raises ``ClusterError`` otherwise."""
+    fut = admin.create_topics([NewTopic(topic, partitions_n, replication_factor,
+                                        config=config or {})],
+                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
+    try:
+        fut.result(timeout=timeout_s + 5)
+    except KafkaException as exc:
+        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
+            raise ClusterError(f"creating topic {topic} failed: {exc.args[0].str()}") from exc
+
+
+def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: float = 120.0,
+               log_tail=None) -> float:
+    """Wait until ``broker_count`` brokers are registered and every partition of ``topics`` has
+    a leader and a full ISR (ISR == replicas). Returns the seconds waited.
+
+    Raises ``NotReady`` after ``timeout_s`` with the last observed state, plus ``log_tail()``'s
+    text (the nodes' log tails) when given.
+    """
+    admin = client(bootstrap)
+    start = time.monotonic()
+    last = "no answer yet"
+    while time.monotonic() - start < timeout_s:
+        try:
+            ids = broker_ids(admin)
+            if len(ids) < broker_count:
+                last = f"{len(ids)}/{broker_count} brokers registered: {sorted(ids)}"
+            else:
+                bad = []
+                for topic in topics:
+                    states = partitions(admin, topic)
+                    if not states:
+                        bad.append(f"{topic}: no metadata")
+                    bad += [f"{topic}-{s.partition}: leader {s.leader}, isr {list(s.isr)}, "
+                            f"replicas {list(s.replicas)}" for s in states
+                            if s.leader < 0 or set(s.isr) != set(s.replicas)]
+                if not bad:
+                    return time.monotonic() - start
+                last = "; ".join(bad[:6])
+        except KafkaException as exc:
+            last = str(exc)
+        time.sleep(0.5)
+    msg = f"cluster not ready after {timeout_s:.0f} s: {last}"
+    if log_tail is not None:
+        msg += "\n" + log_tail()
+    raise NotReady(msg)
+
+
+def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
+                     timeout_s: float = 15.0) -> None:
+    """Incrementally set topic configs (KIP-339), e.g. ``unclean.leader.election.enable``."""
+    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+        ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()])
+    try:
+        for fut in admin.incremental_alter_configs([res], request_timeout=timeout_s).values():
+            fut.result(timeout=timeout_s + 5)
+    except KafkaException as exc:
+        raise ClusterError(f"altering configs of {topic} failed: {exc.args[0].str()}") from exc
+
+
+def elect_unclean(admin: AdminClient, topic: str, partition_ids: list[int],
+                  timeout_s: float = 15.0) -> dict[int, str | None]:
+    """Trigger an unclean leader election (KIP-460 ElectLeaders, type UNCLEAN).
+
+    Returns ``{partition: None | error name}``; ``ELECTION_NOT_NEEDED`` means it had a leader.
+    """
+    from confluent_kafka import ElectionType
+
+    tps = [TopicPartition(topic, p) for p in partition_ids]
+    out: dict[int, str | None] = {}
+    try:
+        result = admin.elect_leaders(ElectionType.UNCLEAN, tps,
+                                     request_timeout=timeout_s).result(timeout=timeout_s + 5)
+    except KafkaException as exc:
+        return {p: exc.args[0].name() for p in partition_ids}
+    for tp, err in result.items():
+        out[tp.partition] = None if err is None else err.args[0].name()
+    return out

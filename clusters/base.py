@@ -1,0 +1,140 @@
+"""The one cluster interface every backend implements, plus optional abilities.
+
+Shaped after Jepsen's ``jepsen.db`` (required ``setup!``/``teardown!``; ``Kill`` and ``Pause`` as
+separate optional protocols) and ``jepsen.control`` (one ``execute!`` whatever the transport).
+Nemeses ask ``isinstance(cluster, Pausable)`` etc. instead of assuming an ability.
+
+Required methods of ``Cluster``: ``setup``, ``teardown``, ``start``, ``stop``, ``is_running``,
+``exec``, ``log_files``. Optional abilities: ``Killable.kill``, ``Pausable.pause/resume``,
+``Partitionable.drop/heal_network``.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+from pathlib import Path
+
+
+@dataclasses.dataclass(frozen=True)
+class Node:
+    """One Kafka process host.
+
+    Attributes:
+        node_id: Kafka ``node.id`` (brokers 1..N, dedicated controllers N+1..N+C).
+        name: short stable name used in logs and histories, e.g. ``"n1"``.
+        host: address clients and peers use (an IP for the local backend).
+        roles: ``("broker", "controller")``, ``("broker",)`` or ``("controller",)``.
+    """
+
+    node_id: int
+    name: str
+    host: str
+    roles: tuple[str, ...]
+
+    @property
+    def is_broker(self) -> bool:
+        return "broker" in self.roles
+
+    @property
+    def is_controller(self) -> bool:
+        return "controller" in self.roles
+
+
+@dataclasses.dataclass(frozen=True)
+class ExecResult:
+    """Outcome of ``Cluster.exec``: exit code and decoded output."""
+
+    exit: int
+    out: str
+    err: str
+
+
+class Cluster(abc.ABC):
+    """A Kafka cluster under test. ``setup`` brings every node up; ``teardown`` removes all of it.
+
+    Guarantees: ``teardown`` is idempotent and never raises for already-removed parts; ``stop``
+    and ``kill`` on a node that is not running silently do nothing.
+    """
+
+    nodes: list[Node]
+
+    @property
+    def brokers(self) -> list[Node]:
+        return [n for n in self.nodes if n.is_broker]
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``host:port,...`` of every broker's client listener."""
+        return ",".join(f"{n.host}:9092" for n in self.brokers)
+
+    def node(self, node_id: int) -> Node:
+        """The node with ``node.id`` ``node_id``; ``KeyError`` if none."""
+        for n in self.nodes:
+            if n.node_id == node_id:
+                return n
+        raise KeyError(node_id)
+
+    @abc.abstractmethod
+    def setup(self) -> None:
+        """Create, format and start every node (does not wait for readiness)."""
+
+    @abc.abstractmethod
+    def teardown(self) -> None:
+        """Stop every process and remove everything ``setup`` created."""
+
+    @abc.abstractmethod
+    def start(self, node: Node) -> None:
+        """Start the Kafka process of ``node`` if it is not running."""
+
+    @abc.abstractmethod
+    def stop(self, node: Node, timeout_s: float = 30.0) -> None:
+        """SIGTERM, wait up to ``timeout_s`` for exit, then SIGKILL."""
+
+    @abc.abstractmethod
+    def is_running(self, node: Node) -> bool:
+        """True if the node's Kafka process is alive (paused counts as alive)."""
+
+    @abc.abstractmethod
+    def exec(self, node: Node, argv: list[str], timeout_s: float = 30.0) -> ExecResult:
+        """Run ``argv`` on the node (its namespace, container or host)."""
+
+    @abc.abstractmethod
+    def log_files(self, node: Node) -> list[Path]:
+        """Local paths of the node's log files (downloaded first where remote)."""
+
+
+class Killable(abc.ABC):
+    """Ability: SIGKILL a node's process (Jepsen ``db/Kill``)."""
+
+    @abc.abstractmethod
+    def kill(self, node: Node) -> None:
+        """SIGKILL the node's Kafka process and wait until it is gone."""
+
+
+class Pausable(abc.ABC):
+    """Ability: freeze and thaw a node's process (Jepsen ``db/Pause``)."""
+
+    @abc.abstractmethod
+    def pause(self, node: Node) -> None:
+        """SIGSTOP the node's Kafka process."""
+
+    @abc.abstractmethod
+    def resume(self, node: Node) -> None:
+        """SIGCONT the node's Kafka process."""
+
+
+class Partitionable(abc.ABC):
+    """Ability: drop traffic between nodes with iptables rules on the nodes themselves."""
+
+    @abc.abstractmethod
+    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+        """Drop traffic between ``node`` and each of ``peers`` (both directions, rules on ``node``).
+
+        With ``port``, only TCP connections to that port on either side are cut (e.g. 9092, the
+        broker listener, leaving the controller listener 9093 intact).
+        """
+
+    @abc.abstractmethod
+    def heal_network(self) -> None:
+        """Remove every rule ``drop`` added, on every node."""

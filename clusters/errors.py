@@ -1,0 +1,34 @@
+"""The exception tree of ``clusters/`` (drawn once, as httpx does).
+
+    ClusterError                 any failure to provide or control a cluster
+    ├── DistributionError        a Kafka version cannot be resolved / Java missing or too old
+    ├── EnvironmentUnsupported   not root, no network namespaces, no iptables
+    ├── NotReady                 the cluster did not become ready in time (message has log tails)
+    └── CommandFailed            a command on a node exited non-zero (has .result)
+"""
+
+from __future__ import annotations
+
+
+class ClusterError(RuntimeError):
+    """Root of every error raised by ``clusters/``."""
+
+
+class DistributionError(ClusterError):
+    """The Kafka distribution (jars or ``--kafka-home``) or Java is unusable."""
+
+
+class EnvironmentUnsupported(ClusterError):
+    """This machine cannot run the backend (privileges, kernel features, tools)."""
+
+
+class NotReady(ClusterError):
+    """Bounded wait for readiness expired; the message carries the reason and log tails."""
+
+
+class CommandFailed(ClusterError):
+    """A command exited non-zero. ``result`` is the ``ExecResult``."""
+
+    def __init__(self, message: str, result: object = None) -> None:
+        super().__init__(message)
+        self.result = result

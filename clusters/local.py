@@ -1,0 +1,275 @@
+"""The embedded default backend: one Kafka JVM per Linux network namespace on one machine.
+
+Every part it creates (namespaces, veths, a bridge, host iptables rules, JVMs) is recorded in a
+state file under ``state_dir()`` as soon as it exists, so ``kafka-chaos cluster down`` (or the
+next run) can remove what a crashed or SIGKILLed run left behind.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+from clusters import netns
+from clusters.base import Cluster, ExecResult, Killable, Node, Partitionable, Pausable
+from clusters.dist import KafkaDist, check_java
+from clusters.errors import CommandFailed
+from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+
+DEFAULT_PREFIX = "kc"
+
+
+def state_dir() -> Path:
+    """``$XDG_STATE_HOME/kafka-chaos`` (default ``~/.local/state/kafka-chaos``)."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    return Path(base) / "kafka-chaos"
+
+
+def _state_file(prefix: str) -> Path:
+    return state_dir() / f"local-{prefix}.json"
+
+
+def _is_kafka_pid(pid: int) -> bool:
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"kafka.Kafka" in cmdline
+
+
+def _kafka_uuid() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (``Uuid.toString``)."""
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+
+
+class LocalCluster(Cluster, Killable, Pausable, Partitionable):
+    """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
+
+    Args:
+        dist: the Kafka distribution to run.
+        work_dir: where node directories go (``<work_dir>/<name>/{server.properties,data,logs}``).
+        brokers: number of broker nodes (``node.id`` 1..N).
+        controllers: 0 for combined mode (``process.roles=broker,controller`` on every broker),
+            else C controller-only nodes (``node.id`` N+1..N+C).
+        broker_config: server properties overriding ``kafka_config.TEST_DEFAULTS``.
+        prefix: names of namespaces/bridge/veths start with it; one live cluster per prefix.
+        heap_mb: JVM heap per node in MiB.
+    Raises:
+        EnvironmentUnsupported: not root / no namespaces / no iptables (from ``setup``).
+        DistributionError: Java missing or too old.
+        ClusterError: a cluster with the same prefix is recorded as live (run ``cluster down``).
+    """
+
+    def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
+                 broker_config: dict[str, str] | None = None, prefix: str = DEFAULT_PREFIX,
+                 heap_mb: int = 512) -> None:
+        if brokers < 1:
+            raise ValueError("brokers must be >= 1")
+        self.dist = dist
+        self.work_dir = Path(work_dir).resolve()
+        self.prefix = prefix
+        self.broker_config = dict(broker_config or {})
+        self.heap_mb = heap_mb
+        broker_roles = ("broker",) if controllers else ("broker", "controller")
+        self.nodes = [Node(i, f"n{i}", f"{netns.SUBNET}.{10 + i}", broker_roles)
+                      for i in range(1, brokers + 1)]
+        self.nodes += [Node(brokers + j, f"c{j}", f"{netns.SUBNET}.{10 + brokers + j}",
+                            ("controller",)) for j in range(1, controllers + 1)]
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._host_rules: list[list[str]] = []
+        self._created = False
+
+    # -- state ---------------------------------------------------------------------------
+    def _save_state(self) -> None:
+        state = {
+            "prefix": self.prefix,
+            "work_dir": str(self.work_dir),
+            "host_rules": self._host_rules,
+            "pids": {str(nid): p.pid for nid, p in self._procs.items()},
+            "nodes": [{"node_id": n.node_id, "name": n.name, "host": n.host, "roles": list(n.roles)}
+                      for n in self.nodes],
+            "bootstrap_servers": self.bootstrap_servers,
+        }
+        path = _state_file(self.prefix)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1))
+        tmp.replace(path)
+
+    def node_dir(self, node: Node) -> Path:
+        return self.work_dir / node.name
+
+    # -- lifecycle -----------------------------------------------------------------------
+    def setup(self) -> None:
+        netns.check_environment()
+        java = check_java()
+        if _state_file(self.prefix).exists():
+            cleanup_leftovers(self.prefix)
+        self._created = True
+        self._save_state()
+        self._host_rules = netns.create_bridge(self.prefix)
+        self._save_state()
+        cluster_id = _kafka_uuid()
+        for index, node in enumerate(self.nodes, start=1):
+            netns.add_host(self.prefix, node.name, index)
+            d = self.node_dir(node)
+            (d / "logs").mkdir(parents=True, exist_ok=True)
+            (d / "server.properties").write_text(
+                server_properties(node, self.nodes, str(d / "data"), self.broker_config))
+            (d / "log4j2.properties").write_text(LOG4J2)
+            (d / "log4j.properties").write_text(LOG4J1)
+            fmt = subprocess.run(
+                [java, *self._jvm_props(node), "-cp", self.dist.classpath,
+                 "kafka.tools.StorageTool", "format", "-t", cluster_id,
+                 "-c", str(d / "server.properties"), "--ignore-formatted"],
+                capture_output=True, text=True)
+            if fmt.returncode != 0:
+                raise CommandFailed(f"formatting storage of {node.name} failed: "
+                                    f"{(fmt.stdout + fmt.stderr).strip()[-2000:]}", fmt)
+        for node in self.nodes:
+            self.start(node)
+
+    def teardown(self) -> None:
+        for node in self.nodes:
+            proc = self._procs.get(node.node_id)
+            if proc is not None and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGCONT)  # a paused JVM cannot handle SIGTERM
+                self.stop(node, timeout_s=5.0)
+        cleanup_leftovers(self.prefix)
+        self._procs.clear()
+
+    def _jvm_props(self, node: Node) -> list[str]:
+        d = self.node_dir(node)
+        return [f"-Dkafka.logs.dir={d / 'logs'}",
+                f"-Dlog4j2.configurationFile={d / 'log4j2.properties'}",
+                f"-Dlog4j.configuration=file:{d / 'log4j.properties'}"]
+
+    def start(self, node: Node) -> None:
+        if self.is_running(node):
+            return
+        d = self.node_dir(node)
+        argv = ["ip", "netns", "exec", netns.ns_name(self.prefix, node.name),
+                "java", f"-Xms{self.heap_mb // 2}m", f"-Xmx{self.heap_mb}m",
+                # C1 only: much less JIT CPU on small machines, faster start
+                "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+                "-Djava.net.preferIPv4Stack=true", *self._jvm_props(node),
+                "-cp", self.dist.classpath, "kafka.Kafka", str(d / "server.properties")]
+        with open(d / "server.out", "ab") as out:
+            # own session: a Ctrl-C to the runner must not reach the brokers before teardown
+            self._procs[node.node_id] = subprocess.Popen(
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self._save_state()
+
+    def _wait_exit(self, node: Node, timeout_s: float) -> bool:
+        proc = self._procs.get(node.node_id)
+        if proc is None:
+            return True
+        try:
+            proc.wait(timeout=timeout_s)
+            return True
+        except subprocess.TimeoutExpired:
+            return False
+
+    def stop(self, node: Node, timeout_s: float = 30.0) -> None:
+        if not self.is_running(node):
+            return
+        proc = self._procs[node.node_id]
+        proc.send_signal(signal.SIGTERM)
+        if not self._wait_exit(node, timeout_s):
+            proc.kill()
+            proc.wait()
+
+    def kill(self, node: Node) -> None:
+        if not self.is_running(node):
+            return
+        proc = self._procs[node.node_id]
+        proc.kill()
+        proc.wait()
+
+    def pause(self, node: Node) -> None:
+        if self.is_running(node):
+            os.kill(self._procs[node.node_id].pid, signal.SIGSTOP)
+
+    def resume(self, node: Node) -> None:
+        if self.is_running(node):
+            os.kill(self._procs[node.node_id].pid, signal.SIGCONT)
+
+    def is_running(self, node: Node) -> bool:
+        proc = self._procs.get(node.node_id)
+        return proc is not None and proc.poll() is None
+
+    def exec(self, node: Node, argv: list[str], timeout_s: float = 30.0) -> ExecResult:
+        proc = netns.run(["ip", "netns", "exec", netns.ns_name(self.prefix, node.name), *argv],
+                         check=False, timeout_s=timeout_s)
+        return ExecResult(proc.returncode, proc.stdout, proc.stderr)
+
+    def log_files(self, node: Node) -> list[Path]:
+        d = self.node_dir(node)
+        return [p for p in (d / "logs" / "server.log", d / "server.out") if p.exists()]
+
+    # -- network faults --------------------------------------------------------------------
+    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+        for peer in peers:
+            if port is None:
+                rules = [["INPUT", "-s", peer.host, "-j", "DROP"],
+                         ["OUTPUT", "-d", peer.host, "-j", "DROP"]]
+            else:
+                tcp = ["-p", "tcp"]
+                rules = [["INPUT", "-s", peer.host, *tcp, "--dport", str(port), "-j", "DROP"],
+                         ["INPUT", "-s", peer.host, *tcp, "--sport", str(port), "-j", "DROP"],
+                         ["OUTPUT", "-d", peer.host, *tcp, "--dport", str(port), "-j", "DROP"],
+                         ["OUTPUT", "-d", peer.host, *tcp, "--sport", str(port), "-j", "DROP"]]
+            for rule in rules:
+                res = self.exec(node, ["iptables", "-A", *rule])
+                if res.exit != 0:
+                    raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
+
+    def heal_network(self) -> None:
+        # the namespaces are ours alone, so flushing their chains removes exactly our rules
+        for node in self.nodes:
+            self.exec(node, ["iptables", "-F", "INPUT"])
+            self.exec(node, ["iptables", "-F", "OUTPUT"])
+
+
+def recorded_state(prefix: str = DEFAULT_PREFIX) -> dict | None:
+    """The state file of the cluster ``prefix`` with each pid's liveness, or None if none."""
+    path = _state_file(prefix)
+    try:
+        state = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+    state["alive"] = {nid: _is_kafka_pid(pid) for nid, pid in (state.get("pids") or {}).items()}
+    return state
+
+
+def cleanup_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
+    """Remove everything a local cluster with ``prefix`` left: JVMs, namespaces, bridge, rules.
+
+    Found through the recorded state file (and namespace/bridge names). Never raises; returns
+    what was removed, for the user.
+    """
+    removed: list[str] = []
+    path = _state_file(prefix)
+    state = {}
+    if path.exists():
+        try:
+            state = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            state = {}
+    for nid, pid in (state.get("pids") or {}).items():
+        if _is_kafka_pid(pid):
+            os.kill(pid, signal.SIGKILL)
+            for _ in range(100):
+                if not _is_kafka_pid(pid):
+                    break
+                time.sleep(0.05)
+            removed.append(f"broker process {pid} (node {nid})")
+    removed += netns.remove_all(prefix, state.get("host_rules") or [])
+    path.unlink(missing_ok=True)
+    return removed

@@ -1,0 +1,104 @@
+"""Linux network namespaces on one bridge: the local backend's "hosts".
+
+Each node gets namespace ``<prefix>-<name>`` with ``eth0`` (a veth whose peer is on the bridge)
+and address ``<subnet>.<10 + index>``; the host keeps ``<subnet>.1`` on the bridge, so clients
+running on the host reach every node. Everything created is named from ``prefix`` so that a
+crashed run's leftovers can be found and removed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+from clusters.errors import CommandFailed, EnvironmentUnsupported
+
+SUBNET = "10.77.0"
+
+
+def run(argv: list[str], check: bool = True, timeout_s: float = 30.0) -> subprocess.CompletedProcess:
+    """Run a host command; raise ``CommandFailed`` with its stderr when ``check`` and exit != 0."""
+    proc = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s)
+    if check and proc.returncode != 0:
+        raise CommandFailed(f"`{' '.join(argv)}` exited {proc.returncode}: {proc.stderr.strip()}",
+                            proc)
+    return proc
+
+
+def check_environment() -> None:
+    """Raise ``EnvironmentUnsupported`` unless we are root with ``ip`` and ``iptables``."""
+    if os.geteuid() != 0:
+        raise EnvironmentUnsupported("the local backend needs root (network namespaces, "
+                                     "iptables): run with sudo")
+    for tool, pkg in (("ip", "iproute2"), ("iptables", "iptables")):
+        if shutil.which(tool) is None:
+            raise EnvironmentUnsupported(f"`{tool}` not found: apt-get install {pkg}")
+    probe = f"kc-probe-{os.getpid()}"
+    proc = run(["ip", "netns", "add", probe], check=False)
+    if proc.returncode != 0:
+        raise EnvironmentUnsupported(f"network namespaces are unavailable here: {proc.stderr.strip()}")
+    run(["ip", "netns", "del", probe], check=False)
+
+
+def bridge_name(prefix: str) -> str:
+    return f"{prefix}-br0"[:15]
+
+
+def ns_name(prefix: str, name: str) -> str:
+    return f"{prefix}-{name}"
+
+
+def create_bridge(prefix: str) -> list[list[str]]:
+    """Create the bridge with the host address ``SUBNET.1/24``.
+
+    Returns the host iptables rules added (as ``iptables`` argv tails after ``-D``) so they can
+    be deleted later: when the FORWARD policy is DROP (e.g. dockerd is running), bridged frames
+    between nodes would be dropped by br_netfilter, so an ACCEPT rule for the bridge is inserted.
+    """
+    br = bridge_name(prefix)
+    run(["ip", "link", "add", br, "type", "bridge"])
+    run(["ip", "addr", "add", f"{SUBNET}.1/24", "dev", br])
+    run(["ip", "link", "set", br, "up"])
+    rules: list[list[str]] = []
+    policy = run(["iptables", "-S", "FORWARD"], check=False).stdout
+    if "-P FORWARD ACCEPT" not in policy:
+        rule = ["FORWARD", "-i", br, "-o", br, "-j", "ACCEPT"]
+        run(["iptables", "-I", *rule])
+        rules.append(rule)
+    return rules
+
+
+def add_host(prefix: str, name: str, index: int) -> str:
+    """Create namespace + veth for node ``name`` and return its IP."""
+    ns = ns_name(prefix, name)
+    veth = f"{prefix}-v{index}"[:15]
+    ip = f"{SUBNET}.{10 + index}"
+    run(["ip", "netns", "add", ns])
+    run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
+    run(["ip", "link", "set", veth, "master", bridge_name(prefix), "up"])
+    run(["ip", "-n", ns, "addr", "add", f"{ip}/24", "dev", "eth0"])
+    run(["ip", "-n", ns, "link", "set", "eth0", "up"])
+    run(["ip", "-n", ns, "link", "set", "lo", "up"])
+    return ip
+
+
+def remove_all(prefix: str, host_rules: list[list[str]]) -> list[str]:
+    """Delete every namespace and the bridge named from ``prefix`` and the given host rules.
+
+    Never raises; returns a description of what was removed.
+    """
+    removed = []
+    listing = run(["ip", "netns", "list"], check=False).stdout.split("\n")
+    for line in listing:
+        ns = line.split(" ")[0]
+        if ns.startswith(f"{prefix}-"):
+            if run(["ip", "netns", "del", ns], check=False).returncode == 0:
+                removed.append(f"namespace {ns}")
+    br = bridge_name(prefix)
+    if run(["ip", "link", "del", br], check=False).returncode == 0:
+        removed.append(f"bridge {br}")
+    for rule in host_rules:
+        if run(["iptables", "-D", *rule], check=False).returncode == 0:
+            removed.append(f"iptables rule {' '.join(rule)}")
+    return removed

@@ -1,0 +1,3 @@
+from kafka_chaos.cli import app
+
+app(prog_name="kafka-chaos")

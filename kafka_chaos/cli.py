@@ -1,0 +1,211 @@
+"""``kafka-chaos``: run chaos tests, re-analyse histories, manage the local cluster.
+
+Exit codes: 0 valid, 1 anomalies found, 2 unknown or error (bad input included).
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from clusters.errors import ClusterError
+from kafka_chaos import report
+from kafka_chaos.config import RunConfig
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Jepsen-style chaos testing of real Kafka clusters.")
+cluster_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local cluster.")
+app.add_typer(cluster_app, name="cluster")
+console = Console()
+
+
+def _fail(message: str) -> None:
+    console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(report.EXIT_UNKNOWN)
+
+
+def _sigterm_as_interrupt() -> None:
+    # so that `kill <runner>` heals and tears down like Ctrl-C does
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+
+
+def _analyze(run_dir: Path, spark_master: str, facts: dict | None = None) -> int:
+    import analysis
+    from history import HistoryError
+
+    try:
+        result = analysis.check(run_dir / "history.jsonl", spark_master=spark_master)
+    except HistoryError as exc:
+        _fail(f"{run_dir / 'history.jsonl'}: {exc}")
+    except analysis.AnalysisError as exc:
+        _fail(str(exc))
+    report.write_results(run_dir, result, facts)
+    report.render(result, console, run_dir)
+    return report.exit_code(result)
+
+
+@app.command("run")
+def run_cmd(
+    brokers: int = typer.Option(3, help="Number of brokers."),
+    controllers: int = typer.Option(0, help="Dedicated KRaft controllers (0: combined mode)."),
+    kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
+    kafka_home: Optional[Path] = typer.Option(None, help="Unpacked Apache Kafka distribution."),
+    time_limit: float = typer.Option(30.0, help="Seconds of workload."),
+    rate: float = typer.Option(100.0, help="Target sends per second, all clients together."),
+    clients: int = typer.Option(4, help="Concurrent client processes."),
+    keys: int = typer.Option(3, help="Keys (= partitions of the test topic)."),
+    acks: str = typer.Option("all", help="Producer acks: 0, 1 or all."),
+    idempotence: bool = typer.Option(False, "--idempotence/--no-idempotence",
+                                     help="enable.idempotence (KIP-98)."),
+    retries: int = typer.Option(2147483647, help="Producer retries."),
+    max_in_flight: int = typer.Option(5, help="max.in.flight.requests.per.connection."),
+    delivery_timeout_ms: int = typer.Option(10000, help="delivery.timeout.ms."),
+    replication_factor: int = typer.Option(3, help="Replication factor of the test topic."),
+    min_insync_replicas: int = typer.Option(2, help="min.insync.replicas."),
+    unclean_leader_election: bool = typer.Option(
+        False, "--unclean-leader-election/--no-unclean-leader-election",
+        help="unclean.leader.election.enable."),
+    replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
+    nemesis: str = typer.Option("none", help="Faults: comma list of kill, pause, partition; or none."),
+    nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
+    scenario: Optional[str] = typer.Option(None, help="Scripted scenario: isr-shrink-unclean."),
+    seed: int = typer.Option(0, help="Seed of every random choice."),
+    spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
+    out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
+) -> None:
+    """Bring up a cluster, run the workload under faults, and check the history."""
+    from nemesis.schedule import parse_packages
+
+    try:
+        packages = parse_packages(nemesis)
+        extra = {}
+        if scenario is not None:
+            # the scenario targets one partition and needs a fast ISR shrink
+            extra = {"keys": 1, "replica_lag_time_max_ms": 3000}
+        cfg = RunConfig(**{
+            "brokers": brokers, "controllers": controllers, "kafka_home": kafka_home and str(kafka_home),
+            "time_limit_s": time_limit, "rate": rate, "clients": clients, "keys": keys, "acks": acks,
+            "idempotence": idempotence, "retries": retries, "max_in_flight": max_in_flight,
+            "delivery_timeout_ms": delivery_timeout_ms, "replication_factor": replication_factor,
+            "min_insync_replicas": min_insync_replicas,
+            "unclean_leader_election": unclean_leader_election,
+            "replica_lag_time_max_ms": replica_lag_time_max_ms, "nemesis": packages,
+            "nemesis_interval_s": nemesis_interval, "scenario": scenario, "seed": seed,
+            "spark_master": spark_master,
+            **({"kafka_version": kafka_version} if kafka_version else {}), **extra})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = "--" + str(err["loc"][0]).replace("_s", "").replace("_", "-") if err["loc"] else ""
+        _fail(f"{where} {err['msg'].removeprefix('Value error, ')}".strip())
+    except ValueError as exc:
+        _fail(str(exc))
+
+    from kafka_chaos.runner import new_run_dir, run
+
+    _sigterm_as_interrupt()
+    run_dir = new_run_dir(out)
+    console.print(f"run directory: {run_dir}")
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("workload", total=1.0)
+
+        def progress(frac: float, counts: dict) -> None:
+            bar.update(task, completed=frac, description=f"workload {counts}")
+
+        try:
+            facts = run(cfg, run_dir, log=console.log, progress=progress)
+        except KeyboardInterrupt:
+            console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
+                          f"re-analyse with: kafka-chaos analyze {run_dir}")
+            raise typer.Exit(report.EXIT_UNKNOWN)
+        except ClusterError as exc:
+            _fail(str(exc))
+    code = _analyze(run_dir, spark_master, facts)
+    console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
+                  + ("" if "--seed" in sys.argv else f" --seed {seed}"))
+    raise typer.Exit(code)
+
+
+@app.command("analyze")
+def analyze_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
+    spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
+) -> None:
+    """Re-analyse a stored history; rewrites results.json."""
+    if not (run_dir / "history.jsonl").is_file():
+        _fail(f"{run_dir}: no history.jsonl here")
+    raise typer.Exit(_analyze(run_dir, spark_master))
+
+
+@app.command("fetch-kafka")
+def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one).")) -> None:
+    """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
+    from clusters import dist
+
+    try:
+        dist.check_java()
+        for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
+            kafka = dist.resolve(version)
+            console.print(f"Kafka {kafka.version}: {kafka.libs}")
+    except ClusterError as exc:
+        _fail(str(exc))
+
+
+@cluster_app.command("up")
+def cluster_up(
+    brokers: int = typer.Option(3), controllers: int = typer.Option(0),
+    kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
+) -> None:
+    """Start a local cluster and leave it running (stop it with `cluster down`)."""
+    from clusters import admin, dist
+    from clusters.local import LocalCluster
+
+    try:
+        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+        cluster = LocalCluster(kafka, dir, brokers=brokers, controllers=controllers)
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
+    except ClusterError as exc:
+        from clusters.local import cleanup_leftovers
+        cleanup_leftovers()
+        _fail(str(exc))
+    console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
+
+
+@cluster_app.command("status")
+def cluster_status() -> None:
+    """Show the recorded local cluster and which of its processes are alive."""
+    from clusters.local import recorded_state
+
+    state = recorded_state()
+    if state is None:
+        console.print("no local cluster recorded")
+        raise typer.Exit(0)
+    for node in state.get("nodes", []):
+        alive = state["alive"].get(str(node["node_id"]), False)
+        console.print(f"{node['name']:>4} id={node['node_id']} {node['host']} "
+                      f"{','.join(node['roles'])}: {'[green]running' if alive else '[red]down'}[/]")
+    console.print(f"bootstrap servers: {state.get('bootstrap_servers')}")
+
+
+@cluster_app.command("down")
+def cluster_down() -> None:
+    """Remove the local cluster and anything a crashed run left (processes, namespaces, rules)."""
+    from clusters.local import cleanup_leftovers
+
+    removed = cleanup_leftovers()
+    for item in removed:
+        console.print(f"removed {item}")
+    if not removed:
+        console.print("nothing to remove")
+
+
+if __name__ == "__main__":
+    app()

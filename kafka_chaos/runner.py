@@ -1,0 +1,155 @@
+"""One chaos run: cluster up -> workload + nemesis -> heal -> final reads -> analysis.
+
+Whatever happens (an error, Ctrl-C), ``run`` heals every fault and tears the cluster down in
+its ``finally`` blocks, and the history on disk stays readable for ``kafka-chaos analyze``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shlex
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from clusters import admin, dist
+from clusters.local import LocalCluster
+from history import HistoryWriter
+from kafka_chaos.config import RunConfig
+from nemesis.faults import UncleanElectionNemesis
+from nemesis.scenarios import SCENARIO_BROKER_CONFIG, isr_shrink_unclean
+from nemesis.schedule import Scheduler, build_nemesis
+from workloads.final_reads import final_reads
+from workloads.queue import ProducerSettings, ProducerWorkload
+
+TOPIC = "kafka-chaos"
+
+
+def new_run_dir(out: Path) -> Path:
+    """Create ``out/<UTC timestamp>/`` (never reusing one) and point ``out/latest`` at it."""
+    out.mkdir(parents=True, exist_ok=True)
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    run_dir = out / stamp
+    n = 1
+    while True:
+        try:
+            run_dir.mkdir()
+            break
+        except FileExistsError:
+            n += 1
+            run_dir = out / f"{stamp}-{n}"
+    latest = out / "latest"
+    tmp = out / f".latest-{os.getpid()}"
+    tmp.unlink(missing_ok=True)
+    tmp.symlink_to(run_dir.name)
+    tmp.replace(latest)
+    return run_dir
+
+
+def _log_tail(cluster: LocalCluster, lines: int = 15) -> str:
+    parts = []
+    for node in cluster.nodes:
+        for path in cluster.log_files(node):
+            text = path.read_text(errors="replace").splitlines()[-lines:]
+            parts.append(f"--- {node.name}: {path.name} ---\n" + "\n".join(text))
+    return "\n".join(parts)
+
+
+def run(cfg: RunConfig, run_dir: Path, log: Callable[[str], None],
+        progress: Callable[[float, dict], None] | None = None) -> dict:
+    """Execute the run described by ``cfg`` in ``run_dir``; return run facts (not the verdict).
+
+    Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
+    config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
+    for cluster trouble; faults are healed and the cluster removed in every case.
+    """
+    (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    (run_dir / "command.txt").write_text(shlex.join(["kafka-chaos", *sys.argv[1:]]) + "\n")
+    facts: dict = {"seed": cfg.seed}
+    kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else dist.resolve(cfg.kafka_version)
+    facts["kafka_version"] = kafka.version
+    broker_config = cfg.broker_config()
+    if cfg.scenario:
+        broker_config.update(SCENARIO_BROKER_CONFIG)
+    cluster = LocalCluster(kafka, run_dir / "nodes", brokers=cfg.brokers,
+                           controllers=cfg.controllers, broker_config=broker_config)
+    rng = random.Random(cfg.seed)
+    stop = threading.Event()
+    t0 = time.monotonic()
+    try:
+        log(f"starting {cfg.brokers} Kafka {kafka.version} brokers"
+            + (f" + {cfg.controllers} controllers" if cfg.controllers else " (KRaft combined mode)"))
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [], timeout_s=120,
+                         log_tail=lambda: _log_tail(cluster))
+        admin.create_topic(admin.client(cluster.bootstrap_servers), TOPIC, cfg.keys,
+                           cfg.replication_factor)
+        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [TOPIC], timeout_s=60,
+                         log_tail=lambda: _log_tail(cluster))
+        facts["cluster_ready_s"] = round(time.monotonic() - t0, 2)
+        log(f"cluster ready in {facts['cluster_ready_s']} s at {cluster.bootstrap_servers}")
+        with HistoryWriter(run_dir / "history.jsonl") as history:
+            facts.update(_run_phases(cfg, cluster, history, rng, stop, log, progress))
+    except KeyboardInterrupt:
+        stop.set()
+        facts["interrupted"] = True
+        log("interrupted: healing and tearing down")
+        raise
+    finally:
+        stop.set()
+        cluster.teardown()
+        facts["total_s"] = round(time.monotonic() - t0, 2)
+        (run_dir / "run.json").write_text(json.dumps(facts, indent=2))
+    return facts
+
+
+def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
+                rng: random.Random, stop: threading.Event, log, progress) -> dict:
+    facts: dict = {}
+    settings = ProducerSettings(topic=TOPIC, keys=cfg.keys, clients=cfg.clients, rate=cfg.rate,
+                                acks=cfg.acks, idempotence=cfg.idempotence, retries=cfg.retries,
+                                max_in_flight=cfg.max_in_flight,
+                                delivery_timeout_ms=cfg.delivery_timeout_ms)
+    packages = list(cfg.nemesis)
+    if cfg.scenario:
+        packages = ["kill", "partition"]
+    nemesis = build_nemesis(cluster, packages, rng, extra=(
+        UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
+    scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
+                          cfg.nemesis_interval_s, rng, TOPIC)
+    workload = ProducerWorkload(cluster.bootstrap_servers, history, settings, seed=rng.randrange(2**32))
+    start = time.monotonic()
+    try:
+        workload.start()
+        scheduler.start()
+        if cfg.scenario:
+            facts["scenario"] = isr_shrink_unclean(cluster, scheduler.run_op, TOPIC, stop, log)
+        else:
+            while not stop.wait(0.5):
+                elapsed = time.monotonic() - start
+                if progress:
+                    progress(min(elapsed / cfg.time_limit_s, 1.0), dict(workload.counts))
+                if elapsed >= cfg.time_limit_s:
+                    break
+    finally:
+        log("healing all faults")
+        facts["healed"] = scheduler.finish()
+        workload.stop()
+    facts["workload_s"] = round(time.monotonic() - start, 2)
+    facts["sends"] = dict(workload.counts)
+    facts["ops_per_s"] = round(sum(workload.counts.values()) / max(facts["workload_s"], 1e-9), 1)
+    log(f"workload done: {facts['sends']} ({facts['ops_per_s']} sends/s); waiting for full ISRs")
+    try:
+        waited = admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [TOPIC], timeout_s=90)
+        facts["recovery_s"] = round(waited, 2)
+    except Exception as exc:  # final reads are still tried; the verdict may become unknown
+        facts["recovery_error"] = str(exc)
+        log(f"cluster did not fully recover: {exc}")
+    facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, TOPIC, cfg.keys,
+                                       first_process=workload.next_process())
+    return facts

@@ -1,0 +1,67 @@
+"""The nemesis protocol (after Jepsen's ``jepsen.nemesis``) and ``compose``.
+
+Required methods: ``fs`` (the ``f``s handled), ``invoke(f, value)`` returning the completion
+value. Optional: ``teardown`` (heal everything this nemesis did; must be idempotent and must not
+raise for a fault that is already healed).
+"""
+
+from __future__ import annotations
+
+import abc
+import random
+from typing import Any
+
+from clusters.base import Cluster
+
+
+class NemesisError(RuntimeError):
+    """The nemesis cannot do what it was asked (e.g. no such ability, unknown ``f``)."""
+
+
+class Nemesis(abc.ABC):
+    """A fault injector bound to one cluster."""
+
+    fs: frozenset[str] = frozenset()
+
+    def __init__(self, cluster: Cluster, rng: random.Random) -> None:
+        self.cluster = cluster
+        self.rng = rng
+
+    @abc.abstractmethod
+    def invoke(self, f: str, value: Any) -> Any:
+        """Do ``f`` to the cluster; return a JSON-able description of what was done."""
+
+    def teardown(self) -> Any:
+        """Heal every fault this nemesis left; returns what was healed (JSON-able)."""
+        return None
+
+
+class Composed(Nemesis):
+    """Routes each ``f`` to the one nemesis that handles it (Jepsen ``nemesis/compose``).
+
+    Raises ``NemesisError`` at construction when two nemeses claim the same ``f``.
+    """
+
+    def __init__(self, nemeses: list[Nemesis]) -> None:
+        self.nemeses = nemeses
+        self._by_f: dict[str, Nemesis] = {}
+        for n in nemeses:
+            for f in n.fs:
+                if f in self._by_f:
+                    raise NemesisError(f"two nemeses handle f={f!r}")
+                self._by_f[f] = n
+        self.fs = frozenset(self._by_f)
+
+    def invoke(self, f: str, value: Any) -> Any:
+        if f not in self._by_f:
+            raise NemesisError(f"no nemesis handles f={f!r}")
+        return self._by_f[f].invoke(f, value)
+
+    def teardown(self) -> Any:
+        healed = {}
+        for n in self.nemeses:
+            try:
+                healed[type(n).__name__] = n.teardown()
+            except Exception as exc:  # one failed heal must not stop the others
+                healed[type(n).__name__] = f"error: {exc}"
+        return healed

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs everything kafka-chaos needs on a Debian machine, idempotently:
+# system packages, a virtualenv (.venv) with pinned dependencies, and the default Kafka jars.
+# Run as root (the local backend creates network namespaces and iptables rules).
+set -euo pipefail
+cd "$(dirname "$0")"
+
+need=()
+for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven; do
+  command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
+done
+python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "setup: installing ${need[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  python3 -m venv .venv
+fi
+.venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
+.venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+
+# Kafka broker jars from Maven Central, cached in ~/.cache/kafka-chaos
+.venv/bin/kafka-chaos fetch-kafka ${KAFKA_CHAOS_VERSIONS:-}
+echo "setup: done"
