@@ -1,0 +1,50 @@
+"""`kafka-chaos cluster up | status | down` and distribution options, for real."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from clusters import dist
+from clusters.errors import DistributionError
+from tests.integration.conftest import kafka_chaos, leftovers
+
+pytestmark = pytest.mark.kafka
+
+
+def test_cluster_up_status_down(tmp_path):
+    up = kafka_chaos("cluster", "up", "--dir", str(tmp_path / "cluster"))
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "10.77.0.11:9092" in up.stdout
+        status = kafka_chaos("cluster", "status")
+        assert status.stdout.count("running") == 3, status.stdout
+    finally:
+        down = kafka_chaos("cluster", "down")
+    assert "removed broker process" in down.stdout, down.stdout
+    assert leftovers() == []
+    assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
+
+
+def test_kafka_home_uses_an_unpacked_distribution(tmp_path):
+    cached = dist.resolve()
+    (tmp_path / "libs").symlink_to(cached.libs)
+    home = dist.from_home(tmp_path)
+    assert home.version == dist.DEFAULT_KAFKA_VERSION
+    assert "kafka_2.13-" in home.classpath
+    with pytest.raises(DistributionError, match="no libs/kafka_2.13"):
+        dist.from_home(tmp_path / "nowhere")
+
+
+def test_old_or_missing_java_is_refused(tmp_path, monkeypatch):
+    fake = tmp_path / "java"
+    fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
+    fake.chmod(fake.stat().st_mode | stat.S_IEXEC)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    with pytest.raises(DistributionError, match="Java 11 is too old"):
+        dist.check_java()
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    with pytest.raises(DistributionError, match="java not found"):
+        dist.check_java()
