@@ -19,7 +19,7 @@ from pathlib import Path
 from clusters import netns
 from clusters.base import Cluster, ExecResult, Killable, Node, Partitionable, Pausable
 from clusters.dist import KafkaDist, check_java
-from clusters.errors import CommandFailed
+from clusters.errors import ClusterError, CommandFailed
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
 
 DEFAULT_PREFIX = "kc"
@@ -109,8 +109,11 @@ class LocalCluster(Cluster, Killable, Pausable, Partitionable):
     def setup(self) -> None:
         netns.check_environment()
         java = check_java()
-        if _state_file(self.prefix).exists():
-            cleanup_leftovers(self.prefix)
+        state = recorded_state(self.prefix)
+        if state is not None and any(state["alive"].values()):
+            raise ClusterError(f"a local cluster '{self.prefix}' is already running "
+                               f"({state.get('work_dir')}): stop it with `kafka-chaos cluster down`")
+        cleanup_leftovers(self.prefix)  # what a crashed run left: dead pids, namespaces, rules
         self._created = True
         self._save_state()
         self._host_rules = netns.create_bridge(self.prefix)
@@ -136,6 +139,8 @@ class LocalCluster(Cluster, Killable, Pausable, Partitionable):
             self.start(node)
 
     def teardown(self) -> None:
+        if not self._created:
+            return  # setup refused before creating anything: leave others' clusters alone
         for node in self.nodes:
             proc = self._procs.get(node.node_id)
             if proc is not None and proc.poll() is None:

@@ -95,6 +95,15 @@ def remove_all(prefix: str, host_rules: list[list[str]]) -> list[str]:
         if ns.startswith(f"{prefix}-"):
             if run(["ip", "netns", "del", ns], check=False).returncode == 0:
                 removed.append(f"namespace {ns}")
+    # Delete the host ends of the veths too: a deleted namespace lives on, unseen, while
+    # orphaned TCP sockets of killed brokers still retransmit FINs to vanished peers (minutes),
+    # and its veths would stay on the host until then.
+    links = run(["ip", "-o", "link", "show"], check=False).stdout.splitlines()
+    for line in links:
+        name = line.split(":")[1].strip().split("@")[0] if ":" in line else ""
+        if name.startswith(f"{prefix}-v"):
+            if run(["ip", "link", "del", name], check=False).returncode == 0:
+                removed.append(f"veth {name}")
     br = bridge_name(prefix)
     if run(["ip", "link", "del", br], check=False).returncode == 0:
         removed.append(f"bridge {br}")

@@ -167,14 +167,15 @@ def cluster_up(
     from clusters import admin, dist
     from clusters.local import LocalCluster
 
+    cluster = None
     try:
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
         cluster = LocalCluster(kafka, dir, brokers=brokers, controllers=controllers)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
     except ClusterError as exc:
-        from clusters.local import cleanup_leftovers
-        cleanup_leftovers()
+        if cluster is not None:
+            cluster.teardown()  # only what this call created
         _fail(str(exc))
     console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
 

@@ -21,6 +21,10 @@ def test_cluster_up_status_down(tmp_path):
         assert "10.77.0.11:9092" in up.stdout
         status = kafka_chaos("cluster", "status")
         assert status.stdout.count("running") == 3, status.stdout
+        # a run must not take over (or tear down) a cluster somebody else started
+        clash = kafka_chaos("run", "--time-limit", "1", "--out", str(tmp_path / "runs"))
+        assert clash.returncode == 2 and "already running" in clash.stdout, clash.stdout
+        assert kafka_chaos("cluster", "status").stdout.count("running") == 3
     finally:
         down = kafka_chaos("cluster", "down")
     assert "removed broker process" in down.stdout, down.stdout

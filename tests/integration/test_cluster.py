@@ -25,6 +25,11 @@ def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
     return offsets
 
 
+def _proc_state(pid: int) -> str:
+    time.sleep(0.2)
+    return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+
+
 def test_kafka_39_with_dedicated_controller_kill_and_partition(tmp_path):
     """3.9.x works; a dedicated controller quorum; kill/start and an iptables cut really bite."""
     kafka = dist.resolve("3.9.1")
@@ -51,6 +56,14 @@ def test_kafka_39_with_dedicated_controller_kill_and_partition(tmp_path):
         assert state.leader not in (-1, leader.node_id), "no new leader after SIGKILL"
         cluster.start(leader)
         admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
+
+        # pause freezes the JVM (state T), resume thaws it
+        n3 = cluster.node(3)
+        pid = cluster._procs[3].pid
+        cluster.pause(n3)
+        assert _proc_state(pid) == "T"
+        cluster.resume(n3)
+        assert _proc_state(pid) in ("S", "R")
 
         # isolate node 1 from every peer: from its namespace, peers become unreachable
         n1, n2 = cluster.node(1), cluster.node(2)
