@@ -10,14 +10,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis.checkers import CHECKERS
+from analysis.checkers import ANOMALIES, CHECKERS
 from analysis.load import History, load
 from analysis.spark import session
-from analysis.stats import keys_without_final_read, stats
+from analysis.stats import count_ops
 from analysis.validate import validate
 from history import HistoryError
 
-__all__ = ["check", "AnalysisError", "HistoryError", "CHECKERS", "History", "load", "session"]
+__all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
+           "session"]
 
 #: Longest exception text kept in ``unknown_reasons`` (Py4J messages carry whole Java traces).
 _MAX_REASON = 300
@@ -39,14 +40,14 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]") -> dict[s
         {"valid": True | False | "unknown",
          "anomalies": {name: {"count": n, "examples": [up to 5 dicts]}, ...},
          "anomaly_types": [names with count > 0],
-         "stats": see analysis.stats.stats,
+         "stats": see analysis.stats.count_ops,
          "unknown_reasons": [str, ...],
          "analysis_time_s": wall seconds for the whole check, Spark start-up included}
 
-    ``anomalies`` always has every name of ``CHECKERS`` (``lost-write``, ``unseen``,
-    ``duplicate``, ``inconsistent-offsets``, ``nonmonotonic-send``); the rules are in
-    ``analysis.checkers``. A checker that raised has ``{"count": None, "examples": [],
-    "error": text}``.
+    ``anomalies`` always has every name of ``analysis.checkers.ANOMALIES`` (``lost-write``,
+    ``unseen``, ``duplicate``, ``inconsistent-offsets``, ``nonmonotonic-send``), in that order;
+    the rules are in ``analysis.checkers``. An anomaly whose checker raised has
+    ``{"count": None, "examples": [], "error": text}``.
 
     Validity merges like Jepsen's ``checker/compose`` (false > unknown > true): ``False`` if any
     count > 0; else ``"unknown"`` if no send completed ok, or some key with ok sends has no ok
@@ -68,19 +69,19 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]") -> dict[s
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc
     try:
         try:
-            op_stats = stats(h)
-            unjudged = keys_without_final_read(h)
+            op_stats, unjudged = count_ops(h)
         except Exception as exc:
             raise AnalysisError(f"could not count the ops of {path}: {_short(exc)}") from exc
         reasons: list[str] = []
         anomalies: dict[str, dict[str, Any]] = {}
         for name, checker in CHECKERS.items():
             try:
-                anomalies[name] = checker(h)
+                anomalies.update(checker(h))
             except Exception as exc:  # one broken checker must not hide the others' findings
                 text = f"{type(exc).__name__}: {_short(exc)}"
                 reasons.append(f"checker {name} raised: {text}")
-                anomalies[name] = {"count": None, "examples": [], "error": text}
+                anomalies.update({a: {"count": None, "examples": [], "error": text}
+                                  for a in _reported_by(name)})
     finally:
         h.unpersist()
 
@@ -90,6 +91,11 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]") -> dict[s
         shown = ", ".join(map(str, unjudged[:20])) + (", ..." if len(unjudged) > 20 else "")
         reasons.append(f"no ok final poll of key(s) {shown}: unread writes above their highest "
                        "read offset were not judged")
+    for name in ANOMALIES:
+        if name not in anomalies:  # a checker bug; treated like a raise, never as "none found"
+            reasons.append(f"no checker reported {name}")
+            anomalies[name] = {"count": None, "examples": [], "error": "not reported"}
+    anomalies = {name: anomalies[name] for name in ANOMALIES}
     found = [name for name, a in anomalies.items() if a["count"]]
     valid: bool | str = False if found else ("unknown" if reasons else True)
     return {
@@ -100,6 +106,11 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]") -> dict[s
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),
     }
+
+
+def _reported_by(checker: str) -> list[str]:
+    # Checker names are their anomaly names, joined by "+" when one job reports several.
+    return checker.split("+")
 
 
 def _short(exc: BaseException) -> str:

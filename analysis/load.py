@@ -44,9 +44,14 @@ VALUE_SCHEMA = T.StructType([
 
 @dataclasses.dataclass(frozen=True)
 class History:
-    """A loaded history. ``sends``, ``polls`` and ``reads`` are cached; call ``unpersist()``.
+    """A loaded history. ``pairs`` and ``reads`` are cached; call ``unpersist()`` when done.
 
     ``ops``: one row per line: ``index, time, process (string), type, f, value (JSON text), error``.
+
+    ``pairs``: one row per operation of the nemesis or a client ``send``/``poll``: ``process``
+    (string), ``f, invoke_index, index`` (the completion's, NULL if pending), ``type``
+    (ok|fail|info|pending), ``error, key, value`` (from a client invoke), ``done_v`` (the
+    completion's parsed value; NULL for the nemesis).
 
     ``sends``: one row per client send: ``process (long), invoke_index, index`` (the completion's
     index, NULL if pending), ``type`` (ok|fail|info|pending), ``error, key, value`` (from the
@@ -62,6 +67,7 @@ class History:
     """
 
     ops: DataFrame
+    pairs: DataFrame
     sends: DataFrame
     polls: DataFrame
     reads: DataFrame
@@ -69,7 +75,7 @@ class History:
 
     def unpersist(self) -> None:
         """Drop the cached DataFrames from executor memory."""
-        for df in (self.sends, self.polls, self.reads):
+        for df in (self.pairs, self.reads):
             df.unpersist()
 
 
@@ -96,13 +102,15 @@ def load(spark: SparkSession, path: Path, n_ops: int | None = None) -> History:
            # A torn last line parses to NULL; one that happens to parse is dropped by index.
            .where(F.col("index").isNotNull() & (F.col("index") < n_ops)))
 
-    client = (ops.where((F.col("process") != NEMESIS) & F.col("f").isin(*CLIENT_FS))
-              .select("index", F.col("process").cast("long").alias("process"), "type", "f",
-                      "error", F.from_json("value", VALUE_SCHEMA).alias("v")))
+    is_nemesis = F.col("process") == NEMESIS
+    # Nemesis ops are paired too (they are counted), but their values are never parsed.
+    relevant = (ops.where(is_nemesis | F.col("f").isin(*CLIENT_FS))
+                .select("index", "process", "type", "f", "error",
+                        F.when(~is_nemesis, F.from_json("value", VALUE_SCHEMA)).alias("v")))
     # pair_ops (run by validate) guarantees a process alternates invoke, completion of the same
     # f, so lead() over the process's ops is the completion, or NULL while it is still pending.
     by_process = Window.partitionBy("process").orderBy("index")
-    pairs = (client
+    pairs = (relevant
              .select("*", *(F.lead(c).over(by_process).alias(f"done_{c}")
                             for c in ("index", "type", "error", "v")))
              .where(F.col("type") == "invoke")
@@ -113,28 +121,31 @@ def load(spark: SparkSession, path: Path, n_ops: int | None = None) -> History:
                      F.col("done_error").alias("error"),
                      F.col("v.key").alias("key"),
                      F.col("v.value").alias("value"),
-                     "done_v"))
+                     "done_v")
+             .cache())
     ok = F.col("type") == "ok"
 
     def if_ok(c: Column) -> Column:
         return F.when(ok, c)
 
-    sends = pairs.where(F.col("f") == "send").select(
+    def client(f: str) -> DataFrame:
+        return (pairs.where(~is_nemesis & (F.col("f") == f))
+                .withColumn("process", F.col("process").cast("long")))
+
+    sends = client("send").select(
         "process", "invoke_index", "index", "type", "error", "key", "value",
         if_ok(F.col("done_v.partition")).alias("partition"),
-        if_ok(F.when(F.col("done_v.offset") >= 0, F.col("done_v.offset"))).alias("offset"),
-    ).cache()
-    polls = pairs.where(F.col("f") == "poll").select(
+        if_ok(F.when(F.col("done_v.offset") >= 0, F.col("done_v.offset"))).alias("offset"))
+    polls = client("poll").select(
         "process", "invoke_index", "index", "type", "error", "key",
         if_ok(F.col("done_v.partition")).alias("partition"),
         (ok & F.coalesce(F.col("done_v.final"), F.lit(False))).alias("final"),
         if_ok(F.col("done_v.end_offset")).alias("end_offset"),
-        if_ok(F.col("done_v.records")).alias("records"),
-    ).cache()
+        if_ok(F.col("done_v.records")).alias("records"))
     reads = (polls.where(ok)
              .select(F.col("index").alias("poll_index"), "process", "key", "partition", "final",
                      F.explode("records").alias("rec"))
              .select("poll_index", "process", "key", "partition", "final",
                      F.col("rec")[0].alias("offset"), F.col("rec")[1].alias("value"))
              .cache())
-    return History(ops=ops, sends=sends, polls=polls, reads=reads, n_ops=n_ops)
+    return History(ops=ops, pairs=pairs, sends=sends, polls=polls, reads=reads, n_ops=n_ops)

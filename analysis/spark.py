@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from pyspark.sql import SparkSession
 
 #: Shuffle partitions for joins/aggregations. Spark's default (200) makes every small shuffle of a
@@ -19,9 +21,11 @@ def session(master: str = "local[2]") -> SparkSession:
     ``SHUFFLE_PARTITIONS`` partitions, log level ``ERROR`` (Spark's WARN lines would interleave
     with the CLI's output). Driver memory is Spark's default (1 GiB heap).
 
-    For a ``local`` master the driver binds to 127.0.0.1: the nemesis rewrites routes and
-    iptables rules on this host, and the analysis must not depend on the machine's outside
-    address (Spark otherwise resolves the hostname and may pick an interface the nemesis cut).
+    For a ``local`` master the driver binds to 127.0.0.1, and ``SPARK_LOCAL_IP`` is set to it in
+    this process's environment unless already set (the JVM reads it at launch): the nemesis
+    rewrites routes and iptables rules on this host, and the analysis must not depend on the
+    machine's outside address (Spark otherwise resolves the hostname and may pick an interface
+    the nemesis cut).
 
     ``getOrCreate`` semantics: when a session already exists in this process it is returned
     as is and ``master`` is ignored.
@@ -36,6 +40,7 @@ def session(master: str = "local[2]") -> SparkSession:
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS)))
     if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (builder.config("spark.driver.host", "127.0.0.1")
                    .config("spark.driver.bindAddress", "127.0.0.1"))
     spark = builder.getOrCreate()

@@ -72,7 +72,8 @@ def _int(op: Op, value: dict[str, Any], field: str, *, nullable: bool = False) -
 def _check_value(op: Op) -> None:
     v = op.value
     if not isinstance(v, dict):
-        raise HistoryError(f"{_line(op)}: {op.f} {op.type.value} value must be an object, got {v!r}")
+        raise HistoryError(f"{_line(op)}: {op.f} {op.type.value} value must be an object, "
+                           f"got {v!r}")
     _int(op, v, "key")
     if op.f == "send":
         _int(op, v, "value")
@@ -88,11 +89,23 @@ def _check_value(op: Op) -> None:
         records = v.get("records")
         if not isinstance(records, list):
             raise HistoryError(f"{_line(op)}: poll ok value field 'records' must be a list")
-        for i, rec in enumerate(records):
-            if (not isinstance(rec, list) or len(rec) != 2
-                    or any(isinstance(x, bool) or not isinstance(x, int) for x in rec)):
-                raise HistoryError(f"{_line(op)}: poll ok records[{i}] must be [offset, value] "
-                                   f"integers, got {rec!r}")
+        bad = _first_bad_record(records)
+        if bad is not None:
+            raise HistoryError(f"{_line(op)}: poll ok records[{bad}] must be [offset, value] "
+                               f"64-bit integers, got {records[bad]!r}")
+
+
+def _first_bad_record(records: list[Any]) -> int | None:
+    # The hot loop of validation (final polls hold whole partitions): exact type() tests
+    # (also excluding bool) and chained comparisons are the cheapest correct checks here.
+    lo, hi = _INT64
+    for i, rec in enumerate(records):
+        if type(rec) is not list or len(rec) != 2:
+            return i
+        o, v = rec
+        if type(o) is not int or type(v) is not int or not lo <= o <= hi or not lo <= v <= hi:
+            return i
+    return None
 
 
 def _same_target(invoke: Op, done: Op) -> None:

@@ -75,10 +75,10 @@ def _parse(line: str, lineno: int, expected_index: int) -> Op:
         raise HistoryError(f"line {lineno}: missing field(s) {', '.join(missing)}")
     if raw["index"] != expected_index:
         raise HistoryError(f"line {lineno}: field 'index' is {raw['index']!r}, expected {expected_index}")
-    if not isinstance(raw["time"], int) or raw["time"] < 0:
+    if type(raw["time"]) is not int or raw["time"] < 0:  # bool is an int subclass: refuse it
         raise HistoryError(f"line {lineno}: field 'time' must be a non-negative integer (ns)")
     proc = raw["process"]
-    if not (proc == NEMESIS or (isinstance(proc, int) and proc >= 0)):
+    if not (proc == NEMESIS or (type(proc) is int and proc >= 0)):
         raise HistoryError(f"line {lineno}: field 'process' must be an int >= 0 or 'nemesis'")
     try:
         typ = OpType(raw["type"])

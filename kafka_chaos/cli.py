@@ -44,7 +44,7 @@ def _analyze(run_dir: Path, spark_master: str, facts: dict | None = None) -> int
         result = analysis.check(run_dir / "history.jsonl", spark_master=spark_master)
     except HistoryError as exc:
         _fail(f"{run_dir / 'history.jsonl'}: {exc}")
-    except analysis.AnalysisError as exc:
+    except (analysis.AnalysisError, OSError) as exc:
         _fail(str(exc))
     report.write_results(run_dir, result, facts)
     report.render(result, console, run_dir)

@@ -46,7 +46,10 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     for name, found in (result.get("anomalies") or {}).items():
         count = found.get("count", 0)
         example = json.dumps(found["examples"][0]) if found.get("examples") else ""
-        table.add_row(name, f"[red]{count}[/]" if count else "0", example[:100])
+        if count is None:  # the checker raised: the verdict is unknown, never "0 found"
+            table.add_row(name, "[yellow]error[/]", found.get("error", "")[:100])
+        else:
+            table.add_row(name, f"[red]{count}[/]" if count else "0", example[:100])
     console.print(table)
     stats = result.get("stats") or {}
     if stats:

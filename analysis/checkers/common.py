@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Window
+from pyspark.sql import functions as F
 
 #: Examples per anomaly type: enough to start debugging, small enough to print.
 MAX_EXAMPLES = 5
@@ -19,10 +20,31 @@ def summarize(cases: DataFrame, order_by: list[str | Column]) -> dict[str, Any]:
     Examples are the first ``MAX_EXAMPLES`` rows in ``order_by`` order (so results are
     deterministic), each row as a dict with its columns as keys.
     """
-    cases = cases.cache()
-    try:
-        count = cases.count()
-        rows = cases.orderBy(*order_by).limit(MAX_EXAMPLES).collect() if count else []
-    finally:
-        cases.unpersist()
-    return {"count": count, "examples": [row.asDict(recursive=True) for row in rows]}
+    return summarize_by(cases.withColumn("_kind", F.lit("")), "_kind", [""], order_by)[""]
+
+
+def summarize_by(cases: DataFrame, kind: str, kinds: list[str],
+                 order_by: list[str | Column]) -> dict[str, dict[str, Any]]:
+    """Like ``summarize`` for cases of several anomaly types told apart by column ``kind``.
+
+    Returns ``{k: {"count": n, "examples": [...]}}`` for every ``k`` in ``kinds`` (count 0 when
+    no row has it); the ``kind`` column is left out of the examples.
+    """
+    # One Spark job for counts and examples together (count() then take() would be two, and
+    # per-job overhead dominates on small histories). Windows gather each kind's cases in one
+    # partition, which is fine: anomaly lists are far smaller than the history.
+    by_kind = Window.partitionBy(kind)
+    rows = (cases
+            .select("*", F.count(F.lit(1)).over(by_kind).alias("_count"),
+                    F.row_number().over(by_kind.orderBy(*order_by)).alias("_rank"))
+            .where(F.col("_rank") <= MAX_EXAMPLES)
+            .orderBy(kind, "_rank")
+            .collect())
+    out: dict[str, dict[str, Any]] = {k: {"count": 0, "examples": []} for k in kinds}
+    for row in rows:
+        example = row.asDict(recursive=True)
+        k = example.pop(kind)
+        out[k]["count"] = example.pop("_count")
+        del example["_rank"]
+        out[k]["examples"].append(example)
+    return out

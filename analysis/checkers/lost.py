@@ -19,7 +19,7 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from analysis.checkers.common import summarize
+from analysis.checkers.common import summarize_by
 
 
 def _example_columns() -> list[str | Column]:
@@ -48,7 +48,19 @@ def _is_lost() -> Column:
             & (F.col("offset") <= F.col("max_read_offset")))
 
 
-def lost_writes(sends: DataFrame, reads: DataFrame) -> dict[str, Any]:
+def _classified(sends: DataFrame, reads: DataFrame, polls: DataFrame) -> DataFrame:
+    """Unread ok sends with a ``kind`` column: ``lost-write``, ``unseen`` or NULL (not judged);
+    the one place the rules of this module are applied."""
+    final_keys = (polls.where(F.col("final")).select("key").distinct()
+                  .withColumn("has_final", F.lit(True)))
+    kind = (F.when(_is_lost(), F.lit("lost-write"))
+            .when(F.col("has_final").isNotNull(), F.lit("unseen")))
+    return (_unread_ok_sends(sends, reads)
+            .join(final_keys, "key", "left")
+            .select(kind.alias("kind"), *_example_columns()))
+
+
+def lost_writes(sends: DataFrame, reads: DataFrame, polls: DataFrame) -> dict[str, Any]:
     """Count ``lost-write``: acknowledged sends below the highest read offset, never read.
 
     Rule (Jepsen ``lost-write-cases``): "For each key, we take the highest observed offset, and
@@ -64,15 +76,14 @@ def lost_writes(sends: DataFrame, reads: DataFrame) -> dict[str, Any]:
     Only ``ok`` sends count: ``info``/``fail``/pending sends may never have happened.
 
     Args:
-        sends, reads: ``History.sends`` and ``History.reads`` (``analysis.load``).
+        sends, reads, polls: ``History.sends``, ``.reads``, ``.polls`` (``analysis.load``).
 
     Returns:
         ``{"count": n, "examples": [...]}``; one per lost send, each with ``key, value,
         partition, offset, process, invoke_index, send_index`` (op indexes of the send) and
         ``max_read_offset, max_read_poll_index`` (the poll that read past it), by send index.
     """
-    lost = _unread_ok_sends(sends, reads).where(_is_lost()).select(*_example_columns())
-    return summarize(lost, ["send_index"])
+    return unread_writes(sends, reads, polls)["lost-write"]
 
 
 def unseen(sends: DataFrame, reads: DataFrame, polls: DataFrame) -> dict[str, Any]:
@@ -93,14 +104,18 @@ def unseen(sends: DataFrame, reads: DataFrame, polls: DataFrame) -> dict[str, An
     the run simply did not look.
 
     Args:
-        sends, reads, polls: ``History.sends``, ``History.reads``, ``History.polls``.
+        sends, reads, polls: ``History.sends``, ``.reads``, ``.polls`` (``analysis.load``).
 
     Returns:
         ``{"count": n, "examples": [...]}``; examples as for ``lost_writes``
         (``max_read_offset`` is NULL when nothing of the partition was read).
     """
-    final_keys = polls.where(F.col("final")).select("key").distinct()
-    cases = (_unread_ok_sends(sends, reads).where(~_is_lost())
-             .join(final_keys, "key", "left_semi")
-             .select(*_example_columns()))
-    return summarize(cases, ["send_index"])
+    return unread_writes(sends, reads, polls)["unseen"]
+
+
+def unread_writes(sends: DataFrame, reads: DataFrame,
+                  polls: DataFrame) -> dict[str, dict[str, Any]]:
+    """``{"lost-write": {...}, "unseen": {...}}``, as ``lost_writes`` and ``unseen``, in one
+    Spark job (both classify the same unread sends; ``analysis.check`` calls this)."""
+    cases = _classified(sends, reads, polls).where(F.col("kind").isNotNull())
+    return summarize_by(cases, "kind", ["lost-write", "unseen"], ["send_index"])

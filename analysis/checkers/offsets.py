@@ -66,7 +66,7 @@ def inconsistent_offsets(sends: DataFrame, reads: DataFrame) -> dict[str, Any]:
 
     Rule (Jepsen ``version-orders`` ``:errors``, analysis step 2): "We verify that all sends and
     polls agree on the value for a given key and offset ... If we find divergence, we know that
-    Kafka disagreed about the value at some offset." Observations are ok polls' records and ok
+    Kakfa [sic] disagreed about the value at some offset." Observations are ok polls' records and ok
     sends' acked offsets together (``observations``): a send acked at offset o while a poll
     reads another value at o counts, as does two polls disagreeing (e.g. a log truncated and
     rewritten after an unclean leader election).

@@ -204,8 +204,26 @@ def test_a_raising_checker_makes_clean_unknown(run, monkeypatch) -> None:
 
 
 def test_a_raising_checker_does_not_hide_anomalies(run, monkeypatch) -> None:
-    monkeypatch.setitem(CHECKERS, "unseen", lambda h: 1 / 0)
+    monkeypatch.setitem(CHECKERS, "nonmonotonic-send", lambda h: 1 / 0)
     h = H().send(0, 0, 1).send(0, 0, 2).poll(1, 0, [(1, 2)], final=True)
     result = run(h)
     assert result["valid"] is False
     assert result["anomaly_types"] == ["lost-write"]
+    assert result["anomalies"]["nonmonotonic-send"]["count"] is None
+
+
+def test_a_shared_checker_raising_marks_all_its_anomalies(run, monkeypatch) -> None:
+    monkeypatch.setitem(CHECKERS, "lost-write+unseen", lambda h: 1 / 0)
+    result = run(H().send(0, 0, 1).read_all(1))
+    assert result["valid"] == "unknown"
+    assert result["anomalies"]["lost-write"]["count"] is None
+    assert result["anomalies"]["unseen"]["count"] is None
+    assert result["unknown_reasons"] == [
+        "checker lost-write+unseen raised: ZeroDivisionError: division by zero"]
+
+
+def test_an_anomaly_no_checker_reports_is_unknown(run, monkeypatch) -> None:
+    monkeypatch.setitem(CHECKERS, "duplicate", lambda h: {})
+    result = run(H().send(0, 0, 1).read_all(1))
+    assert result["valid"] == "unknown"
+    assert result["unknown_reasons"] == ["no checker reported duplicate"]

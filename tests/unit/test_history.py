@@ -81,6 +81,7 @@ def test_missing_field_names_line_and_field(tmp_path: Path) -> None:
     ("time", -1, r"^line 2: field 'time'"),
     ("process", -3, r"^line 2: field 'process'"),
     ("process", "client-1", r"^line 2: field 'process'"),
+    ("process", True, r"^line 2: field 'process'"),  # bool is not a process id
     ("f", "", r"^line 2: field 'f'"),
 ])
 def test_wrong_type_names_line_and_field(tmp_path: Path, field: str, bad: object,

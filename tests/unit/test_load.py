@@ -34,7 +34,7 @@ def test_load_pairs_invokes_with_completions(spark, tmp_path: Path) -> None:
         assert read.asDict() == {"poll_index": 6, "process": 2, "key": 0, "partition": 0,
                                  "final": True, "offset": 0, "value": 1}
         assert h.n_ops == 9 and h.ops.count() == 9
-        assert lost_writes(h.sends, h.reads) == {"count": 0, "examples": []}
+        assert lost_writes(h.sends, h.reads, h.polls) == {"count": 0, "examples": []}
     finally:
         h.unpersist()
 
@@ -77,6 +77,8 @@ def bad_history(tmp_path: Path, line: int, value: object) -> Path:
     (4, {"key": 0, "partition": 0}, r"^line 4: poll ok value field 'records' must be a list"),
     (4, {"key": 0, "partition": 0, "records": [[0, "1"]]}, r"^line 4: poll ok records\[0\]"),
     (4, {"key": 0, "partition": 0, "records": [[0, True]]}, r"^line 4: poll ok records\[0\]"),
+    (4, {"key": 0, "partition": 0, "records": [[0, 1], [1, 2**63]]}, r"^line 4: .*records\[1\]"),
+    (4, {"key": 0, "partition": 0, "records": [[0, 1], [1]]}, r"^line 4: .*records\[1\]"),
     (4, {"key": 0, "partition": 0, "records": [], "final": "yes"}, r"^line 4: .* 'final'"),
 ])
 def test_malformed_values_are_rejected_before_spark(tmp_path: Path, line: int, value: object,
