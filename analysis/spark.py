@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from pyspark.sql import SparkSession
 
@@ -23,9 +24,12 @@ def session(master: str = "local[2]") -> SparkSession:
 
     For a ``local`` master the driver binds to 127.0.0.1, and ``SPARK_LOCAL_IP`` is set to it in
     this process's environment unless already set (the JVM reads it at launch): the nemesis
-    rewrites routes and iptables rules on this host, and the analysis must not depend on the
-    machine's outside address (Spark otherwise resolves the hostname and may pick an interface
-    the nemesis cut).
+    and the local backend add bridges and addresses on this host, and the analysis must not
+    depend on the machine's outside address (Spark otherwise resolves the hostname and may pick
+    an interface a run created or cut).
+
+    ``SPARK_CONF_DIR`` defaults to ``analysis/conf`` (errors-only log4j2 configuration), so
+    Spark's start-up banner does not interleave with the verdict.
 
     ``getOrCreate`` semantics: when a session already exists in this process it is returned
     as is and ``master`` is ignored.
@@ -39,6 +43,7 @@ def session(master: str = "local[2]") -> SparkSession:
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
                .config("spark.sql.shuffle.partitions", str(SHUFFLE_PARTITIONS)))
+    os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("conf")))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (builder.config("spark.driver.host", "127.0.0.1")
