@@ -31,9 +31,13 @@ def _fail(message: str) -> None:
     raise typer.Exit(report.EXIT_UNKNOWN)
 
 
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def _sigterm_as_interrupt() -> None:
     # so that `kill <runner>` heals and tears down like Ctrl-C does
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
 def _analyze(run_dir: Path, spark_master: str, facts: dict | None = None) -> int:
@@ -102,7 +106,7 @@ def run_cmd(
             **({"kafka_version": kafka_version} if kafka_version else {}), **extra})
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = "--" + str(err["loc"][0]).replace("_s", "").replace("_", "-") if err["loc"] else ""
+        where = "--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-") if err["loc"] else ""
         _fail(f"{where} {err['msg'].removeprefix('Value error, ')}".strip())
     except ValueError as exc:
         _fail(str(exc))

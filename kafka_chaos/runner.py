@@ -121,7 +121,7 @@ def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
     nemesis = build_nemesis(cluster, packages, rng, extra=(
         UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
-                          cfg.nemesis_interval_s, rng, TOPIC)
+                          cfg.nemesis_interval_s, rng, TOPIC, log=log)
     workload = ProducerWorkload(cluster.bootstrap_servers, history, settings, seed=rng.randrange(2**32))
     start = time.monotonic()
     try:

@@ -8,9 +8,10 @@ process ``"nemesis"``; ``finish()`` always ends with every fault healed.
 
 from __future__ import annotations
 
+import json
 import random
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis, NemesisError
@@ -59,10 +60,13 @@ class Scheduler:
         interval_s: seconds between fault start and stop, and between faults.
         rng: seeded source of every choice (fault, target).
         topic: topic whose partition-0 leader the ``leader`` targets aim at.
+        log: called with a one-line description of each completed nemesis op (for the user).
     """
 
     def __init__(self, nemesis: Composed, history: HistoryWriter, packages: list[str],
-                 interval_s: float, rng: random.Random, topic: str) -> None:
+                 interval_s: float, rng: random.Random, topic: str,
+                 log: Callable[[str], None] = lambda message: None) -> None:
+        self.log = log
         self.nemesis = nemesis
         self.history = history
         self.packages = packages
@@ -84,10 +88,12 @@ class Scheduler:
             self.history.append(NEMESIS, OpType.INVOKE, f, value)
             try:
                 done = self.nemesis.invoke(f, value)
-            except (NemesisError, Exception) as exc:
+            except Exception as exc:  # NemesisError or a backend error: the op is indeterminate
                 self.history.append(NEMESIS, OpType.INFO, f, value, f"{type(exc).__name__}: {exc}")
+                self.log(f"nemesis {f} failed: {exc}")
                 return None
             self.history.append(NEMESIS, OpType.OK, f, done)
+            self.log(f"nemesis {f}: {json.dumps(done)}")
             return done
 
     def _loop(self) -> None:
