@@ -113,6 +113,12 @@ def run_cmd(
 
     from kafka_chaos.runner import new_run_dir, run
 
+    from clusters import netns
+
+    try:
+        netns.check_environment()  # before any download or run directory
+    except ClusterError as exc:
+        _fail(str(exc))
     _sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
@@ -168,11 +174,12 @@ def cluster_up(
     kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
 ) -> None:
     """Start a local cluster and leave it running (stop it with `cluster down`)."""
-    from clusters import admin, dist
+    from clusters import admin, dist, netns
     from clusters.local import LocalCluster
 
     cluster = None
     try:
+        netns.check_environment()
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
         cluster = LocalCluster(kafka, dir, brokers=brokers, controllers=controllers)
         cluster.setup()

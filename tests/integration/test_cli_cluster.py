@@ -6,9 +6,11 @@ import os
 import stat
 
 import pytest
+from typer.testing import CliRunner
 
 from clusters import dist
 from clusters.errors import DistributionError
+from kafka_chaos.cli import app
 from tests.integration.conftest import kafka_chaos, leftovers
 
 pytestmark = pytest.mark.kafka
@@ -52,3 +54,15 @@ def test_old_or_missing_java_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     with pytest.raises(DistributionError, match="java not found"):
         dist.check_java()
+
+
+@pytest.mark.parametrize("command", [["cluster", "up"], ["run", "--time-limit", "1"]])
+def test_non_root_gets_one_clear_error(tmp_path, monkeypatch, command):
+    """Without root the local backend refuses before creating or downloading anything."""
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    where = ["--out" if command[0] == "run" else "--dir", str(tmp_path / "out")]
+    result = CliRunner().invoke(app, [*command, *where])
+    assert result.exit_code == 2, result.output
+    assert "needs root" in result.output
+    assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()
