@@ -11,7 +11,7 @@ from confluent_kafka import KafkaError
 
 #: librdkafka error names that prove the broker did not append the record.
 DEFINITE_FAILURES = frozenset({
-    "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_MSG", "INVALID_MSG_SIZE",
+    "MSG_SIZE_TOO_LARGE", "INVALID_MSG", "INVALID_MSG_SIZE",
     "INVALID_RECORD", "RECORD_LIST_TOO_LARGE", "INVALID_REQUIRED_ACKS",
     "TOPIC_AUTHORIZATION_FAILED", "CLUSTER_AUTHORIZATION_FAILED", "_INVALID_ARG",
     "_UNKNOWN_TOPIC", "_UNKNOWN_PARTITION",
