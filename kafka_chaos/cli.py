@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import signal
 import sys
+import traceback
 from pathlib import Path
 from typing import Optional
 
@@ -137,6 +138,10 @@ def run_cmd(
             raise typer.Exit(report.EXIT_UNKNOWN)
         except ClusterError as exc:
             _fail(str(exc))
+        except Exception as exc:  # a bug or an unforeseen client error: unknown, never "anomalies"
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            _fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
+                  f"the history so far can be checked with: kafka-chaos analyze {run_dir}")
     code = _analyze(run_dir, spark_master, facts)
     console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
                   + ("" if "--seed" in sys.argv else f" --seed {seed}"))

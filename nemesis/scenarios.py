@@ -22,6 +22,8 @@ import threading
 import time
 from typing import Callable
 
+from confluent_kafka import KafkaException
+
 from clusters import admin
 from nemesis.faults import leader_of
 
@@ -59,7 +61,10 @@ def isr_shrink_unclean(cluster, run_op: Callable, topic: str, stop: threading.Ev
     a = admin.client(cluster.bootstrap_servers, 5.0)
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline and not stop.is_set():
-        states = [s for s in admin.partitions(a, topic) if s.partition == 0]
+        try:
+            states = [s for s in admin.partitions(a, topic) if s.partition == 0]
+        except KafkaException:
+            states = []  # metadata briefly unavailable: ask again
         if states and states[0].isr == (leader.node_id,):
             seen["isr_shrunk_after_s"] = round(40 - (deadline - time.monotonic()), 1)
             break
