@@ -151,5 +151,5 @@ def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
         facts["recovery_error"] = str(exc)
         log(f"cluster did not fully recover: {exc}")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, TOPIC, cfg.keys,
-                                       first_process=workload.next_process())
+                                       new_process=workload.next_process)
     return facts

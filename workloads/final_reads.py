@@ -5,9 +5,9 @@ Recorded as ``poll`` ops (``final: true``) so the checkers know which offsets th
 
 from __future__ import annotations
 
-import itertools
 import time
 import uuid
+from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
@@ -18,15 +18,14 @@ def final_reads(bootstrap: str, history: HistoryWriter, topic: str, keys: int,
                 first_process: int, timeout_s: float = 60.0) -> dict[int, str]:
     """Read partitions ``0..keys-1`` of ``topic`` fully, one ``poll`` op per partition.
 
-    Each op runs as its own process id (``first_process``, ``first_process + 1``, ...). The end
+    Each op runs as a new process id from ``new_process()`` (e.g. the workload's). The end
     offset is the high watermark when the read starts. Returns ``{key: "ok"|"info"}``; a read
     that cannot finish within ``timeout_s`` ends ``info`` with the records read so far dropped
     (a partial read would wrongly cover offsets as "read").
     """
     results: dict[int, str] = {}
-    processes = itertools.count(first_process)
     for key in range(keys):
-        process = next(processes)
+        process = new_process()
         history.append(process, OpType.INVOKE, "poll", {"key": key, "final": True})
         consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kc-final-{uuid.uuid4()}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
