@@ -14,7 +14,7 @@ import threading
 from typing import Any, Callable
 
 from history import NEMESIS, HistoryWriter, OpType
-from nemesis.base import Composed, Nemesis, NemesisError
+from nemesis.base import Composed, Nemesis
 from nemesis.faults import PartitionNemesis, ProcessNemesis
 
 #: name -> start f, stop f, targets drawn from, plot colour.

@@ -15,7 +15,7 @@ from history import HistoryWriter, OpType
 
 
 def final_reads(bootstrap: str, history: HistoryWriter, topic: str, keys: int,
-                first_process: int, timeout_s: float = 60.0) -> dict[int, str]:
+                new_process: Callable[[], int], timeout_s: float = 60.0) -> dict[int, str]:
     """Read partitions ``0..keys-1`` of ``topic`` fully, one ``poll`` op per partition.
 
     Each op runs as a new process id from ``new_process()`` (e.g. the workload's). The end
