@@ -34,10 +34,12 @@ class Node:
 
     @property
     def is_broker(self) -> bool:
+        """True if ``process.roles`` includes ``broker``."""
         return "broker" in self.roles
 
     @property
     def is_controller(self) -> bool:
+        """True if ``process.roles`` includes ``controller`` (a KRaft quorum voter)."""
         return "controller" in self.roles
 
 
@@ -61,6 +63,7 @@ class Cluster(abc.ABC):
 
     @property
     def brokers(self) -> list[Node]:
+        """The nodes that serve clients, in ``node.id`` order."""
         return [n for n in self.nodes if n.is_broker]
 
     @property

@@ -58,6 +58,7 @@ class KafkaDist:
 
     @property
     def major(self) -> int:
+        """The major version, e.g. 4 for ``"4.4.0"``."""
         return int(self.version.split(".")[0])
 
     @property

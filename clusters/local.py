@@ -103,10 +103,16 @@ class LocalCluster(Cluster, Killable, Pausable, Partitionable):
         tmp.replace(path)
 
     def node_dir(self, node: Node) -> Path:
+        """``<work_dir>/<name>``: the node's ``server.properties``, ``data/`` and ``logs/``."""
         return self.work_dir / node.name
 
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
+        """Bridge, one namespace per node, ``StorageTool format`` with one new cluster id, start.
+
+        Raises ``EnvironmentUnsupported``, ``DistributionError``, ``ClusterError`` (a live
+        cluster with this prefix) or ``CommandFailed`` (formatting failed; output included).
+        """
         netns.check_environment()
         java = check_java()
         state = recorded_state(self.prefix)

@@ -42,10 +42,12 @@ def check_environment() -> None:
 
 
 def bridge_name(prefix: str) -> str:
+    """The bridge's interface name (at most 15 characters, the kernel's IFNAMSIZ - 1)."""
     return f"{prefix}-br0"[:15]
 
 
 def ns_name(prefix: str, name: str) -> str:
+    """The namespace of node ``name``, e.g. ``kc-n1``."""
     return f"{prefix}-{name}"
 
 

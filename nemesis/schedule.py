@@ -79,6 +79,7 @@ class Scheduler:
         self.faults_done = 0
 
     def start(self) -> None:
+        """Start the fault thread (nothing to start when no package was chosen)."""
         if self.packages:
             self._thread.start()
 
