@@ -43,9 +43,16 @@ def _is_kafka_pid(pid: int) -> bool:
     return b"kafka.Kafka" in cmdline
 
 
-def _kafka_uuid() -> str:
-    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (``Uuid.toString``)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+def kafka_uuid() -> str:
+    """A Kafka cluster id: 16 random bytes, URL-safe base64 without padding (``Uuid.toString``).
+
+    Like Kafka's ``Uuid.randomUuid`` it never starts with ``-``: command-line parsers (the
+    StorageTool's ``-t`` included) would take such an id for an option.
+    """
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class LocalCluster(Cluster, Killable, Pausable, Partitionable):
@@ -124,7 +131,7 @@ class LocalCluster(Cluster, Killable, Pausable, Partitionable):
         self._save_state()
         self._host_rules = netns.create_bridge(self.prefix)
         self._save_state()
-        cluster_id = _kafka_uuid()
+        cluster_id = kafka_uuid()
         for index, node in enumerate(self.nodes, start=1):
             netns.add_host(self.prefix, node.name, index)
             d = self.node_dir(node)

@@ -102,3 +102,11 @@ def test_error_table_names_real_librdkafka_errors():
     codes = [getattr(KafkaError, n) for n in dir(KafkaError) if n.lstrip("_").isupper()]
     known = {KafkaError(c).name() for c in codes if isinstance(c, int)}
     assert DEFINITE_FAILURES | FAIL_IF_SINGLE_ATTEMPT <= known
+
+
+def test_cluster_ids_never_look_like_options():
+    from clusters.local import kafka_uuid
+
+    ids = [kafka_uuid() for _ in range(5000)]  # 1 in 64 raw ids starts with "-"
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)
