@@ -112,9 +112,8 @@ def run_cmd(
     except ValueError as exc:
         _fail(str(exc))
 
-    from kafka_chaos.runner import new_run_dir, run
-
     from clusters import netns
+    from kafka_chaos.runner import new_run_dir, run
 
     try:
         netns.check_environment()  # before any download or run directory
