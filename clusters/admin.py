@@ -114,16 +114,18 @@ def elect_unclean(admin: AdminClient, topic: str, partition_ids: list[int],
     """Trigger an unclean leader election (KIP-460 ElectLeaders, type UNCLEAN).
 
     Returns ``{partition: None | error name}``; ``ELECTION_NOT_NEEDED`` means it had a leader.
+    The request timeout is the client's ``socket.timeout.ms``: confluent-kafka 2.16's
+    ``elect_leaders`` raises ``SystemError`` when given ``request_timeout``/``operation_timeout``.
     """
-    from confluent_kafka import ElectionType
+    from confluent_kafka import ElectionType, KafkaError
+
+    def name(err: object) -> str:
+        # per-partition errors come back as KafkaError, request errors as KafkaException
+        return err.name() if isinstance(err, KafkaError) else err.args[0].name()
 
     tps = [TopicPartition(topic, p) for p in partition_ids]
-    out: dict[int, str | None] = {}
     try:
-        result = admin.elect_leaders(ElectionType.UNCLEAN, tps,
-                                     request_timeout=timeout_s).result(timeout=timeout_s + 5)
+        result = admin.elect_leaders(ElectionType.UNCLEAN, tps).result(timeout=timeout_s + 5)
     except KafkaException as exc:
-        return {p: exc.args[0].name() for p in partition_ids}
-    for tp, err in result.items():
-        out[tp.partition] = None if err is None else err.args[0].name()
-    return out
+        return {p: name(exc) for p in partition_ids}
+    return {tp.partition: None if err is None else name(err) for tp, err in result.items()}

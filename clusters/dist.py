@@ -50,16 +50,10 @@ class KafkaDist:
     Attributes:
         version: e.g. ``"4.4.0"``.
         libs: directory holding every jar of the broker classpath.
-        major: 3 or 4; decides the logging configuration (reload4j vs log4j2).
     """
 
     version: str
     libs: Path
-
-    @property
-    def major(self) -> int:
-        """The major version, e.g. 4 for ``"4.4.0"``."""
-        return int(self.version.split(".")[0])
 
     @property
     def classpath(self) -> str:

@@ -45,11 +45,7 @@ def isr_shrink_unclean(cluster, run_op: Callable, topic: str, stop: threading.Ev
         phase_s: seconds of writing in each phase.
     """
     seen: dict = {}
-
-    def pause(seconds: float) -> bool:
-        return stop.wait(seconds)
-
-    if pause(phase_s):
+    if stop.wait(phase_s):
         return seen
     leader = leader_of(cluster, topic, 0)
     if leader is None:
@@ -70,14 +66,17 @@ def isr_shrink_unclean(cluster, run_op: Callable, topic: str, stop: threading.Ev
             break
         time.sleep(0.5)
     log(f"ISR of {topic}-0 shrunk to the leader alone: {'isr_shrunk_after_s' in seen}")
-    if pause(phase_s):
+    if stop.wait(phase_s):
         return seen
     log(f"killing leader {leader.name}")
     run_op("kill", {"target": "leader", "topic": topic, "partition": 0})
     run_op("heal", None)
-    run_op("unclean-on", {"topic": topic})
     deadline = time.monotonic() + 60
+    unclean_on = False
     while time.monotonic() < deadline and not stop.is_set():
+        # the killed leader may have been the active controller: config changes can time out
+        # until the quorum has elected another one, so both steps are retried
+        unclean_on = unclean_on or run_op("unclean-on", {"topic": topic}) is not None
         run_op("elect-unclean", {"topic": topic})
         new = leader_of(cluster, topic, 0)
         if new is not None and new != leader:
@@ -85,9 +84,9 @@ def isr_shrink_unclean(cluster, run_op: Callable, topic: str, stop: threading.Ev
             break
         time.sleep(2)
     log(f"new leader after unclean election: {seen.get('new_leader')}")
-    if pause(phase_s):
+    if stop.wait(phase_s):
         return seen
     log(f"restarting {leader.name}")
     run_op("start", None)
-    pause(phase_s / 2)
+    stop.wait(phase_s / 2)
     return seen

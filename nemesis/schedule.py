@@ -76,7 +76,6 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="nemesis")
         self._lock = threading.Lock()  # one nemesis op at a time, finish() included
-        self.faults_done = 0
 
     def start(self) -> None:
         """Start the fault thread (nothing to start when no package was chosen)."""
@@ -102,7 +101,6 @@ class Scheduler:
             pkg = PACKAGES[self.rng.choice(self.packages)]
             target = self.rng.choice(pkg["targets"])
             self.run_op(pkg["start"], {"target": target, "topic": self.topic, "partition": 0})
-            self.faults_done += 1
             if self._stop.wait(self.interval_s):
                 break
             self.run_op(pkg["stop"], None)
