@@ -1,7 +1,9 @@
-"""Offline analysis of a kafka-chaos history with Spark: Jepsen's Kafka anomaly checkers.
+"""Offline analysis of a kafka-chaos history with Spark: Jepsen's Kafka anomaly checkers, Elle
+cycles, and the verdict judged against what the run's configuration promises.
 
-Entry point: ``check(path)``. Layout: ``validate`` (Python pass over the file), ``load``
-(DataFrames), ``checkers`` (one function per anomaly type), ``stats``, ``spark`` (the session).
+Entry point: ``check(path)``. Layout: ``load`` (DataFrames of both history formats),
+``checkers`` (one module per family of anomalies), ``elle`` (bounded cycle search, networkx),
+``promises`` (configuration -> permitted anomalies), ``stats``, ``spark`` (the session).
 """
 
 from __future__ import annotations
@@ -10,12 +12,16 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis.checkers import ANOMALIES, CHECKERS
+from analysis import elle, promises
+from analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, Inputs, cycles
+from analysis.checkers.common import summarize
+from analysis.checkers.lost import UNJUDGED
+from analysis.checkers.versions import versions
 from analysis.load import History, load
 from analysis.spark import session
 from analysis.stats import count_ops
-from analysis.validate import validate
 from history import HistoryError
+from history.validate import validate
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
            "session"]
@@ -32,85 +38,145 @@ class AnalysisError(RuntimeError):
     """
 
 
-def check(history_path: str | Path, *, spark_master: str = "local[2]") -> dict[str, Any]:
-    """Check the history at ``history_path`` for Kafka anomalies.
+def check(history_path: str | Path, *, spark_master: str = "local[2]",
+          config: dict[str, Any] | None = None,
+          cycle_time_limit_s: float | None = None) -> dict[str, Any]:
+    """Check the history at ``history_path`` and judge what is found.
+
+    Args:
+        history_path: a ``history.jsonl`` of format 1 or 2 (``docs/history-format.md``).
+        spark_master: Spark master URL.
+        config: the run configuration (``config.json``) to judge against when the history has
+            no header (format 1); a format-2 header's configuration always wins.
+        cycle_time_limit_s: bound of the cycle search (default ``checkers.cycles.TIME_LIMIT_S``).
 
     Returns a JSON-able dict::
 
         {"valid": True | False | "unknown",
-         "anomalies": {name: {"count": n, "examples": [up to 5 dicts]}, ...},
+         "anomalies": {name: {"count": n, "examples": [...], "permitted": bool,
+                              "rule": str | None, "because": str, "source": str | None,
+                              "side": "log" | "consumer"}, ...},
          "anomaly_types": [names with count > 0],
-         "stats": see analysis.stats.count_ops,
+         "violations": [found names not permitted], "permitted": [found names permitted],
+         "cycle_search": {"complete", "components", "largest_component", "edges", "time_s"},
+         "stats": see analysis.stats.count_ops, "format": 1 | 2, "config_known": bool,
          "unknown_reasons": [str, ...],
          "analysis_time_s": wall seconds for the whole check, Spark start-up included}
 
-    ``anomalies`` always has every name of ``analysis.checkers.ANOMALIES`` (``lost-write``,
-    ``unseen``, ``duplicate``, ``inconsistent-offsets``, ``nonmonotonic-send``), in that order;
-    the rules are in ``analysis.checkers``. An anomaly whose checker raised has
-    ``{"count": None, "examples": [], "error": text}``.
+    ``anomalies`` has every name of ``ANOMALIES`` in that order. An anomaly whose checker
+    raised has ``"count": None`` and an ``"error"``.
 
-    Validity merges like Jepsen's ``checker/compose`` (false > unknown > true): ``False`` if any
-    count > 0; else ``"unknown"`` if no send completed ok, or some key with ok sends has no ok
-    final poll, or a checker raised (an exception never yields ``True``); else ``True``.
-
-    The Spark session (``analysis.spark.session``) is left running for later calls.
+    Validity merges like Jepsen's ``checker/compose`` (false > unknown > true): ``False`` if a
+    violation was found (an anomaly the configuration does not permit, ``analysis.promises``);
+    else ``"unknown"`` if nothing was acknowledged, some acknowledged writes could not be judged
+    (no final read covers them), a checker raised, or the cycle search hit its time bound (an
+    exception never yields ``True``); else ``True``.
 
     Raises:
-        HistoryError: malformed history (checked before Spark starts); names the line.
+        HistoryError: malformed or empty history (checked before Spark starts); names the line.
         OSError: the file cannot be read.
         AnalysisError: Spark failed outside a checker.
     """
     start = time.perf_counter()
     path = Path(history_path)
-    n_ops = validate(path)
+    info = validate(path)
+    if info.ops == 0:
+        raise HistoryError("the history holds no ops: nothing to analyse")
+    if info.header is not None:
+        config = info.header.get("config")
     try:
-        h = load(session(spark_master), path, n_ops)
+        h = load(session(spark_master), path, info.ops, info.format, config)
+        v = versions(h)
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc
+    inputs = Inputs(h, v)
     try:
         try:
-            op_stats, unjudged = count_ops(h)
+            op_stats, no_final, nemesis_ok = count_ops(h, v)
         except Exception as exc:
             raise AnalysisError(f"could not count the ops of {path}: {_short(exc)}") from exc
         reasons: list[str] = []
-        anomalies: dict[str, dict[str, Any]] = {}
-        for name, checker in CHECKERS.items():
-            try:
-                anomalies.update(checker(h))
-            except Exception as exc:  # one broken checker must not hide the others' findings
-                text = f"{type(exc).__name__}: {_short(exc)}"
-                reasons.append(f"checker {name} raised: {text}")
-                anomalies.update({a: {"count": None, "examples": [], "error": text}
-                                  for a in _reported_by(name)})
+        anomalies = _run_checkers(inputs, reasons)
+        search = None
+        try:
+            found, search = cycles.cycles(h, v, cycle_time_limit_s or cycles.TIME_LIMIT_S)
+            anomalies.update(found)
+        except Exception as exc:
+            _failed(anomalies, reasons, "+".join(elle.CYCLE_ANOMALIES), exc)
     finally:
+        inputs.unpersist()
         h.unpersist()
 
-    if op_stats["send"]["ok"] == 0:
-        reasons.append("no send completed ok: there was nothing to check")
-    if unjudged:
-        shown = ", ".join(map(str, unjudged[:20])) + (", ..." if len(unjudged) > 20 else "")
-        reasons.append(f"no ok final poll of key(s) {shown}: unread writes above their highest "
+    unjudged = anomalies.pop(UNJUDGED, None)
+    if op_stats["acked_sends"] == 0:
+        reasons.append("no send was acknowledged: there was nothing to check")
+    if unjudged and unjudged["count"]:
+        keys = sorted({e["key"] for e in unjudged["examples"]})
+        reasons.append(f"{unjudged['count']} acknowledged write(s) were never read and no read "
+                       f"covered them (e.g. key(s) {keys}): not judged")
+    if no_final:
+        shown = ", ".join(map(str, no_final[:20])) + (", ..." if len(no_final) > 20 else "")
+        reasons.append(f"no ok final read of key(s) {shown}: unread writes above their highest "
                        "read offset were not judged")
+    if search is not None and not search["complete"]:
+        reasons.append(f"the cycle search stopped at its time bound ({search['time_s']} s): "
+                       "absent G0/G1c cycles prove nothing")
     for name in ANOMALIES:
         if name not in anomalies:  # a checker bug; treated like a raise, never as "none found"
             reasons.append(f"no checker reported {name}")
             anomalies[name] = {"count": None, "examples": [], "error": "not reported"}
+    facts = promises.facts_of(config, nemesis_ok)
+    for name in ANOMALIES:
+        anomalies[name].update(promises.judge(name, facts),
+                               side="consumer" if name in CONSUMER_SIDE else "log")
     anomalies = {name: anomalies[name] for name in ANOMALIES}
     found = [name for name, a in anomalies.items() if a["count"]]
-    valid: bool | str = False if found else ("unknown" if reasons else True)
+    violations = [name for name in found if not anomalies[name]["permitted"]]
+    valid: bool | str = False if violations else ("unknown" if reasons else True)
     return {
         "valid": valid,
         "anomalies": anomalies,
         "anomaly_types": found,
+        "violations": violations,
+        "permitted": [name for name in found if anomalies[name]["permitted"]],
+        "cycle_search": search,
         "stats": op_stats,
+        "format": info.format,
+        "config_known": config is not None,
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),
     }
 
 
-def _reported_by(checker: str) -> list[str]:
-    # Checker names are their anomaly names, joined by "+" when one job reports several.
-    return checker.split("+")
+def _run_checkers(inputs: Inputs, reasons: list[str]) -> dict[str, dict[str, Any]]:
+    """Every ``CHECKERS`` entry, summarised in one Spark job; when that job fails, each checker
+    alone, so a broken one marks only its own anomalies unknown and hides no other finding."""
+    frames: dict[str, Any] = {}
+    anomalies: dict[str, dict[str, Any]] = {}
+    for name, checker in CHECKERS.items():
+        try:
+            frames[name] = checker(inputs)
+        except Exception as exc:  # a planning error: this checker's anomalies are unknown
+            _failed(anomalies, reasons, name, exc)
+    kinds = [k for name in frames for k in name.split("+")]
+    try:
+        anomalies.update(summarize(frames.values(), kinds))
+        return anomalies
+    except Exception:
+        pass
+    for name, frame in frames.items():
+        try:
+            anomalies.update(summarize([frame], name.split("+")))
+        except Exception as exc:
+            _failed(anomalies, reasons, name, exc)
+    return anomalies
+
+
+def _failed(anomalies: dict, reasons: list[str], name: str, exc: BaseException) -> None:
+    text = f"{type(exc).__name__}: {_short(exc)}"
+    reasons.append(f"checker {name} raised: {text}")
+    anomalies.update({a: {"count": None, "examples": [], "error": text}
+                      for a in name.split("+")})
 
 
 def _short(exc: BaseException) -> str:

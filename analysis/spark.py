@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import socket
 from pathlib import Path
 
 from pyspark.sql import SparkSession
@@ -10,6 +12,34 @@ from pyspark.sql import SparkSession
 #: Shuffle partitions for joins/aggregations. Spark's default (200) makes every small shuffle of a
 #: local run schedule 200 near-empty tasks; histories are at most a few million rows.
 SHUFFLE_PARTITIONS = 4
+
+_LOCAL = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
+_STANDALONE = re.compile(r"spark://([^:/,]+:[0-9]+)(,[^:/,]+:[0-9]+)*")
+
+
+def check_master(master: str, timeout_s: float = 3.0) -> None:
+    """Refuse a Spark master URL that cannot work, before a run spends minutes on it.
+
+    Accepted (Spark's "Master URLs"): ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``;
+    ``spark://host:port[,host:port...]`` of which one must accept a TCP connection within
+    ``timeout_s`` seconds; ``yarn``; ``k8s://...``; ``sc://...`` (Spark Connect).
+
+    Raises ``ValueError`` naming the problem.
+    """
+    if _LOCAL.fullmatch(master) or master == "yarn" or master.startswith(("k8s://", "sc://")):
+        return
+    if not _STANDALONE.fullmatch(master):
+        raise ValueError(f"{master!r} is not a Spark master URL (local[N], local[*], "
+                         "spark://host:port, yarn, k8s://...)")
+    errors = []
+    for hostport in master.removeprefix("spark://").split(","):
+        host, port = hostport.rsplit(":", 1)
+        try:
+            socket.create_connection((host, int(port)), timeout=timeout_s).close()
+            return
+        except OSError as exc:
+            errors.append(f"{hostport}: {exc}")
+    raise ValueError(f"{master!r}: no master answers ({'; '.join(errors)})")
 
 
 def session(master: str = "local[2]") -> SparkSession:

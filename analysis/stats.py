@@ -6,39 +6,60 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
+from analysis.checkers.versions import Versions
 from analysis.load import History
 from history import NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
 
 
-def count_ops(h: History) -> tuple[dict[str, Any], list[int]]:
-    """Op counts, and the keys whose writes cannot be fully judged. One Spark job.
+def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[str]]:
+    """Op counts, the keys whose writes cannot be fully judged, and the nemesis ``f``s that
+    completed ``ok``. One Spark job.
 
-    Returns ``(stats, keys_without_final_read)``:
+    Returns ``(stats, keys_without_final_read, nemesis_ok)``:
 
-    ``stats`` = ``{"ops": lines, "send": {"ok", "fail", "info", "pending"}, "poll": {same},
-    "nemesis": n, "keys": n}``. ``send``/``poll`` count operations (invoke + completion) by how
-    they ended; ``pending`` = invoked, never completed (read as ``info``, see
-    ``docs/history-format.md``). ``nemesis`` counts nemesis operations; ``keys`` the distinct
-    keys client sends and polls targeted.
+    ``stats`` = ``{"ops": lines, "by_f": {f: {"ok", "fail", "info", "pending"}}, "nemesis": n,
+    "acked_sends": n, "records_read": n, "keys": n}``: ``by_f`` counts client operations
+    (invoke + completion) by how they ended (``pending``: invoked, never completed, read as
+    ``info``); ``acked_sends`` the acknowledged sends (``Versions.acked``), ``records_read``
+    the records all polls returned, ``keys`` the distinct keys sent to or read.
 
-    ``keys_without_final_read``: keys with an ``ok`` send but no ``ok`` poll marked ``final``,
-    ascending. Without a final read, writes above a key's highest read offset cannot be judged
-    (a poller may just not have got there yet), so the result cannot be ``valid: true``.
+    ``keys_without_final_read``: keys with an acknowledged send but no ``ok`` final read that
+    reached the end of the partition;
+    without one, writes above a key's highest read cannot be judged (a poller may just not have
+    got there yet), so the result cannot be ``valid: true``.
     """
-    kind = F.when(F.col("process") == NEMESIS, F.lit(NEMESIS)).otherwise(F.col("f"))
-    final = F.coalesce(F.col("done_v.final"), F.lit(False)) & (F.col("type") == "ok")
-    # Grouped rows number at most keys x 2 f x 4 types x 2, so they are summed up in Python.
-    rows = (h.pairs.groupBy(kind.alias("kind"), "key", "type", final.alias("final"))
-            .count().collect())
-    stats: dict[str, Any] = {"ops": h.n_ops}
-    for f in ("send", "poll"):
-        stats[f] = {t: sum(r["count"] for r in rows if (r["kind"], r["type"]) == (f, t))
-                    for t in _OUTCOMES}
-    stats["nemesis"] = sum(r["count"] for r in rows if r["kind"] == NEMESIS)
-    client = [r for r in rows if r["kind"] != NEMESIS]
-    stats["keys"] = len({r["key"] for r in client})
-    sent = {r["key"] for r in client if (r["kind"], r["type"]) == ("send", "ok")}
-    final_read = {r["key"] for r in client if r["kind"] == "poll" and r["final"]}
-    return stats, sorted(sent - final_read)
+    nemesis = F.col("process") == NEMESIS
+    null = F.lit(None).cast("long")
+    parts = [
+        h.pairs.groupBy(F.when(nemesis, NEMESIS).otherwise("op").alias("what"), "f", "type")
+        .agg(null.alias("key"), F.count(F.lit(1)).alias("n")),
+        v.acked.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+        .select(F.lit("acked").alias("what"), F.lit(None).cast("string").alias("f"),
+                F.lit(None).cast("string").alias("type"), "key", "n"),
+        h.reads.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+        .select(F.lit("read").alias("what"), F.lit(None).cast("string").alias("f"),
+                F.lit(None).cast("string").alias("type"), "key", "n"),
+        h.ranges.where(F.col("eof")).select(F.lit("final").alias("what"), F.lit(None).cast("string").alias("f"),
+                        F.lit(None).cast("string").alias("type"), "key", F.lit(1).cast("long")
+                        .alias("n")).distinct(),
+    ]
+    rows = parts[0].unionByName(parts[1]).unionByName(parts[2]).unionByName(parts[3]).collect()
+    by_f: dict[str, dict[str, int]] = {}
+    nemesis_n, nemesis_ok = 0, set()
+    keys: dict[str, dict[int, int]] = {"acked": {}, "read": {}, "final": {}}
+    for r in rows:
+        if r["what"] == NEMESIS:
+            nemesis_n += r["n"]
+            if r["type"] == "ok":
+                nemesis_ok.add(r["f"])
+        elif r["what"] == "op":
+            by_f.setdefault(r["f"], dict.fromkeys(_OUTCOMES, 0))[r["type"]] = r["n"]
+        else:
+            keys[r["what"]][r["key"]] = r["n"]
+    stats = {"ops": h.n_ops, "by_f": dict(sorted(by_f.items())), "nemesis": nemesis_n,
+             "acked_sends": sum(keys["acked"].values()),
+             "records_read": sum(keys["read"].values()),
+             "keys": len(keys["acked"].keys() | keys["read"].keys())}
+    return stats, sorted(keys["acked"].keys() - keys["final"].keys()), nemesis_ok

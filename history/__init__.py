@@ -3,10 +3,12 @@
 Model (Jepsen, jepsen-io/history): every client operation is recorded as an ``invoke`` followed
 by exactly one completion of the same process: ``ok`` (it happened), ``fail`` (it certainly did
 not happen) or ``info`` (unknown: it may or may not have happened). The file format is described
-in ``docs/history-format.md``.
+in ``docs/history-format.md``; ``history.validate`` checks a whole file, streaming.
 """
 
-from history.op import Op, OpType, NEMESIS
-from history.store import HistoryWriter, HistoryError, read_history, pair_ops
+from history.op import NEMESIS, Op, OpType
+from history.store import (FORMAT, HistoryError, HistoryWriter, Pairer, iter_history, pair_ops,
+                           read_header, read_history)
 
-__all__ = ["Op", "OpType", "NEMESIS", "HistoryWriter", "HistoryError", "read_history", "pair_ops"]
+__all__ = ["Op", "OpType", "NEMESIS", "FORMAT", "HistoryWriter", "HistoryError", "Pairer",
+           "iter_history", "read_header", "read_history", "pair_ops"]

@@ -1,20 +1,24 @@
-"""Streaming JSON Lines writer and validating reader for histories.
+"""Streaming JSON Lines writer and reader for histories (``docs/history-format.md``).
 
 Written line by line while the run goes, because "if a test crashes during the run we lose
 everything" (jepsen-io/history): each op is one ``write`` of one complete line followed by a flush,
-so every complete line survives a SIGKILL of the runner.
+so every complete line survives a SIGKILL of the runner. Reading streams too: memory stays flat
+whatever the file's size.
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
 from typing import IO, Any, Iterable, Iterator
 
+import orjson
+
 from history.op import NEMESIS, Op, OpType
 
+#: The format this version writes (line 1 of the file says so); format 1 has no header.
+FORMAT = 2
 _FIELDS = ("index", "time", "process", "type", "f", "value", "error")
 
 
@@ -31,22 +35,29 @@ class HistoryWriter:
     Args:
         path: the ``history.jsonl`` file to create.
         start_ns: ``time.monotonic_ns()`` at the start of the run; op times are relative to it.
+        header: written as line 1 with ``"format": 2`` added (``config``, ``keys``, ...); None
+            writes a header-less format-1 file (only tests of old histories need that).
     """
 
-    def __init__(self, path: Path, start_ns: int | None = None) -> None:
+    def __init__(self, path: Path, start_ns: int | None = None,
+                 header: dict[str, Any] | None = None) -> None:
         self.path = Path(path)
-        self._file: IO[str] = open(self.path, "x", encoding="utf-8")
+        self._file: IO[bytes] = open(self.path, "xb")
         self._lock = threading.Lock()
         self._next_index = 0
         self._start_ns = time.monotonic_ns() if start_ns is None else start_ns
+        if header is not None:
+            self._file.write(orjson.dumps({"format": FORMAT, **header}) + b"\n")
+            self._file.flush()
 
-    def append(self, process: int | str, type: OpType, f: str, value: Any = None,
+    def append(self, process: int | str, type: OpType | str, f: str, value: Any = None,
                error: str | None = None) -> Op:
         """Record one op now and return it. Raises ``ValueError`` after ``close()``."""
+        type = OpType(type)
         with self._lock:
-            op = Op(self._next_index, time.monotonic_ns() - self._start_ns, process,
-                    OpType(type), f, value, error)
-            self._file.write(json.dumps(op.to_json(), separators=(",", ":")) + "\n")
+            op = Op(self._next_index, time.monotonic_ns() - self._start_ns, process, type, f,
+                    value, error)
+            self._file.write(orjson.dumps(op.to_json()) + b"\n")
             self._file.flush()
             self._next_index += 1
             return op
@@ -63,22 +74,24 @@ class HistoryWriter:
         self.close()
 
 
-def _parse(line: str, lineno: int, expected_index: int) -> Op:
-    try:
-        raw = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise HistoryError(f"line {lineno}: not valid JSON ({exc.msg})") from exc
+def _is_int(x: object) -> bool:
+    # exact ints only: bool is an int subclass, and Spark reads 3.0 as NULL (a dropped line)
+    return type(x) is int
+
+
+def _parse(raw: Any, lineno: int, expected_index: int) -> Op:
     if not isinstance(raw, dict):
         raise HistoryError(f"line {lineno}: expected a JSON object")
     missing = [k for k in _FIELDS if k not in raw]
     if missing:
         raise HistoryError(f"line {lineno}: missing field(s) {', '.join(missing)}")
-    if raw["index"] != expected_index:
-        raise HistoryError(f"line {lineno}: field 'index' is {raw['index']!r}, expected {expected_index}")
-    if type(raw["time"]) is not int or raw["time"] < 0:  # bool is an int subclass: refuse it
+    if not _is_int(raw["index"]) or raw["index"] != expected_index:
+        raise HistoryError(f"line {lineno}: field 'index' is {raw['index']!r}, expected "
+                           f"{expected_index} (an integer)")
+    if not _is_int(raw["time"]) or raw["time"] < 0:
         raise HistoryError(f"line {lineno}: field 'time' must be a non-negative integer (ns)")
     proc = raw["process"]
-    if not (proc == NEMESIS or (type(proc) is int and proc >= 0)):
+    if not (proc == NEMESIS or (_is_int(proc) and 0 <= proc < 2**63)):
         raise HistoryError(f"line {lineno}: field 'process' must be an int >= 0 or 'nemesis'")
     try:
         typ = OpType(raw["type"])
@@ -87,33 +100,64 @@ def _parse(line: str, lineno: int, expected_index: int) -> Op:
                            "expected invoke|ok|fail|info") from exc
     if not isinstance(raw["f"], str) or not raw["f"]:
         raise HistoryError(f"line {lineno}: field 'f' must be a non-empty string")
+    if raw["error"] is not None and not isinstance(raw["error"], str):
+        raise HistoryError(f"line {lineno}: field 'error' must be a string or null")
     return Op(raw["index"], raw["time"], proc, typ, raw["f"], raw["value"], raw["error"])
 
 
-def read_history(path: Path) -> list[Op]:
-    """Read and validate a ``history.jsonl``.
-
-    A last line without its newline (the runner was killed mid-write) is dropped; any other bad
-    line raises ``HistoryError`` naming its 1-based line number and field.
-    """
-    return list(iter_history(path))
-
-
-def iter_history(path: Path) -> Iterator[Op]:
-    """Like ``read_history`` but lazily, one op at a time."""
-    with open(path, encoding="utf-8") as fh:
-        lines = fh.readlines()
-    expected = 0
-    for lineno, line in enumerate(lines, start=1):
-        if not line.endswith("\n") and lineno == len(lines):
+def _lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """``(line number, parsed JSON)`` per line; a torn last line (no newline, bad JSON) ends it."""
+    with open(path, "rb") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            torn = not line.endswith(b"\n")
+            if not line.strip():
+                if torn:
+                    return
+                raise HistoryError(f"line {lineno}: empty line")
             try:
-                json.loads(line)
-            except json.JSONDecodeError:
-                return  # torn final write
-        if not line.strip():
-            raise HistoryError(f"line {lineno}: empty line")
-        yield _parse(line, lineno, expected)
+                yield lineno, orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                if torn:
+                    return  # the runner was killed mid-write
+                raise HistoryError(f"line {lineno}: not valid JSON or not UTF-8 ({exc})") from exc
+
+
+def _header(raw: Any, lineno: int) -> dict | None:
+    if not (isinstance(raw, dict) and "format" in raw and "index" not in raw):
+        return None
+    if raw["format"] != FORMAT or not _is_int(raw["format"]):
+        raise HistoryError(f"line {lineno}: history format {raw['format']!r} is not "
+                           f"supported (this version reads formats 1 and {FORMAT})")
+    return raw
+
+
+def read_header(path: Path) -> dict[str, Any] | None:
+    """The format-2 header of the history at ``path``, or None for a format-1 (or empty) file.
+
+    Raises ``HistoryError`` for a header of an unknown format (the line is named).
+    """
+    for lineno, raw in _lines(Path(path)):
+        return _header(raw, lineno)
+    return None
+
+
+def iter_history(path: Path) -> Iterator[tuple[int, Op]]:
+    """``(line number, op)`` for every op of the history at ``path``, streamed.
+
+    Skips the header; drops a torn last line; any other bad line raises ``HistoryError`` naming
+    its 1-based line number and field.
+    """
+    expected = 0
+    for lineno, raw in _lines(Path(path)):
+        if lineno == 1 and _header(raw, lineno) is not None:
+            continue
+        yield lineno, _parse(raw, lineno, expected)
         expected += 1
+
+
+def read_history(path: Path) -> list[Op]:
+    """Every op of the history at ``path`` (see ``iter_history``), as a list."""
+    return [op for _, op in iter_history(path)]
 
 
 def pair_ops(ops: Iterable[Op]) -> list[tuple[Op, Op | None]]:
@@ -123,24 +167,43 @@ def pair_ops(ops: Iterable[Op]) -> list[tuple[Op, Op | None]]:
     before the op completed, which readers must treat like ``info``. Raises ``HistoryError`` when a
     process invokes twice without completing, or completes an op it never invoked.
     """
-    open_by_proc: dict[int | str, int] = {}
+    pairer = Pairer()
     pairs: list[list[Any]] = []
+    slots: dict[int, int] = {}
     for op in ops:
-        if op.type is OpType.INVOKE:
-            if op.process in open_by_proc:
-                prev = pairs[open_by_proc[op.process]][0]
-                raise HistoryError(f"op {op.index}: process {op.process!r} invoked again while op "
-                                   f"{prev.index} is still open")
-            open_by_proc[op.process] = len(pairs)
+        inv = pairer.add(op)
+        if inv is None:
+            slots[op.index] = len(pairs)
             pairs.append([op, None])
         else:
-            slot = open_by_proc.pop(op.process, None)
-            if slot is None:
-                raise HistoryError(f"op {op.index}: {op.type.value} from process {op.process!r} "
-                                   "with no open invoke")
-            inv = pairs[slot][0]
-            if inv.f != op.f:
-                raise HistoryError(f"op {op.index}: completes f={op.f!r} but invoke {inv.index} "
-                                   f"was f={inv.f!r}")
-            pairs[slot][1] = op
+            pairs[slots.pop(inv.index)][1] = op
     return [(a, b) for a, b in pairs]
+
+
+class Pairer:
+    """Streaming invoke/completion pairing: memory grows with open ops, not with the history."""
+
+    def __init__(self) -> None:
+        self.open: dict[int | str, Op] = {}
+
+    def add(self, op: Op) -> Op | None:
+        """Feed the next op; returns the invoke it completes, or None for an invoke.
+
+        Raises ``HistoryError`` ("op N: ...") for a second invoke while one is open, a
+        completion without an invoke, or a completion of another ``f``.
+        """
+        if op.type is OpType.INVOKE:
+            prev = self.open.get(op.process)
+            if prev is not None:
+                raise HistoryError(f"op {op.index}: process {op.process!r} invoked again while op "
+                                   f"{prev.index} is still open")
+            self.open[op.process] = op
+            return None
+        inv = self.open.pop(op.process, None)
+        if inv is None:
+            raise HistoryError(f"op {op.index}: {op.type.value} from process {op.process!r} "
+                               "with no open invoke")
+        if inv.f != op.f:
+            raise HistoryError(f"op {op.index}: completes f={op.f!r} but invoke {inv.index} "
+                               f"was f={inv.f!r}")
+        return inv

@@ -1,0 +1,3 @@
+"""kafka-chaos: the CLI (``cli``), run orchestration (``runner``) and verdict rendering."""
+
+__version__ = "0.2.0"

@@ -5,6 +5,7 @@ Exit codes: 0 valid, 1 anomalies found, 2 unknown or error (bad input included).
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 import traceback
@@ -18,7 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from clusters.errors import ClusterError
 from kafka_chaos import report
-from kafka_chaos.config import RunConfig
+from kafka_chaos.config import RunConfig, parse_range
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
@@ -41,19 +42,59 @@ def _sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
-def _analyze(run_dir: Path, spark_master: str, facts: dict | None = None) -> int:
+def _config_of(run_dir: Path) -> dict | None:
+    # format-1 histories carry no configuration; the run directory's config.json does
+    try:
+        return json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None) -> int:
+    """Check ``run_dir/history.jsonl``, write ``results.json``, print the verdict; the exit code.
+
+    Any error or interrupt is exit 2 (unknown) and leaves an earlier ``results.json`` as it was.
+    """
     import analysis
     from history import HistoryError
 
+    path = run_dir / "history.jsonl"
     try:
-        result = analysis.check(run_dir / "history.jsonl", spark_master=spark_master)
+        result = analysis.check(path, spark_master=spark_master, config=_config_of(run_dir))
     except HistoryError as exc:
-        _fail(f"{run_dir / 'history.jsonl'}: {exc}")
-    except (analysis.AnalysisError, OSError) as exc:
-        _fail(str(exc))
-    report.write_results(run_dir, result, facts)
+        _fail(f"{path}: {exc}")
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
+        raise typer.Exit(report.EXIT_UNKNOWN)
+    except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
+        _fail(f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
+    result["fail_on"] = fail_on
+    report.write_results(run_dir, result, facts if facts is not None else report.run_facts(run_dir))
     report.render(result, console, run_dir)
-    return report.exit_code(result)
+    return report.exit_code(result, fail_on)
+
+
+def _check_inputs(cfg: RunConfig) -> "KafkaDist":
+    """Everything checkable before a run starts: Spark master, Kafka jars, root + namespaces."""
+    from analysis.spark import check_master
+    from clusters import dist, netns
+
+    try:
+        check_master(cfg.spark_master)
+    except ValueError as exc:
+        _fail(f"--spark-master {exc}")
+    try:
+        netns.check_environment()  # before any download or run directory
+        kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
+                 else dist.resolve(cfg.kafka_version))
+        dist.check_java()
+    except ClusterError as exc:
+        _fail(str(exc))
+    return kafka
+
+
+FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
+                       "does not permit) or on 'any' anomaly.")
 
 
 @app.command("run")
@@ -63,16 +104,37 @@ def run_cmd(
     kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
     kafka_home: Optional[Path] = typer.Option(None, help="Unpacked Apache Kafka distribution."),
     time_limit: float = typer.Option(30.0, help="Seconds of workload."),
-    rate: float = typer.Option(100.0, help="Target sends per second, all clients together."),
+    rate: float = typer.Option(200.0, help="Target ops per second, all client processes together."),
     clients: int = typer.Option(4, help="Concurrent client processes."),
-    keys: int = typer.Option(3, help="Keys (= partitions of the test topic)."),
+    keys: int = typer.Option(6, help="Keys; each is one partition."),
+    topics: int = typer.Option(1, help="Topics the keys are spread over."),
+    ops_per_txn: str = typer.Option("1..4", help="Micro-ops per op: sends of a send op, sends "
+                                    "and polls of a transaction (N or MIN..MAX)."),
+    poll_p: float = typer.Option(0.25, help="Share of ops (or txn micro-ops) that poll."),
+    sub_via: str = typer.Option("assign", help="How consumers get partitions: assign or subscribe "
+                                "(a consumer group)."),
+    sub_p: float = typer.Option(0.02, help="Share of ops that re-assign / re-subscribe."),
+    txn: bool = typer.Option(False, "--txn/--no-txn", help="Transactions: each op is one "
+                             "transaction (transactional.id producers, read-process-write)."),
+    abort_p: float = typer.Option(0.0, help="Share of transactions aborted on purpose."),
+    isolation_level: str = typer.Option("read_committed",
+                                        help="Consumers' isolation.level: read_committed or "
+                                        "read_uncommitted."),
+    auto_commit: bool = typer.Option(False, "--auto-commit/--no-auto-commit",
+                                     help="enable.auto.commit (else a manual commit after polls "
+                                     "with --sub-via subscribe)."),
+    auto_offset_reset: str = typer.Option("earliest", help="auto.offset.reset: earliest or latest."),
+    crash_clients: bool = typer.Option(False, "--crash-clients/--no-crash-clients",
+                                       help="Drop a client without closing it now and then."),
+    crash_client_interval: float = typer.Option(10.0, help="Seconds between client crashes."),
     acks: str = typer.Option("all", help="Producer acks: 0, 1 or all."),
     idempotence: bool = typer.Option(False, "--idempotence/--no-idempotence",
                                      help="enable.idempotence (KIP-98)."),
     retries: int = typer.Option(2147483647, help="Producer retries."),
     max_in_flight: int = typer.Option(5, help="max.in.flight.requests.per.connection."),
+    linger_ms: int = typer.Option(5, help="linger.ms."),
     delivery_timeout_ms: int = typer.Option(10000, help="delivery.timeout.ms."),
-    replication_factor: int = typer.Option(3, help="Replication factor of the test topic."),
+    replication_factor: int = typer.Option(3, help="Replication factor of the test topics."),
     min_insync_replicas: int = typer.Option(2, help="min.insync.replicas."),
     unclean_leader_election: bool = typer.Option(
         False, "--unclean-leader-election/--no-unclean-leader-election",
@@ -83,28 +145,30 @@ def run_cmd(
     scenario: Optional[str] = typer.Option(None, help="Scripted scenario: isr-shrink-unclean."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
     spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
+    fail_on: str = FAIL_ON,
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
     from nemesis.schedule import parse_packages
 
+    options = dict(locals())
     try:
+        if fail_on not in report.FAIL_ON:
+            raise ValueError(f"--fail-on {fail_on!r}: choose violation or any")
         packages = parse_packages(nemesis)
+        try:
+            span = parse_range(ops_per_txn)
+        except ValueError as exc:
+            raise ValueError(f"--ops-per-txn {exc}") from None
         extra = {}
         if scenario is not None:
             # the scenario targets one partition and needs a fast ISR shrink
-            extra = {"keys": 1, "replica_lag_time_max_ms": 3000}
+            extra = {"keys": 1, "topics": 1, "replica_lag_time_max_ms": 3000}
+        fields = {k: v for k, v in options.items() if k in RunConfig.model_fields and v is not None}
         cfg = RunConfig(**{
-            "brokers": brokers, "controllers": controllers, "kafka_home": kafka_home and str(kafka_home),
-            "time_limit_s": time_limit, "rate": rate, "clients": clients, "keys": keys, "acks": acks,
-            "idempotence": idempotence, "retries": retries, "max_in_flight": max_in_flight,
-            "delivery_timeout_ms": delivery_timeout_ms, "replication_factor": replication_factor,
-            "min_insync_replicas": min_insync_replicas,
-            "unclean_leader_election": unclean_leader_election,
-            "replica_lag_time_max_ms": replica_lag_time_max_ms, "nemesis": packages,
-            "nemesis_interval_s": nemesis_interval, "scenario": scenario, "seed": seed,
-            "spark_master": spark_master,
-            **({"kafka_version": kafka_version} if kafka_version else {}), **extra})
+            **fields, "kafka_home": kafka_home and str(kafka_home), "time_limit_s": time_limit,
+            "ops_per_txn": span, "crash_client_interval_s": crash_client_interval,
+            "nemesis": packages, "nemesis_interval_s": nemesis_interval, **extra})
     except ValidationError as exc:
         err = exc.errors()[0]
         where = "--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-") if err["loc"] else ""
@@ -112,13 +176,9 @@ def run_cmd(
     except ValueError as exc:
         _fail(str(exc))
 
-    from clusters import netns
     from kafka_chaos.runner import new_run_dir, run
 
-    try:
-        netns.check_environment()  # before any download or run directory
-    except ClusterError as exc:
-        _fail(str(exc))
+    kafka = _check_inputs(cfg)
     _sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
@@ -130,7 +190,7 @@ def run_cmd(
             bar.update(task, completed=frac, description=f"workload {counts}")
 
         try:
-            facts = run(cfg, run_dir, log=console.log, progress=progress)
+            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress)
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
                           f"re-analyse with: kafka-chaos analyze {run_dir}")
@@ -141,7 +201,7 @@ def run_cmd(
             (run_dir / "error.txt").write_text(traceback.format_exc())
             _fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
                   f"the history so far can be checked with: kafka-chaos analyze {run_dir}")
-    code = _analyze(run_dir, spark_master, facts)
+    code = _analyze(run_dir, spark_master, fail_on, facts)
     console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
                   + ("" if "--seed" in sys.argv else f" --seed {seed}"))
     raise typer.Exit(code)
@@ -151,11 +211,20 @@ def run_cmd(
 def analyze_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
     spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
+    fail_on: str = FAIL_ON,
 ) -> None:
-    """Re-analyse a stored history; rewrites results.json."""
+    """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
+    from analysis.spark import check_master
+
+    if fail_on not in report.FAIL_ON:
+        _fail(f"--fail-on {fail_on!r}: choose violation or any")
+    try:
+        check_master(spark_master)
+    except ValueError as exc:
+        _fail(f"--spark-master {exc}")
     if not (run_dir / "history.jsonl").is_file():
         _fail(f"{run_dir}: no history.jsonl here")
-    raise typer.Exit(_analyze(run_dir, spark_master))
+    raise typer.Exit(_analyze(run_dir, spark_master, fail_on))
 
 
 @app.command("fetch-kafka")

@@ -1,4 +1,5 @@
-"""The run configuration: one validated model, written to ``config.json`` of every run.
+"""The run configuration: one validated model, written to ``config.json`` of every run and to
+the history's header (the verdict judges anomalies against it, ``analysis/promises.py``).
 
 Invalid combinations are refused here, before anything starts, with one message naming the
 option.
@@ -6,6 +7,7 @@ option.
 
 from __future__ import annotations
 
+import re
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -13,13 +15,24 @@ from pydantic import BaseModel, Field, model_validator
 from clusters.dist import DEFAULT_KAFKA_VERSION
 
 SCENARIOS = ("isr-shrink-unclean",)
+_RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
+
+
+def parse_range(text: str) -> tuple[int, int]:
+    """``"1..4"`` -> ``(1, 4)``; ``"3"`` -> ``(3, 3)``. Raises ``ValueError`` otherwise."""
+    m = _RANGE.fullmatch(text)
+    if not m:
+        raise ValueError(f"{text!r} is not N or MIN..MAX")
+    lo = int(m[1])
+    return lo, int(m[2]) if m[2] is not None else lo
 
 
 class RunConfig(BaseModel):
     """Everything that determines a run (with ``seed``, enough to rerun it).
 
-    Units: ``time_limit_s`` and ``nemesis_interval_s`` in seconds, ``rate`` in sends/s,
-    ``*_ms`` in milliseconds.
+    Units: ``time_limit_s``, ``nemesis_interval_s``, ``crash_client_interval_s`` in seconds,
+    ``rate`` in ops/s (all client processes together), ``*_ms`` in milliseconds. ``ops_per_txn``
+    is ``(min, max)`` micro-ops per op (sends of a ``send`` op, mops of a transaction).
     """
 
     brokers: int = Field(3, ge=1, le=9)
@@ -27,13 +40,26 @@ class RunConfig(BaseModel):
     kafka_version: str = DEFAULT_KAFKA_VERSION
     kafka_home: str | None = None
     time_limit_s: float = Field(30.0, gt=0)
-    rate: float = Field(100.0, gt=0)
+    rate: float = Field(200.0, gt=0)
     clients: int = Field(4, ge=1, le=64)
-    keys: int = Field(3, ge=1, le=64)
+    keys: int = Field(6, ge=1, le=256)
+    topics: int = Field(1, ge=1, le=16)
+    ops_per_txn: tuple[int, int] = (1, 4)
+    poll_p: float = Field(0.25, ge=0, le=1)
+    sub_via: Literal["assign", "subscribe"] = "assign"
+    sub_p: float = Field(0.02, ge=0, lt=1)
+    txn: bool = False
+    abort_p: float = Field(0.0, ge=0, le=1)
+    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
+    auto_commit: bool = False
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    crash_clients: bool = False
+    crash_client_interval_s: float = Field(10.0, gt=0)
     acks: Literal["0", "1", "all"] = "all"
     idempotence: bool = False
     retries: int = Field(2147483647, ge=0)
     max_in_flight: int = Field(5, ge=1)
+    linger_ms: int = Field(5, ge=0)
     delivery_timeout_ms: int = Field(10000, ge=1000)
     replication_factor: int = Field(3, ge=1)
     min_insync_replicas: int = Field(2, ge=1)
@@ -48,11 +74,21 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
-        if self.idempotence and self.acks != "all":
-            raise ValueError(f"--acks {self.acks} with --idempotence: the idempotent producer "
-                             "needs acks=all (KIP-98)")
-        if self.idempotence and self.max_in_flight > 5:
+        lo, hi = self.ops_per_txn
+        if not 1 <= lo <= hi <= 10_000:
+            raise ValueError(f"--ops-per-txn {lo}..{hi}: need 1 <= MIN <= MAX <= 10000")
+        if (self.idempotence or self.txn) and self.acks != "all":
+            raise ValueError(f"--acks {self.acks} with --{'txn' if self.txn else 'idempotence'}: "
+                             "the idempotent producer needs acks=all (KIP-98)")
+        if (self.idempotence or self.txn) and self.max_in_flight > 5:
             raise ValueError("--idempotence allows at most 5 in-flight requests per connection")
+        if self.txn and self.auto_commit:
+            raise ValueError("--auto-commit with --txn: a transaction commits its consumer "
+                             "offsets itself (send_offsets_to_transaction)")
+        if self.abort_p and not self.txn:
+            raise ValueError("--abort-p needs --txn")
+        if self.topics > self.keys:
+            raise ValueError(f"--topics {self.topics} exceeds --keys {self.keys}")
         if self.replication_factor > self.brokers:
             raise ValueError(f"--replication-factor {self.replication_factor} exceeds "
                              f"--brokers {self.brokers}")
@@ -67,6 +103,11 @@ class RunConfig(BaseModel):
             raise ValueError("--scenario isr-shrink-unclean needs --brokers >= 3 and --acks all")
         return self
 
+    @property
+    def idempotent(self) -> bool:
+        """Whether producers are idempotent: ``--idempotence``, or implied by ``--txn``."""
+        return self.idempotence or self.txn
+
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""
         return {
@@ -76,3 +117,17 @@ class RunConfig(BaseModel):
             "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
             "unclean.leader.election.interval.ms": str(self.unclean_leader_election_interval_ms),
         }
+
+    def workload_settings(self):
+        """The ``workloads.settings.WorkloadSettings`` of this run."""
+        from workloads.settings import WorkloadSettings
+
+        return WorkloadSettings(
+            clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],
+            mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
+            sub_p=self.sub_p, txn=self.txn, abort_p=self.abort_p,
+            crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
+            acks=self.acks, idempotence=self.idempotence, retries=self.retries,
+            max_in_flight=self.max_in_flight, delivery_timeout_ms=self.delivery_timeout_ms,
+            linger_ms=self.linger_ms, auto_commit=self.auto_commit,
+            auto_offset_reset=self.auto_offset_reset, isolation_level=self.isolation_level)

@@ -13,16 +13,39 @@ from rich.table import Table
 
 #: Exit codes of ``run`` and ``analyze``.
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2
+#: ``--fail-on`` choices: exit 1 on a violation only, or on any anomaly found.
+FAIL_ON = ("violation", "any")
 
 
-def exit_code(result: dict) -> int:
-    """0 when ``valid`` is True, 1 when False, 2 for ``"unknown"`` (or anything else)."""
+def exit_code(result: dict, fail_on: str = "violation") -> int:
+    """The exit code of a verdict.
+
+    ``fail_on="violation"``: 1 when ``valid`` is False (an anomaly the configuration does not
+    permit), 0 when True, 2 when ``"unknown"``. ``fail_on="any"``: 1 when any anomaly was found,
+    permitted or not (false ranks above unknown, as in Jepsen's ``checker/compose``), else as
+    for ``violation``.
+    """
+    if fail_on == "any" and result.get("anomaly_types"):
+        return EXIT_ANOMALIES
     valid = result.get("valid")
     if valid is True:
         return EXIT_VALID
     if valid is False:
         return EXIT_ANOMALIES
     return EXIT_UNKNOWN
+
+
+def run_facts(run_dir: Path) -> dict:
+    """The run facts of an earlier verdict in ``run_dir`` (its ``results.json`` ``run``
+    section, else ``run.json``), so that re-analysing keeps seed, versions and timings."""
+    for name, pick in (("results.json", lambda d: d.get("run")), ("run.json", lambda d: d)):
+        try:
+            facts = pick(json.loads((run_dir / name).read_text()))
+        except (OSError, ValueError, AttributeError):
+            continue
+        if facts:
+            return facts
+    return {}
 
 
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
@@ -36,25 +59,47 @@ def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Pat
 
 
 def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
-    """Print the verdict table: one row per anomaly with count and first example."""
+    """Print the verdict table: one row per anomaly with count, whether the configuration
+    permits it (and by which rule), and the first example."""
     valid = result.get("valid")
     colour = {True: "green", False: "red"}.get(valid, "yellow")
     table = Table(title=f"Verdict: [bold {colour}]valid = {str(valid).lower()}[/]")
-    table.add_column("anomaly")
-    table.add_column("count", justify="right")
-    table.add_column("example")
+    for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
+                    ("example", {})):
+        table.add_column(col, **kw)
     for name, found in (result.get("anomalies") or {}).items():
         count = found.get("count", 0)
+        label = name + (" (consumer)" if found.get("side") == "consumer" else "")
         example = json.dumps(found["examples"][0]) if found.get("examples") else ""
         if count is None:  # the checker raised: the verdict is unknown, never "0 found"
-            table.add_row(name, "[yellow]error[/]", found.get("error", "")[:100])
+            table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
+                          found.get("error", "")[:90])
+        elif not count:
+            table.add_row(label, "0", "", "")
+        elif found.get("permitted"):
+            table.add_row(label, f"[cyan]{count}[/]", "[cyan]permitted[/]", example[:90])
         else:
-            table.add_row(name, f"[red]{count}[/]" if count else "0", example[:100])
+            table.add_row(label, f"[red]{count}[/]", "[bold red]VIOLATION[/]", example[:90])
     console.print(table)
     stats = result.get("stats") or {}
     if stats:
-        console.print(f"sends: {stats.get('send')}  polls: {stats.get('poll')}  "
-                      f"ops: {stats.get('ops')}  analysis: {result.get('analysis_time_s')} s")
+        console.print(f"ops: {stats.get('ops')}  by f: {stats.get('by_f')}  acknowledged sends: "
+                      f"{stats.get('acked_sends')}  records read: {stats.get('records_read')}  "
+                      f"analysis: {result.get('analysis_time_s')} s")
+    search = result.get("cycle_search")
+    if search:
+        console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "
+                      f"{search['edges']} edges, {search['components']} cyclic components, "
+                      f"{search['time_s']} s")
+    for name in result.get("violations") or []:
+        console.print(f"[red]violation[/]: {name}: {result['anomalies'][name]['because']}")
+    by_rule: dict[str, list[str]] = {}
+    for name in result.get("permitted") or []:
+        by_rule.setdefault(result["anomalies"][name]["rule"], []).append(name)
+    for rule, names in by_rule.items():
+        a = result["anomalies"][names[0]]
+        console.print(f"[cyan]permitted by {rule}[/]: {', '.join(names)}: {a['because']} "
+                      f"({a['source']})")
     for reason in result.get("unknown_reasons") or []:
         console.print(f"[yellow]unknown: {reason}[/]")
     if run_dir is not None:

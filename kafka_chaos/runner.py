@@ -17,16 +17,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from clusters import admin, dist
+from clusters import admin
+from clusters.dist import KafkaDist
 from clusters.local import LocalCluster
 from history import HistoryWriter
+from kafka_chaos import __version__
 from kafka_chaos.config import RunConfig
 from nemesis.faults import UncleanElectionNemesis
 from nemesis.scenarios import SCENARIO_BROKER_CONFIG, isr_shrink_unclean
 from nemesis.schedule import Scheduler, build_nemesis
 from workloads.final_reads import final_reads
-from workloads.queue import ProducerSettings, ProducerWorkload
+from workloads.keys import KeySpace
+from workloads.queue import QueueWorkload
 
+#: Topic 0 of every run; faults aimed at "the leader" aim at its partition 0 (key 0).
 TOPIC = "kafka-chaos"
 
 
@@ -60,9 +64,10 @@ def _log_tail(cluster: LocalCluster, lines: int = 15) -> str:
     return "\n".join(parts)
 
 
-def run(cfg: RunConfig, run_dir: Path, log: Callable[[str], None],
+def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
         progress: Callable[[float, dict], None] | None = None) -> dict:
-    """Execute the run described by ``cfg`` in ``run_dir``; return run facts (not the verdict).
+    """Execute the run described by ``cfg`` with ``kafka`` in ``run_dir``; return run facts
+    (not the verdict).
 
     Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
     config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
@@ -70,9 +75,8 @@ def run(cfg: RunConfig, run_dir: Path, log: Callable[[str], None],
     """
     (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
     (run_dir / "command.txt").write_text(shlex.join(["kafka-chaos", *sys.argv[1:]]) + "\n")
-    facts: dict = {"seed": cfg.seed}
-    kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else dist.resolve(cfg.kafka_version)
-    facts["kafka_version"] = kafka.version
+    facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version}
+    keys = KeySpace(TOPIC, cfg.keys, cfg.topics)
     broker_config = cfg.broker_config()
     if cfg.scenario:
         broker_config.update(SCENARIO_BROKER_CONFIG)
@@ -87,14 +91,17 @@ def run(cfg: RunConfig, run_dir: Path, log: Callable[[str], None],
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [], timeout_s=120,
                          log_tail=lambda: _log_tail(cluster))
-        admin.create_topic(admin.client(cluster.bootstrap_servers), TOPIC, cfg.keys,
-                           cfg.replication_factor)
-        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [TOPIC], timeout_s=60,
-                         log_tail=lambda: _log_tail(cluster))
+        for topic, partitions in keys.topic_partitions.items():
+            admin.create_topic(admin.client(cluster.bootstrap_servers), topic, partitions,
+                               cfg.replication_factor)
+        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, list(keys.topic_partitions),
+                         timeout_s=60, log_tail=lambda: _log_tail(cluster))
         facts["cluster_ready_s"] = round(time.monotonic() - t0, 2)
         log(f"cluster ready in {facts['cluster_ready_s']} s at {cluster.bootstrap_servers}")
-        with HistoryWriter(run_dir / "history.jsonl") as history:
-            facts.update(_run_phases(cfg, cluster, history, rng, stop, log, progress))
+        header = {"kafka_chaos": __version__, "kafka_version": kafka.version,
+                  "config": cfg.model_dump(mode="json"), "keys": keys.header()}
+        with HistoryWriter(run_dir / "history.jsonl", header=header) as history:
+            facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress))
     except KeyboardInterrupt:
         stop.set()
         facts["interrupted"] = True
@@ -108,13 +115,9 @@ def run(cfg: RunConfig, run_dir: Path, log: Callable[[str], None],
     return facts
 
 
-def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
+def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter, keys: KeySpace,
                 rng: random.Random, stop: threading.Event, log, progress) -> dict:
     facts: dict = {}
-    settings = ProducerSettings(topic=TOPIC, keys=cfg.keys, clients=cfg.clients, rate=cfg.rate,
-                                acks=cfg.acks, idempotence=cfg.idempotence, retries=cfg.retries,
-                                max_in_flight=cfg.max_in_flight,
-                                delivery_timeout_ms=cfg.delivery_timeout_ms)
     packages = list(cfg.nemesis)
     if cfg.scenario:
         packages = ["kill", "partition"]
@@ -122,7 +125,8 @@ def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
         UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                           cfg.nemesis_interval_s, rng, TOPIC, log=log)
-    workload = ProducerWorkload(cluster.bootstrap_servers, history, settings, seed=rng.randrange(2**32))
+    workload = QueueWorkload(cluster.bootstrap_servers, history, cfg.workload_settings(), keys,
+                             seed=rng.randrange(2**32))
     start = time.monotonic()
     try:
         workload.start()
@@ -141,15 +145,20 @@ def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter,
         facts["healed"] = scheduler.finish()
         workload.stop()
     facts["workload_s"] = round(time.monotonic() - start, 2)
-    facts["sends"] = dict(workload.counts)
-    facts["ops_per_s"] = round(sum(workload.counts.values()) / max(facts["workload_s"], 1e-9), 1)
-    log(f"workload done: {facts['sends']} ({facts['ops_per_s']} sends/s); waiting for full ISRs")
+    facts["ops"] = dict(workload.counts)
+    secs = max(facts["workload_s"], 1e-9)
+    facts["ops_per_s"] = round((sum(workload.counts.values()) - workload.counts["acked"]) / secs, 1)
+    facts["acked_sends_per_s"] = round(workload.counts["acked"] / secs, 1)
+    log(f"workload done: {facts['ops']} ({facts['ops_per_s']} ops/s, "
+        f"{facts['acked_sends_per_s']} acknowledged sends/s); waiting for full ISRs")
     try:
-        waited = admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [TOPIC], timeout_s=90)
+        waited = admin.wait_ready(cluster.bootstrap_servers, cfg.brokers,
+                                  list(keys.topic_partitions), timeout_s=90)
         facts["recovery_s"] = round(waited, 2)
     except Exception as exc:  # final reads are still tried; the verdict may become unknown
         facts["recovery_error"] = str(exc)
         log(f"cluster did not fully recover: {exc}")
-    facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, TOPIC, cfg.keys,
-                                       new_process=workload.next_process)
+    facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
+                                       new_process=workload.next_process,
+                                       isolation_level=cfg.isolation_level)
     return facts

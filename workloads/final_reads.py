@@ -1,6 +1,10 @@
-"""Final reads: after the nemesis healed, read every partition from its start to its end offset.
+"""Final reads: after the nemesis healed, read every key's partition from its start to its end.
 
-Recorded as ``poll`` ops (``final: true``) so the checkers know which offsets the reads covered.
+Each key is read by a fresh consumer (the run's ``isolation.level``) in chunks of at most
+``chunk`` records, one ``poll`` op per chunk, whose poll mop states the offsets it read
+completely (``{"final": true, "range": {"k": [start, end]}, "eof": bool}``,
+``docs/history-format.md``; ``eof`` on the chunk that reached the partition's end) so the
+checkers know what the reads covered and no history line grows with the log.
 """
 
 from __future__ import annotations
@@ -12,60 +16,76 @@ from typing import Callable
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from history import HistoryWriter, OpType
+from workloads.keys import KeySpace
 
 
-def final_reads(bootstrap: str, history: HistoryWriter, topic: str, keys: int,
-                new_process: Callable[[], int], timeout_s: float = 60.0) -> dict[int, str]:
-    """Read partitions ``0..keys-1`` of ``topic`` fully, one ``poll`` op per partition.
+def final_reads(bootstrap: str, history: HistoryWriter, keys: KeySpace,
+                new_process: Callable[[], int], isolation_level: str = "read_committed",
+                timeout_s: float = 60.0, chunk: int = 10_000) -> dict[str, str]:
+    """Read every key of ``keys`` fully; returns ``{"key": "ok"|"info"}``.
 
-    Each op runs as a new process id from ``new_process()`` (e.g. the workload's). The end
-    offset is the high watermark when the read starts. Returns ``{key: "ok"|"info"}``; a read
-    that cannot finish within ``timeout_s`` ends ``info`` with the records read so far dropped
-    (a partial read would wrongly cover offsets as "read").
+    The end is where the consumer reports end of partition (the high watermark, or the last
+    stable offset under ``read_committed``) at or past the high watermark taken when the read
+    starts; a key that cannot be read to there within ``timeout_s`` gets an ``info`` op for the
+    chunk it was in (and its records are not recorded: a partial chunk must not count as read).
+    Each key is read by a process id from ``new_process()``.
     """
-    results: dict[int, str] = {}
-    for key in range(keys):
+    results: dict[str, str] = {}
+    for key in range(keys.keys):
         process = new_process()
-        history.append(process, OpType.INVOKE, "poll", {"key": key, "final": True})
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kc-final-{uuid.uuid4()}",
+        consumer = Consumer({"bootstrap.servers": bootstrap,
+                             "group.id": f"kc-final-{uuid.uuid4()}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                             "enable.partition.eof": False, "log_level": 0,
-                             "isolation.level": "read_uncommitted"})
+                             "enable.partition.eof": True, "isolation.level": isolation_level,
+                             "log_level": 0})
         try:
-            records, end = _read_partition(consumer, topic, key, timeout_s)
-            history.append(process, OpType.OK, "poll",
-                           {"key": key, "partition": key, "final": True, "end_offset": end,
-                            "records": records})
-            results[key] = "ok"
-        except (KafkaException, TimeoutError) as exc:
-            err = exc.args[0].name() if isinstance(exc, KafkaException) else "TIMEOUT"
-            history.append(process, OpType.INFO, "poll", {"key": key, "final": True}, err)
-            results[key] = "info"
+            results[str(key)] = _read_key(consumer, history, keys, key, process, timeout_s, chunk)
         finally:
             consumer.close()
     return results
 
 
-def _read_partition(consumer: Consumer, topic: str, partition: int,
-                    timeout_s: float) -> tuple[list[list[int]], int]:
+def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: int,
+              process: int, timeout_s: float, chunk: int) -> str:
     deadline = time.monotonic() + timeout_s
-    tp = TopicPartition(topic, partition)
-    low, high = consumer.get_watermark_offsets(tp, timeout=min(10.0, timeout_s))
-    records: list[list[int]] = []
-    if high <= low:
-        return records, high
+    topic, partition = keys.tp(key)
+    k = str(key)
+    try:
+        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
+                                                   timeout=min(10.0, timeout_s))
+    except KafkaException as exc:
+        history.append(process, OpType.INVOKE, "poll", [["poll"]])
+        history.append(process, OpType.INFO, "poll", [], exc.args[0].name())
+        return "info"
     consumer.assign([TopicPartition(topic, partition, low)])
-    position = low
-    while position < high:
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"read of {topic}-{partition} stuck at offset {position}/{high}")
-        msg = consumer.poll(0.5)
-        if msg is None:
-            continue
-        if msg.error():
-            if msg.error().code() == KafkaError._PARTITION_EOF:
-                continue
-            raise KafkaException(msg.error())
-        records.append([msg.offset(), int(msg.value())])
-        position = msg.offset() + 1
-    return records, high
+    start, done = low, False
+    while not done:
+        history.append(process, OpType.INVOKE, "poll", [["poll"]])
+        records: list[list[int]] = []
+        end = start
+        try:
+            while len(records) < chunk:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"read of key {key} stuck at offset {end} of {high}")
+                msg = consumer.poll(0.5)
+                if msg is None:
+                    continue
+                err = msg.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    if msg.offset() >= high:
+                        end, done = msg.offset(), True
+                        break
+                    continue  # not yet at the high watermark (read_committed: LSO behind)
+                if err is not None:
+                    raise KafkaException(err)
+                records.append([msg.offset(), int(msg.value())])
+                end = msg.offset() + 1
+        except (KafkaException, TimeoutError) as exc:
+            name = exc.args[0].name() if isinstance(exc, KafkaException) else "TIMEOUT"
+            history.append(process, OpType.INFO, "poll", [], name)
+            return "info"
+        history.append(process, OpType.OK, "poll",
+                       [["poll", {k: records} if records else {},
+                         {"final": True, "range": {k: [start, end]}, "eof": done}]])
+        start = end
+    return "ok"

@@ -1,167 +1,155 @@
-"""The producer ("queue") workload: K client processes send unique integers to keys.
+"""The queue workload (Jepsen's ``queue``): K worker threads, each running one process at a time.
 
-Each key is one partition of one topic (``partition = key``). Every send is an ``invoke`` then
-exactly one completion (``ok`` with the offset from the delivery report, ``fail`` only when
-``outcomes.classify`` proves it did not happen, else ``info``). As in Jepsen, a process whose op
-ends ``info`` is retired: a new process id with a fresh producer takes its place, so the ops of one
-process never overlap.
+A process runs one op at a time (``invoke``, then exactly one completion); all sends of one op
+are in flight together. As in Jepsen, a process whose op ends ``info`` (or whose producer hit a
+fatal error, or that was crashed) is retired: a new process id with new clients takes its place
+on the same worker, so the ops of one process never overlap.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import itertools
 import random
 import threading
 import time
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaException, Producer
 
 from history import HistoryWriter, OpType
-from workloads.outcomes import classify
+from workloads.client import Client
+from workloads.generator import Generator
+from workloads.keys import KeySpace
+from workloads.settings import WorkloadSettings
 
 
-@dataclasses.dataclass(frozen=True)
-class ProducerSettings:
-    """Client settings of the workload (librdkafka names in comments).
+class QueueWorkload:
+    """Runs ``settings.clients`` workers until ``stop()``, recording every op in ``history``.
 
-    Attributes:
-        topic: topic written to; it has ``keys`` partitions.
-        keys: number of keys (= partitions).
-        clients: number of concurrent client processes (K).
-        rate: target sends per second over all processes (> 0).
-        acks: ``"0"``, ``"1"`` or ``"all"`` (``acks``).
-        idempotence: ``enable.idempotence`` (KIP-98: producer id + epoch + sequence).
-        retries: ``retries``.
-        max_in_flight: ``max.in.flight.requests.per.connection``.
-        delivery_timeout_ms: ``delivery.timeout.ms`` (message.timeout.ms in librdkafka).
-        request_timeout_ms: ``request.timeout.ms``.
+    ``counts`` (read for progress, approximate while running): ops by completion type, and
+    ``acked``: sends acknowledged with an offset or ``ok``.
     """
 
-    topic: str = "kafka-chaos"
-    keys: int = 3
-    clients: int = 4
-    rate: float = 100.0
-    acks: str = "all"
-    idempotence: bool = False
-    retries: int = 2147483647
-    max_in_flight: int = 5
-    delivery_timeout_ms: int = 10000
-    request_timeout_ms: int = 3000
-
-    def producer_config(self, bootstrap: str) -> dict:
-        """The librdkafka configuration of one process's producer."""
-        return {
-            "bootstrap.servers": bootstrap,
-            "acks": self.acks,
-            "enable.idempotence": self.idempotence,
-            "retries": self.retries,
-            "max.in.flight.requests.per.connection": self.max_in_flight,
-            "delivery.timeout.ms": self.delivery_timeout_ms,
-            "request.timeout.ms": self.request_timeout_ms,
-            "linger.ms": 0,
-            "socket.timeout.ms": self.request_timeout_ms,
-            "metadata.max.age.ms": 5000,
-            "topic.metadata.refresh.interval.ms": 2000,
-            "log_level": 0,
-        }
-
-
-class ProducerWorkload:
-    """Runs K send loops on threads until ``stop()``; records every op in ``history``.
-
-    Thread-safety: the history writer serialises lines; values come from one shared counter so
-    every value is unique in the run.
-    """
-
-    def __init__(self, bootstrap: str, history: HistoryWriter, settings: ProducerSettings,
-                 seed: int = 0) -> None:
-        if settings.rate <= 0 or settings.clients < 1 or settings.keys < 1:
-            raise ValueError("rate must be > 0, clients and keys >= 1")
+    def __init__(self, bootstrap: str, history: HistoryWriter, settings: WorkloadSettings,
+                 keys: KeySpace, seed: int = 0) -> None:
+        if settings.rate <= 0 or settings.clients < 1:
+            raise ValueError("rate must be > 0 and clients >= 1")
         self.bootstrap = bootstrap
         self.history = history
-        self.settings = settings
+        self.s = settings
+        self.keys = keys
         self._values = itertools.count()
-        self._processes = itertools.count(settings.clients)  # ids for replacement processes
+        self._processes = itertools.count(settings.clients)  # ids of replacement processes
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._threads: list[threading.Thread] = []
         self._rng = random.Random(seed)
-        self.counts = {"ok": 0, "fail": 0, "info": 0}
+        self._crash: set[int] = set()
+        self._live: dict[int, Client] = {}
+        self.graveyard: list = []
+        self.counts = {"ok": 0, "fail": 0, "info": 0, "acked": 0}
 
     def start(self) -> None:
-        """Start the K worker threads (processes 0..K-1)."""
-        for worker in range(self.settings.clients):
+        """Start the workers (processes 0..K-1) and, with ``crash_interval_s``, the crasher."""
+        for slot in range(self.s.clients):
             seed = self._rng.randrange(2**32)
-            t = threading.Thread(target=self._loop, args=(worker, seed), daemon=True,
-                                 name=f"client-{worker}")
+            t = threading.Thread(target=self._loop, args=(slot, seed), daemon=True,
+                                 name=f"client-{slot}")
             t.start()
             self._threads.append(t)
+        if self.s.crash_interval_s > 0:
+            threading.Thread(target=self._crasher, args=(self._rng.randrange(2**32),),
+                             daemon=True, name="crasher").start()
 
     def stop(self, timeout_s: float | None = None) -> None:
-        """Ask the workers to stop and wait for them (each finishes its op in flight)."""
+        """Stop the workers (each finishes its op in flight), then close every client.
+
+        With transactions, every worker's ``transactional.id`` is fenced by a fresh producer
+        (``init_transactions``), which aborts any transaction a dead process left open, so that
+        ``read_committed`` final reads are not held back by it until ``transaction.timeout.ms``.
+        """
         self._stop.set()
-        wait = (self.settings.delivery_timeout_ms / 1000 + 10) if timeout_s is None else timeout_s
+        wait = (self.s.delivery_timeout_ms + self.s.txn_timeout_ms) / 1000 + 10
         for t in self._threads:
-            t.join(wait)
+            t.join(wait if timeout_s is None else timeout_s)
+        for client in list(self._live.values()):
+            client.drop()
+        closers = [threading.Thread(target=_close, args=(c,), daemon=True)
+                   for c in self.graveyard]
+        if self.s.txn:
+            closers += [threading.Thread(target=self._fence, args=(slot,), daemon=True)
+                        for slot in range(self.s.clients)]
+        for t in closers:
+            t.start()
+        deadline = time.monotonic() + 30
+        for t in closers:
+            t.join(max(0.0, deadline - time.monotonic()))
 
     def next_process(self) -> int:
         """A process id never used by this workload (for replacements and final readers)."""
         with self._lock:
             return next(self._processes)
 
-    def _loop(self, process: int, seed: int) -> None:
+    def _fence(self, slot: int) -> None:
+        p = Producer(self.s.producer_config(self.bootstrap, f"kc-txn-{slot}"))
+        try:
+            p.init_transactions(self.s.txn_timeout_ms / 1000)
+        except KafkaException:
+            pass  # the transaction times out on the coordinator instead
+        p.flush(0)
+
+    def _crasher(self, seed: int) -> None:
         rng = random.Random(seed)
-        s = self.settings
-        producer = Producer(s.producer_config(self.bootstrap))
-        interval_s = s.clients / s.rate
+        while not self._stop.wait(self.s.crash_interval_s):
+            with self._lock:
+                self._crash.add(rng.randrange(self.s.clients))
+
+    def _client(self, process: int, slot: int, rng: random.Random) -> Client:
+        client = Client(process, slot, self.bootstrap, self.s, self.keys, self.graveyard, rng)
+        self._live[slot] = client
+        return client
+
+    def _loop(self, slot: int, seed: int) -> None:
+        rng = random.Random(seed)
+        gen = Generator(self.s, self.keys, rng, self._values)
+        process, fresh = slot, True
+        client = self._client(process, slot, rng)
+        interval_s = self.s.clients / self.s.rate
         next_at = time.monotonic() + rng.random() * interval_s
         while not self._stop.is_set():
             delay = next_at - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 break
             next_at = max(next_at + interval_s, time.monotonic() - interval_s)
-            key = rng.randrange(s.keys)
             with self._lock:
-                value = next(self._values)
-            outcome = self._send(producer, process, key, value)
-            with self._lock:
-                self.counts[outcome] += 1
-            if outcome == "info":
-                # the old producer may still deliver the record later: purge, drop, start afresh
-                producer.purge()
-                producer.flush(0)
-                process = self.next_process()
-                producer = Producer(s.producer_config(self.bootstrap))
-        producer.flush(1)
+                crash = slot in self._crash
+                self._crash.discard(slot)
+            f, value = gen.next(client.uncommitted, fresh, crash)
+            fresh = False
+            self.history.append(process, OpType.INVOKE, f, value)
+            typ, done, error = client.invoke(f, value)
+            self.history.append(process, typ, f, done, error)
+            self._count(typ, f, done)
+            if typ == "info" or client.dead:
+                client.drop()
+                process, fresh = self.next_process(), True
+                client = self._client(process, slot, rng)
 
-    def _send(self, producer: Producer, process: int, key: int, value: int) -> str:
-        s = self.settings
-        inv = {"key": key, "value": value}
-        self.history.append(process, OpType.INVOKE, "send", inv)
-        report: list = []
-        try:
-            producer.produce(s.topic, key=str(key).encode(), value=str(value).encode(),
-                             partition=key, on_delivery=lambda err, msg: report.append((err, msg)))
-        except BufferError:
-            self.history.append(process, OpType.FAIL, "send", inv, "QUEUE_FULL")
-            return "fail"
-        except KafkaException as exc:
-            err: KafkaError = exc.args[0]
-            outcome = classify(err, s.retries)
-            self.history.append(process, OpType(outcome), "send", inv, err.name())
-            return outcome
-        deadline = time.monotonic() + s.delivery_timeout_ms / 1000 + 5
-        while not report and time.monotonic() < deadline:
-            producer.poll(0.05)
-        if not report:
-            self.history.append(process, OpType.INFO, "send", inv, "NO_DELIVERY_REPORT")
-            return "info"
-        err, msg = report[0]
-        if err is None:
-            self.history.append(process, OpType.OK, "send",
-                                {**inv, "partition": msg.partition(), "offset": msg.offset()})
-            return "ok"
-        outcome = classify(err, s.retries)
-        self.history.append(process, OpType(outcome), "send", inv, err.name())
-        return outcome
+    def _count(self, typ: str, f: str, done) -> None:
+        acked = 0
+        if f in ("send", "txn") and isinstance(done, list):
+            acked = sum(1 for m in done if m[0] == "send" and isinstance(m[2], list)
+                        and m[2][0] is not None and (typ == "ok" or f == "send"))
+        with self._lock:
+            self.counts[typ] += 1
+            self.counts["acked"] += acked
+
+
+def _close(client) -> None:
+    try:
+        if isinstance(client, Producer):
+            client.purge()
+            client.flush(0)
+        else:
+            client.close()
+    except (KafkaException, RuntimeError):
+        pass  # already closed, or the cluster is gone: nothing left to release

@@ -1,29 +1,74 @@
 """The anomaly checkers, under the names used in results (Jepsen's error-type names).
 
-Each checker is a pure function of the loaded DataFrames returning
-``{"count": n, "examples": [up to 5 dicts]}``; see the modules for the rules and their sources.
+Each checker is a function of the shared ``Inputs`` returning ``{anomaly: {"count": n,
+"examples": [up to 5 dicts]}}`` for the anomalies it reports; see the modules for the rules and
+their sources.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import dataclasses
+import functools
+from typing import Callable
 
-from analysis.checkers.lost import lost_writes, unread_writes, unseen
-from analysis.checkers.offsets import duplicates, inconsistent_offsets, nonmonotonic_sends
+from pyspark.sql import DataFrame
+
+from analysis import elle
+from analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
+from analysis.checkers.versions import Versions, observations
 from analysis.load import History
 
-#: Anomaly names, in report order.
-ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send"]
+#: Anomaly names in report order; the consumer-side ones last.
+ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
+             "int-nonmonotonic-send", "int-send-skip", "poll-skip", "nonmonotonic-poll",
+             "int-poll-skip", "int-nonmonotonic-poll", "G1a", "precommitted-read",
+             *elle.CYCLE_ANOMALIES, "group-skip", "group-redelivery"]
+#: Anomalies of a consumer group's delivery, not of the log.
+CONSUMER_SIDE = ("group-skip", "group-redelivery")
 
-#: How ``analysis.check`` runs them: checker name -> function of a History returning
-#: ``{anomaly name: {"count", "examples"}}`` (lost-write and unseen share one Spark job).
-CHECKERS: dict[str, Callable[[History], dict[str, dict[str, Any]]]] = {
-    "lost-write+unseen": lambda h: unread_writes(h.sends, h.reads, h.polls),
-    "duplicate": lambda h: {"duplicate": duplicates(h.sends, h.reads)},
-    "inconsistent-offsets": lambda h: {
-        "inconsistent-offsets": inconsistent_offsets(h.sends, h.reads)},
-    "nonmonotonic-send": lambda h: {"nonmonotonic-send": nonmonotonic_sends(h.sends)},
+
+@dataclasses.dataclass
+class Inputs:
+    """What the checkers share: the history, its ``Versions``, and lazily built, cached tables
+    (the read stream of ``polls``)."""
+
+    h: History
+    v: Versions
+    _cached: list = dataclasses.field(default_factory=list)
+
+    @functools.cached_property
+    def stream(self) -> DataFrame:
+        """``polls.read_stream``, cached."""
+        df = polls.read_stream(self.h, self.v).cache()
+        self._cached.append(df)
+        return df
+
+    @functools.cached_property
+    def obs(self) -> DataFrame:
+        """``versions.observations``."""
+        return observations(self.h, self.v.acked)
+
+    def unpersist(self) -> None:
+        """Drop the tables cached here (and the ``Versions``)."""
+        for df in self._cached:
+            df.unpersist()
+        self.v.unpersist()
+
+
+#: How ``analysis.check`` runs them: name -> function of ``Inputs`` returning the cases
+#: (``common.cases``) of the anomalies its name lists, joined by "+", so a checker that fails
+#: marks exactly those as unknown. All cases are summarised in one Spark job
+#: (``common.summarize``); the cycle search (``cycles.cycles``) runs on its own.
+CHECKERS: dict[str, Callable[[Inputs], DataFrame]] = {
+    f"lost-write+unseen+{lost.UNJUDGED}":
+        lambda c: lost.unread_writes(c.h, c.v, polls.covered_runs(c.stream)),
+    "duplicate": lambda c: offsets.duplicates(c.obs),
+    "inconsistent-offsets": lambda c: offsets.inconsistent_offsets(c.obs),
+    "nonmonotonic-send+int-nonmonotonic-send+int-send-skip": lambda c: sends.send_order(c.h, c.v),
+    "poll-skip+nonmonotonic-poll+int-poll-skip+int-nonmonotonic-poll":
+        lambda c: polls.poll_order(c.stream),
+    "G1a+precommitted-read": lambda c: txn.invisible_reads(c.h, c.v),
+    "group-skip+group-redelivery": lambda c: consumer.delivery(c.h),
 }
 
-__all__ = ["ANOMALIES", "CHECKERS", "lost_writes", "unseen", "unread_writes", "duplicates",
-           "inconsistent_offsets", "nonmonotonic_sends"]
+__all__ = ["ANOMALIES", "CONSUMER_SIDE", "CHECKERS", "Inputs", "Versions", "cycles"]

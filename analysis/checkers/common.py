@@ -1,9 +1,17 @@
-"""What every checker returns: a count and a few examples, as plain JSON-able data."""
+"""What every checker produces: anomaly *cases* as rows, summarised as plain JSON-able data.
+
+A checker returns a DataFrame of cases with three columns: ``kind`` (the anomaly name),
+``ord`` (``array<bigint>``: the order examples are picked in, so results are deterministic) and
+``ex`` (the example as JSON text). ``summarize`` turns the cases of any number of checkers into
+``{kind: {"count": n, "examples": [...]}}`` in one Spark job: per-job overhead, not data,
+dominates the analysis of a small history.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
+import orjson
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
@@ -14,37 +22,41 @@ MAX_EXAMPLES = 5
 MAX_OPS_PER_EXAMPLE = 10
 
 
-def summarize(cases: DataFrame, order_by: list[str | Column]) -> dict[str, Any]:
-    """``{"count": n, "examples": [dict, ...]}`` for a DataFrame with one row per anomaly.
+def cases(df: DataFrame, kind: Column | str, ord: list[Column | str],
+          example: list[Column | str]) -> DataFrame:
+    """The ``kind, ord, ex`` rows of ``df``'s anomalies (rows whose ``kind`` is NULL are not
+    anomalies and are dropped). ``ord`` columns must be integers; ``example`` columns become
+    the example's fields, NULLs kept."""
+    kind_col = F.col(kind) if isinstance(kind, str) else kind
+    return (df.select(kind_col.alias("kind"),
+                      F.array(*(F.col(c).cast("long") if isinstance(c, str) else c.cast("long")
+                                for c in ord)).alias("ord"),
+                      F.to_json(F.struct(*example), {"ignoreNullFields": "false"}).alias("ex"))
+            .where(F.col("kind").isNotNull()))
 
-    Examples are the first ``MAX_EXAMPLES`` rows in ``order_by`` order (so results are
-    deterministic), each row as a dict with its columns as keys.
-    """
-    return summarize_by(cases.withColumn("_kind", F.lit("")), "_kind", [""], order_by)[""]
 
-
-def summarize_by(cases: DataFrame, kind: str, kinds: list[str],
-                 order_by: list[str | Column]) -> dict[str, dict[str, Any]]:
-    """Like ``summarize`` for cases of several anomaly types told apart by column ``kind``.
-
-    Returns ``{k: {"count": n, "examples": [...]}}`` for every ``k`` in ``kinds`` (count 0 when
-    no row has it); the ``kind`` column is left out of the examples.
-    """
-    # One Spark job for counts and examples together (count() then take() would be two, and
-    # per-job overhead dominates on small histories). Windows gather each kind's cases in one
-    # partition, which is fine: anomaly lists are far smaller than the history.
-    by_kind = Window.partitionBy(kind)
-    rows = (cases
-            .select("*", F.count(F.lit(1)).over(by_kind).alias("_count"),
-                    F.row_number().over(by_kind.orderBy(*order_by)).alias("_rank"))
-            .where(F.col("_rank") <= MAX_EXAMPLES)
-            .orderBy(kind, "_rank")
-            .collect())
+def summarize(all_cases: Iterable[DataFrame], kinds: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """``{kind: {"count": n, "examples": [dict, ...]}}`` for every kind in ``kinds`` (count 0
+    when no case has it), from the union of ``all_cases``; examples are the first
+    ``MAX_EXAMPLES`` cases of each kind in ``ord`` order. One Spark job."""
+    frames = list(all_cases)
     out: dict[str, dict[str, Any]] = {k: {"count": 0, "examples": []} for k in kinds}
+    if not frames:
+        return out
+    union = frames[0]
+    for df in frames[1:]:
+        union = union.unionByName(df)
+    by_kind = Window.partitionBy("kind")
+    # Windows gather each kind's cases in one partition, which is fine: anomaly lists are far
+    # smaller than the history.
+    rows = (union
+            .select("kind", "ex", F.count(F.lit(1)).over(by_kind).alias("n"),
+                    F.row_number().over(by_kind.orderBy("ord", "ex")).alias("rank"))
+            .where(F.col("rank") <= MAX_EXAMPLES)
+            .orderBy("kind", "rank")
+            .collect())
     for row in rows:
-        example = row.asDict(recursive=True)
-        k = example.pop(kind)
-        out[k]["count"] = example.pop("_count")
-        del example["_rank"]
-        out[k]["examples"].append(example)
+        found = out.setdefault(row["kind"], {"count": 0, "examples": []})
+        found["count"] = row["n"]
+        found["examples"].append(orjson.loads(row["ex"]))
     return out

@@ -24,10 +24,80 @@ from workloads.outcomes import classify
     ({"scenario": "nope"}, "choose from isr-shrink-unclean"),
     ({"scenario": "isr-shrink-unclean", "nemesis": ["kill"]}, "--nemesis none"),
     ({"scenario": "isr-shrink-unclean", "acks": "1"}, "--acks all"),
+    ({"txn": True, "acks": "1"}, "--acks 1 with --txn"),
+    ({"txn": True, "auto_commit": True}, "commits its consumer offsets itself"),
+    ({"abort_p": 0.5}, "--abort-p needs --txn"),
+    ({"topics": 4, "keys": 3}, "--topics 4 exceeds --keys 3"),
+    ({"ops_per_txn": (3, 2)}, "need 1 <= MIN <= MAX"),
+    ({"isolation_level": "serializable"}, "read_committed"),
+    ({"sub_via": "both"}, "assign"),
 ])
 def test_invalid_combinations_are_refused(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         RunConfig(**kwargs)
+
+
+def test_ops_per_txn_ranges_parse():
+    from kafka_chaos.config import parse_range
+
+    assert parse_range("1..4") == (1, 4) and parse_range(" 3 ") == (3, 3)
+    for bad in ("", "1..", "a..b", "-1..2", "1...4"):
+        with pytest.raises(ValueError, match="is not N or MIN..MAX"):
+            parse_range(bad)
+
+
+def test_workload_settings_follow_the_config():
+    s = RunConfig(txn=True, abort_p=0.25, ops_per_txn=(2, 6), crash_clients=True,
+                  crash_client_interval_s=3).workload_settings()
+    assert (s.txn, s.abort_p, s.mops_min, s.mops_max, s.crash_interval_s) == (True, 0.25, 2, 6, 3)
+    conf = s.producer_config("b:9092", "kc-txn-0")
+    assert conf["enable.idempotence"] is True and conf["transactional.id"] == "kc-txn-0"
+    assert s.consumer_config("b:9092", "g")["enable.auto.commit"] is False
+    assert RunConfig().workload_settings().crash_interval_s == 0.0
+
+
+def test_keys_spread_over_topics_and_map_back():
+    from workloads.keys import KeySpace
+
+    ks = KeySpace("t", keys=5, topics=2)
+    assert ks.topic_partitions == {"t": 3, "t-1": 2}
+    assert [ks.tp(k) for k in range(5)] == [("t", 0), ("t-1", 0), ("t", 1), ("t-1", 1), ("t", 2)]
+    assert all(ks.key(*ks.tp(k)) == k for k in range(5))
+    with pytest.raises(KeyError):
+        ks.key("t-1", 2)
+    with pytest.raises(ValueError):
+        KeySpace("t", keys=1, topics=2)
+
+
+def test_generator_is_seeded_and_follows_the_modes():
+    import itertools
+
+    from workloads.generator import Generator
+    from workloads.keys import KeySpace
+    from workloads.settings import WorkloadSettings
+
+    def ops(settings, n=200, seed=7):
+        gen = Generator(settings, KeySpace(keys=4), random.Random(seed), itertools.count())
+        out, uncommitted = [], {}
+        for i in range(n):
+            out.append(gen.next(uncommitted, fresh=i == 0, crash=i == 50))
+            uncommitted = {"0": 3} if out[-1][0] == "poll" else {}
+        return out
+
+    plain = ops(WorkloadSettings(mops_min=2, mops_max=3))
+    assert plain == ops(WorkloadSettings(mops_min=2, mops_max=3))  # same seed, same ops
+    assert plain[0][0] == "assign" and plain[50] == ("crash", None)
+    sends = [v for f, v in plain if f == "send"]
+    assert sends and all(2 <= len(v) <= 3 for v in sends)
+    values = [m[2] for v in sends for m in v]
+    assert len(values) == len(set(values))  # every value unique
+    assert {f for f, _ in plain} >= {"assign", "send", "poll"}
+    group = ops(WorkloadSettings(sub_via="subscribe"))
+    assert group[0] == ("subscribe", group[0][1]) and group[0][1]["group"] == "kc-group"
+    assert any(f == "commit" for f, _ in group)  # manual commits follow polls
+    txn = ops(WorkloadSettings(txn=True, sub_via="subscribe"))
+    assert {f for f, _ in txn} <= {"subscribe", "txn", "crash"}
+    assert any(m == ["poll"] for f, v in txn if f == "txn" for m in v)
 
 
 def test_defaults_are_valid_and_reach_the_brokers():
@@ -97,11 +167,11 @@ def test_compose_routes_by_f_and_refuses_overlaps():
 
 
 def test_error_table_names_real_librdkafka_errors():
-    from workloads.outcomes import DEFINITE_FAILURES, FAIL_IF_SINGLE_ATTEMPT
+    from workloads.outcomes import COMMIT_REJECTED, DEFINITE_FAILURES, FAIL_IF_SINGLE_ATTEMPT
 
     codes = [getattr(KafkaError, n) for n in dir(KafkaError) if n.lstrip("_").isupper()]
     known = {KafkaError(c).name() for c in codes if isinstance(c, int)}
-    assert DEFINITE_FAILURES | FAIL_IF_SINGLE_ATTEMPT <= known
+    assert DEFINITE_FAILURES | FAIL_IF_SINGLE_ATTEMPT | COMMIT_REJECTED <= known
 
 
 def test_cluster_ids_never_look_like_options():

@@ -1,4 +1,4 @@
-"""Loading histories into DataFrames, and rejecting malformed ones with the line named."""
+"""Loading histories into DataFrames, and rejecting malformed ones (line named) before Spark."""
 
 from __future__ import annotations
 
@@ -8,39 +8,48 @@ from pathlib import Path
 import pytest
 
 import analysis
-from analysis.checkers import lost_writes
 from analysis.load import load
 from history import HistoryError
+from history.validate import validate
 from tests.builder import H
+from tests.queue_builder import Q
 
 
-def test_load_pairs_invokes_with_completions(spark, tmp_path: Path) -> None:
-    path = (H().send(0, 0, 1, offset=0)
-            .invoke(1, "send", {"key": 0, "value": 2})
-            .nemesis("kill", {"nodes": [1]}, {"killed": [1]})
-            .poll(2, 0, [(0, 1)], final=True)
-            .complete(1, "info", "send", {"key": 0, "value": 2})
-            .send(3, 1, 3, type="pending")
-            .write(tmp_path / "history.jsonl"))
-    h = load(spark, path)
+def rows(df, *cols):
+    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+
+
+def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path: Path) -> None:
+    q = (Q().subscribe(0, [0, 1])
+         .send(1, [(0, 10), (1, 11)], type="info", acked=[True, False])          # ops 2, 3
+         .poll(0, {0: [(0, 10)]}, events=[["assigned", [0, 1]]])                 # ops 4, 5
+         .txn(2, [("poll", {1: [(0, 11)]}), ("send", 0, 12)], offsets=[1],       # ops 6, 7
+              events=[["committed", {"1": 1}]])
+         .send(3, [(1, 13)], type="pending")                                     # op 8
+         .final(4, 0, [(0, 10), (1, 12)], eof=True))                             # ops 9, 10
+    path = q.write(tmp_path / "history.jsonl")
+    info = validate(path)
+    h = load(spark, path, info.ops, info.format, q.config)
     try:
-        sends = {r["value"]: r.asDict() for r in h.sends.collect()}
-        assert sends[1] == {"process": 0, "invoke_index": 0, "index": 1, "type": "ok",
-                            "error": None, "key": 0, "value": 1, "partition": 0, "offset": 0}
-        assert (sends[2]["invoke_index"], sends[2]["index"], sends[2]["type"]) == (2, 7, "info")
-        assert sends[2]["error"] == "_MSG_TIMED_OUT" and sends[2]["offset"] is None
-        assert (sends[3]["index"], sends[3]["type"]) == (None, "pending")
-        [read] = h.reads.collect()
-        assert read.asDict() == {"poll_index": 6, "process": 2, "key": 0, "partition": 0,
-                                 "final": True, "offset": 0, "value": 1}
-        assert h.n_ops == 9 and h.ops.count() == 9
-        assert lost_writes(h.sends, h.reads, h.polls) == {"count": 0, "examples": []}
+        assert rows(h.sends, "op", "pos", "type", "f", "key", "value", "offset") == [
+            (2, 0, "info", "send", 0, 10, 0), (2, 1, "info", "send", 1, 11, None),
+            (6, 1, "ok", "txn", 0, 12, 1), (8, 0, "pending", "send", 1, 13, None)]
+        assert rows(h.reads, "op", "pos", "rec", "final", "key", "offset", "value") == [
+            (4, 1, 0, False, 0, 0, 10), (6, 0, 0, False, 1, 0, 11),
+            (9, 0, 0, True, 0, 0, 10), (9, 0, 1, True, 0, 1, 12)]
+        assert rows(h.ranges, "op", "key", "start", "end", "eof") == [(9, 0, 0, 2, True)]
+        assert rows(h.events, "op", "pos", "kind", "key", "offset") == [
+            (4, 0, "assigned", 0, None), (4, 0, "assigned", 1, None), (6, 2, "committed", 1, 1)]
+        assert rows(h.ops.where("final"), "op") == [(9,)]
+        assert h.n_ops == 11 and info.format == 2
     finally:
         h.unpersist()
 
 
-def test_torn_final_line_is_ignored(spark, tmp_path: Path) -> None:
-    path = H().send(0, 0, 1).read_all(1).write(tmp_path / "history.jsonl")
+def test_torn_final_line_and_glob_characters_in_the_path(spark, tmp_path: Path) -> None:
+    d = tmp_path / "run [1] {a,b} *?"
+    d.mkdir()
+    path = Q().send(0, [(0, 1)]).read_all(1).write(d / "history.jsonl")
     with open(path, "a", encoding="utf-8") as fh:
         fh.write('{"index":4,"time":99,"process":0,"type":"inv')
     result = analysis.check(path)
@@ -48,60 +57,83 @@ def test_torn_final_line_is_ignored(spark, tmp_path: Path) -> None:
     assert result["stats"]["ops"] == 4
 
 
-def test_path_with_glob_characters_and_spaces(spark, tmp_path: Path) -> None:
-    d = tmp_path / "run [1] {a,b} *?"
-    d.mkdir()
-    path = H().send(0, 0, 1).read_all(1).write(d / "history.jsonl")
-    assert analysis.check(path)["valid"] is True
-
-
-def bad_history(tmp_path: Path, line: int, value: object) -> Path:
-    """A good history of 4 ops with the value of 1-based ``line`` replaced."""
-    path = H().send(0, 0, 1).poll(1, 0, [(0, 1)], final=True).write(tmp_path / "good.jsonl")
-    ops = [json.loads(x) for x in path.read_text(encoding="utf-8").splitlines()]
-    ops[line - 1]["value"] = value
+def with_line(tmp_path: Path, q: Q | H, line: int, edit) -> Path:
+    """``q`` written, then its 1-based ``line`` (a JSON object) changed by ``edit(obj)``."""
+    good = q.write(tmp_path / "good.jsonl")
+    lines = good.read_text(encoding="utf-8").splitlines()
+    obj = json.loads(lines[line - 1])
+    edit(obj)
+    lines[line - 1] = json.dumps(obj)
     out = tmp_path / "history.jsonl"
-    out.write_text("".join(json.dumps(op) + "\n" for op in ops), encoding="utf-8")
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return out
 
 
-@pytest.mark.parametrize("line, value, message", [
-    (1, [0, 1], r"^line 1: send invoke value must be an object"),
-    (1, {"key": 0}, r"^line 1: send invoke value field 'value' must be a 64-bit integer"),
-    (1, {"key": "0", "value": 1}, r"^line 1: send invoke value field 'key'"),
-    (2, {"key": 0, "value": 1, "offset": 0}, r"^line 2: send ok value field 'partition'"),
-    (2, {"key": 0, "value": 1, "partition": 0, "offset": 1.5}, r"^line 2: .* 'offset'"),
-    (2, {"key": 0, "value": 2**64, "partition": 0, "offset": 0}, r"^line 2: .* 'value'"),
-    (2, {"key": 0, "value": 9, "partition": 0, "offset": 0},
-     r"^line 2: send ok value=9 differs from its invoke \(line 1\) value=1"),
-    (4, {"key": 0, "partition": 0}, r"^line 4: poll ok value field 'records' must be a list"),
-    (4, {"key": 0, "partition": 0, "records": [[0, "1"]]}, r"^line 4: poll ok records\[0\]"),
-    (4, {"key": 0, "partition": 0, "records": [[0, True]]}, r"^line 4: poll ok records\[0\]"),
-    (4, {"key": 0, "partition": 0, "records": [[0, 1], [1, 2**63]]}, r"^line 4: .*records\[1\]"),
-    (4, {"key": 0, "partition": 0, "records": [[0, 1], [1]]}, r"^line 4: .*records\[1\]"),
-    (4, {"key": 0, "partition": 0, "records": [], "final": "yes"}, r"^line 4: .* 'final'"),
+def v2(line: int, value: object, message: str) -> tuple:
+    """A case replacing the value of ``line`` of a small good format-2 history."""
+    return (Q().send(0, [(0, 1), (1, 2)]).poll(1, {0: [(0, 1)]}).read_all(2),
+            line, lambda op: op.__setitem__("value", value), message)
+
+
+@pytest.mark.parametrize("q, line, edit, message", [
+    v2(2, [["send", 0, 1.0]], r"^line 2: send invoke mop 0 value must be a 64-bit integer"),
+    v2(2, [["poll"]], r"^line 2: send invoke mop 0: a send op cannot hold a 'poll'"),
+    v2(2, [], r"^line 2: send invoke value must be a non-empty list"),
+    v2(3, [["send", 0, [0, 1]]], r"^line 3: send ok lists 1 of the invoke's 2 sends"),
+    v2(3, [["send", 0, [0, 1]], ["send", 1, [1, 3]]],
+       r"^line 3: send ok mop 1: send of key 1 value 3 differs from the invoke's send \[1, 2\]"),
+    v2(3, [["send", 0, [-1, 1]], ["send", 1, [1, 2]]], r"^line 3: .*mop 0 offset must be"),
+    v2(5, [["poll", {"00": [[0, 1]]}]], r"^line 5: poll ok mop 0 poll result: '00' is not a key"),
+    v2(5, [["poll", {"0": [[0, "1"]]}]], r"^line 5: poll ok mop 0 records of key 0\[0\]"),
+    v2(5, [["poll", {"0": [[0, 2**63]]}]], r"^line 5: poll ok mop 0 records of key 0\[0\]"),
+    v2(5, [["poll", {}], ["poll", {}]], r"^line 5: poll ok mop 1: poll .* matches no poll"),
+    v2(5, [["poll", {}, {"final": "yes"}]], r"^line 5: poll ok mop 0: third element"),
+    v2(5, [["poll", {}, {"range": {"0": [5, 1]}}]], r"^line 5: .*ends before it starts"),
+    v2(5, [["rebalanced", [0]]], r"^line 5: poll ok mop 0: unknown micro-op kind 'rebalanced'"),
+    (H().send(0, 0, 1).poll(1, 0, [(0, 1)], final=True), 1,
+     lambda op: op.__setitem__("value", {"key": "0", "value": 1}),
+     r"^line 1: send invoke value field 'key'"),
+    (H().send(0, 0, 1).poll(1, 0, [(0, 1)], final=True), 2,
+     lambda op: op["value"].__setitem__("value", 9),
+     r"^line 2: send ok value=9 differs from its invoke \(op 0\) value=1"),
+    (H().send(0, 0, 1).poll(1, 0, [(0, 1)], final=True), 4,
+     lambda op: op["value"].__setitem__("records", [[0, True]]),
+     r"^line 4: poll ok value field 'records'\[0\]"),
+    (Q().send(0, [(0, 1)]), 2, lambda op: op.__setitem__("index", 0.0),
+     r"^line 2: field 'index' is 0.0, expected 0 \(an integer\)"),
+    (Q().send(0, [(0, 1)]), 3, lambda op: op.__setitem__("time", 5.0), r"^line 3: field 'time'"),
+    (Q().send(0, [(0, 1)]), 1, lambda op: op.__setitem__("format", 3),
+     r"^line 1: history format 3 is not supported"),
 ])
-def test_malformed_values_are_rejected_before_spark(tmp_path: Path, line: int, value: object,
+def test_malformed_values_are_rejected_before_spark(tmp_path: Path, q, line: int, edit,
                                                     message: str) -> None:
     with pytest.raises(HistoryError, match=message):
-        analysis.check(bad_history(tmp_path, line, value))
+        analysis.check(with_line(tmp_path, q, line, edit))
 
 
-def test_malformed_line_is_rejected(tmp_path: Path) -> None:
-    path = tmp_path / "history.jsonl"
-    path.write_text('{"index": 0}\n', encoding="utf-8")
-    with pytest.raises(HistoryError, match=r"^line 1: missing field"):
-        analysis.check(path)
+def test_exponent_floats_and_bad_bytes_are_rejected_with_the_line(tmp_path: Path) -> None:
+    good = Q().send(0, [(0, 1)]).write(tmp_path / "good.jsonl").read_bytes().splitlines()
+    bad = tmp_path / "exp.jsonl"
+    bad.write_bytes(b"\n".join([good[0], good[1].replace(b'"index":0', b'"index":0e0'),
+                                good[2]]) + b"\n")
+    with pytest.raises(HistoryError, match=r"^line 2: field 'index'"):
+        validate(bad)
+    bad.write_bytes(b"\n".join([good[0], good[1][:-1] + b'\xff}', good[2]]) + b"\n")
+    with pytest.raises(HistoryError, match=r"^line 2: not valid JSON or not UTF-8"):
+        validate(bad)
 
 
-def test_pairing_errors_are_history_errors(tmp_path: Path) -> None:
+def test_an_empty_history_is_refused(tmp_path: Path) -> None:
+    empty = Q().write(tmp_path / "history.jsonl")  # the header alone
+    with pytest.raises(HistoryError, match="holds no ops"):
+        analysis.check(empty)
+    (tmp_path / "zero.jsonl").write_bytes(b"")
+    with pytest.raises(HistoryError, match="holds no ops"):
+        analysis.check(tmp_path / "zero.jsonl")
+
+
+def test_pairing_errors_name_the_line(tmp_path: Path) -> None:
     path = H().invoke(0, "send", {"key": 0, "value": 1}).invoke(0, "poll", {"key": 0}) \
         .write(tmp_path / "history.jsonl")
     with pytest.raises(HistoryError, match=r"^line 2 \(op 1\): process 0 invoked again while op 0"):
         analysis.check(path)
-
-
-def test_null_offset_in_ack_is_accepted(spark, tmp_path: Path) -> None:
-    path = H().send(0, 0, 1, no_offset=True).poll(1, 0, [(0, 1)], final=True) \
-        .write(tmp_path / "history.jsonl")
-    assert analysis.check(path)["valid"] is True

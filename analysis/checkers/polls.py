@@ -1,0 +1,96 @@
+"""What each consumer read, in order: the read stream, the ranges reads covered, and the poll
+order anomalies ``poll-skip``, ``nonmonotonic-poll``, ``int-poll-skip``, ``int-nonmonotonic-poll``.
+
+Source: Jepsen's ``jepsen.tests.kafka``: ``poll-skip+nonmonotonic-cases`` (a process's
+consecutive ops reading a key: the first value read by an op against the last one read by the
+previous op) and ``int-poll-skip+nonmonotonic-cases`` (consecutive reads of a key inside one op).
+A *skip* is a jump of more than one position in the key's version order (records the consumer
+passed over); *nonmonotonic* is a step back or in place.
+
+A consumer's reads are compared only within a *segment*: its position is legitimately moved by
+``assign``/``subscribe`` ops, by rebalance and seek events of that key (Jepsen ignores keys in an
+op's rebalance log), and after an op that did not complete ``ok`` (an aborted transaction seeks
+back). Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
+them is a ``lost-write``.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from analysis.checkers.common import cases
+from analysis.checkers.versions import Versions
+from analysis.load import MOP_FS, History
+
+_ORDER = ("op", "pos", "rec")
+_RESETS = ("assigned", "revoked", "lost", "seek")
+
+
+def read_stream(h: History, v: Versions) -> DataFrame:
+    """Non-final reads with their segment and predecessor: ``process, key, op, pos, rec,
+    offset, value, idx`` (the offset's version-order position), ``seg`` (segment id within the
+    process and key), ``prev_op, prev_offset, prev_value, prev_idx`` (the previous read in the
+    same segment, NULL for a segment's first read). Cached by the caller."""
+    by_proc = Window.partitionBy("process").orderBy("op")
+    is_sub = F.col("f").isin("assign", "subscribe").cast("int")
+    after_bad = (F.col("f").isin(*MOP_FS) & (F.col("type") != "ok")).cast("int")
+    gen = h.ops.select(
+        "op",
+        (F.sum(is_sub).over(by_proc.rowsBetween(Window.unboundedPreceding, 0))
+         + F.coalesce(F.sum(after_bad).over(by_proc.rowsBetween(Window.unboundedPreceding, -1)),
+                      F.lit(0))).alias("gen"))
+    reads = h.reads.where(~F.col("final")).select(
+        "process", "key", "op", "pos", "rec", "offset", "value", F.lit(0).alias("reset"))
+    resets = h.events.where(F.col("kind").isin(*_RESETS)).select(
+        "process", "key", "op", "pos", F.lit(-1).alias("rec"), F.lit(None).cast("long"),
+        F.lit(None).cast("long"), F.lit(1).alias("reset"))
+    by_key = Window.partitionBy("process", "key").orderBy(*_ORDER)
+    stream = (reads.unionByName(resets.toDF(*reads.columns))
+              .withColumn("kreset", F.sum("reset").over(
+                  by_key.rowsBetween(Window.unboundedPreceding, 0)))
+              .where(F.col("reset") == 0)
+              .join(gen, "op")
+              .join(v.order, ["key", "offset"], "left")
+              .withColumn("seg", F.concat_ws("/", "gen", "kreset")))
+    by_seg = Window.partitionBy("process", "key", "seg").orderBy(*_ORDER)
+    return stream.select(
+        "process", "key", "op", "pos", "rec", "offset", "value", "idx", "seg",
+        *(F.lag(c).over(by_seg).alias(f"prev_{c}") for c in ("op", "offset", "value", "idx")))
+
+
+def covered_runs(stream: DataFrame) -> DataFrame:
+    """``key, lo, hi``: offsets a consumer read straight through (inclusive), one row per run.
+
+    A run is a segment's reads up to the first step back; a consumer that read offset ``lo``
+    and later ``hi`` without being moved claims it delivered everything between (Kafka consumers
+    deliver a partition in offset order), so an acknowledged write in ``[lo, hi]`` that nobody
+    read is a ``lost-write``.
+    """
+    new_run = (F.col("prev_offset").isNull() | (F.col("offset") <= F.col("prev_offset"))).cast("int")
+    w = Window.partitionBy("process", "key", "seg").orderBy(*_ORDER)
+    return (stream.withColumn("run", F.sum(new_run).over(w.rowsBetween(Window.unboundedPreceding, 0)))
+            .groupBy("process", "key", "seg", "run")
+            .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
+            .select("key", "lo", "hi"))
+
+
+def poll_order(stream: DataFrame) -> DataFrame:
+    """The cases of ``poll-skip``, ``nonmonotonic-poll``, ``int-poll-skip`` and
+    ``int-nonmonotonic-poll``.
+
+    One case per consecutive pair of reads of a key in a segment whose version-order positions
+    differ by ``delta != 1``; ``int-`` when both reads are in one op. Examples: ``process, key,
+    offsets, values, delta, op_indexes`` (invoke indexes of the two ops), ``skipped`` (how many
+    positions were passed over, for skips).
+    """
+    delta = F.col("idx") - F.col("prev_idx")
+    same = F.col("op") == F.col("prev_op")
+    kind = (F.when(delta > 1, F.when(same, "int-poll-skip").otherwise("poll-skip"))
+            .when(delta < 1, F.when(same, "int-nonmonotonic-poll").otherwise("nonmonotonic-poll")))
+    pairs = stream.where(F.col("prev_idx").isNotNull() & F.col("idx").isNotNull())
+    return cases(pairs, kind, ["op", "pos", "rec"],
+                 ["process", "key", F.array("prev_offset", "offset").alias("offsets"),
+                  F.array("prev_value", "value").alias("values"), delta.alias("delta"),
+                  F.array("prev_op", "op").alias("op_indexes"),
+                  F.greatest(delta - 1, F.lit(0)).alias("skipped")])

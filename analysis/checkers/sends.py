@@ -1,0 +1,47 @@
+"""Send order anomalies: ``nonmonotonic-send``, ``int-nonmonotonic-send``, ``int-send-skip``.
+
+Source: Jepsen's ``jepsen.tests.kafka``: ``nonmonotonic-send-cases`` ("checks each process's
+operations sequentially, looking for cases where a single process's sends to a given key go
+backwards relative to the version order": the first send of an op against the last send to that
+key of the process's previous ``ok``/``info`` op) and ``int-send-skip+nonmonotonic-cases``
+(consecutive sends to one key inside one op: a jump of more than one position is a skip — other
+producers' records in between, normal in Kafka — and a step back or in place is nonmonotonic:
+the producer's retries reordered its own records). Positions are a value's first position in
+the key's version order; a send whose value has none (never observed) is not compared.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from analysis.checkers.common import cases
+from analysis.checkers.versions import Versions
+from analysis.load import History
+
+
+def send_order(h: History, v: Versions) -> DataFrame:
+    """The cases (``common.cases``) of ``nonmonotonic-send``, ``int-nonmonotonic-send`` and
+    ``int-send-skip``.
+
+    Examples: ``process, key, values, delta`` (position difference), ``op_indexes`` (invoke
+    indexes of the two sends' ops; the same op twice for ``int-``).
+    """
+    sends = (h.sends.where(F.col("type") != "pending")
+             .join(v.by_value, ["key", "value"], "left"))
+    order = ("op", "pos")
+    w = Window.partitionBy("process", "key").orderBy(*order)
+    within = (sends.select("*", *(F.lag(c).over(w).alias(f"prev_{c}")
+                                  for c in ("op", "value", "idx")))
+              .where(F.col("op") == F.col("prev_op")))
+    across_src = sends.where(F.col("type").isin("ok", "info"))
+    across = (across_src.select("*", *(F.lag(c).over(w).alias(f"prev_{c}")
+                                       for c in ("op", "value", "idx")))
+              .where(F.col("op") != F.col("prev_op")))
+    delta = F.col("idx") - F.col("prev_idx")
+    kind_within = F.when(delta > 1, "int-send-skip").when(delta < 1, "int-nonmonotonic-send")
+    kind_across = F.when(delta < 1, "nonmonotonic-send")
+    example = ["process", "key", F.array("prev_value", "value").alias("values"),
+               delta.alias("delta"), F.array("prev_op", "op").alias("op_indexes")]
+    return (cases(within, kind_within, ["op", "pos"], example)
+            .unionByName(cases(across, kind_across, ["op", "pos"], example)))

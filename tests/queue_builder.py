@@ -1,0 +1,161 @@
+"""A tiny builder of hand-made format-2 histories (micro-op lists) for tests.
+
+    path = (Q().assign(0, [0, 1])
+               .send(1, [(0, 10), (1, 11)])            # acked at the next offsets
+               .poll(0, {0: [(0, 10)]})
+               .read_all(9)                            # final reads of every key
+               .write(tmp_path / "history.jsonl"))
+
+Each op records an invoke and, unless ``type="pending"``, its completion right after it;
+``invoke``/``complete`` add single lines for interleavings. ``write`` goes through
+``history.HistoryWriter`` with a header holding ``config``, so index and time are assigned as
+in a real run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable
+
+from history import NEMESIS, HistoryWriter
+
+#: The configuration hand-made histories claim by default: the strictest promises (idempotent
+#: producer, acks=all, min.insync.replicas=2, no unclean election, assign, read_committed).
+STRICT = {"acks": "all", "idempotence": True, "txn": False, "retries": 2147483647,
+          "max_in_flight": 5, "min_insync_replicas": 2, "replication_factor": 3,
+          "unclean_leader_election": False, "isolation_level": "read_committed",
+          "sub_via": "assign", "auto_commit": False, "auto_offset_reset": "earliest"}
+_DEFAULT_ERROR = {"fail": "NOT_ENOUGH_REPLICAS", "info": "_MSG_TIMED_OUT"}
+Recs = Iterable[tuple[int, int]]
+
+
+class Q:
+    """An in-memory format-2 history; every method but ``write`` returns ``self``."""
+
+    def __init__(self, config: dict | None = None, **overrides: Any) -> None:
+        self.config = {**(STRICT if config is None else config), **overrides}
+        self.lines: list[tuple[int | str, str, str, Any, str | None]] = []
+        self._next: dict[int, int] = {}
+        self._acked: dict[int, list[tuple[int, int]]] = {}
+
+    def invoke(self, process: int | str, f: str, value: Any) -> "Q":
+        """Add one invoke line."""
+        self.lines.append((process, "invoke", f, value, None))
+        return self
+
+    def complete(self, process: int | str, type: str, f: str, value: Any,
+                 error: str | None = None) -> "Q":
+        """Add one completion line; ``error`` defaults per type."""
+        if type != "ok" and error is None:
+            error = _DEFAULT_ERROR.get(type, "ERR")
+        self.lines.append((process, type, f, value, error))
+        return self
+
+    def _ack(self, key: int, value: int, offset: int | None) -> int:
+        if offset is None:
+            offset = self._next.get(key, 0)
+        self._next[key] = max(self._next.get(key, 0), offset + 1)
+        self._acked.setdefault(key, []).append((offset, value))
+        return offset
+
+    def _sends(self, sends, offsets, acked) -> list[list]:
+        out = []
+        for i, (k, v) in enumerate(sends):
+            if acked is not None and not acked[i]:
+                out.append(["send", k, [None, v]])
+                continue
+            off = offsets[i] if offsets is not None else None
+            out.append(["send", k, [self._ack(k, v, off), v]])
+        return out
+
+    def send(self, process: int, sends: list[tuple[int, int]], *, type: str = "ok",
+             offsets: list[int | None] | None = None, acked: list[bool] | None = None,
+             error: str | None = None) -> "Q":
+        """A send op of ``(key, value)`` pairs. Acked sends get ``offsets`` (default: the next
+        offset of their key); ``acked`` marks which were acknowledged (default: all for ``ok``
+        and ``info``, none for ``fail``)."""
+        self.invoke(process, "send", [["send", k, v] for k, v in sends])
+        if type == "pending":
+            return self
+        if type == "fail" and acked is None:
+            acked = [False] * len(sends)
+        return self.complete(process, type, "send", self._sends(sends, offsets, acked), error)
+
+    def poll(self, process: int, read: dict[int, Recs], *, type: str = "ok",
+             events: list[list] | None = None) -> "Q":
+        """A poll op of one poll mop returning ``read`` (key -> (offset, value) pairs), with
+        ``events`` (e.g. ``["assigned", [0]]``) before it."""
+        self.invoke(process, "poll", [["poll"]])
+        if type == "pending":
+            return self
+        mop = ["poll", {str(k): [[o, v] for o, v in recs] for k, recs in read.items()}]
+        return self.complete(process, type, "poll", [*(events or []), mop])
+
+    def txn(self, process: int, mops: list[tuple], *, type: str = "ok",
+            offsets: list[int | None] | None = None, error: str | None = None,
+            events: list[list] | None = None) -> "Q":
+        """A transaction: ``("send", k, v)`` and ``("poll", {k: recs})`` micro-ops in order;
+        sends are acked at ``offsets`` (default: next offsets); ``events`` appended last."""
+        self.invoke(process, "txn", [["send", m[1], m[2]] if m[0] == "send" else ["poll"]
+                                     for m in mops])
+        if type == "pending":
+            return self
+        sends = [(m[1], m[2]) for m in mops if m[0] == "send"]
+        done_sends = iter(self._sends(sends, offsets, None))
+        done = [next(done_sends) if m[0] == "send" else
+                ["poll", {str(k): [[o, v] for o, v in recs] for k, recs in m[1].items()}]
+                for m in mops]
+        return self.complete(process, type, "txn", done + (events or []), error)
+
+    def assign(self, process: int, keys: list[int], seek: str = "beginning") -> "Q":
+        """An ok assign op."""
+        value = {"keys": keys, "seek": seek}
+        return self.invoke(process, "assign", value).complete(process, "ok", "assign", value)
+
+    def subscribe(self, process: int, keys: list[int], group: str = "kc-group") -> "Q":
+        """An ok subscribe op."""
+        value = {"keys": keys, "group": group}
+        return self.invoke(process, "subscribe", value).complete(process, "ok", "subscribe", value)
+
+    def commit(self, process: int, offsets: dict[int, int], *, type: str = "ok") -> "Q":
+        """A manual commit op of ``key -> next offset``."""
+        value = {"offsets": {str(k): o for k, o in offsets.items()}}
+        return self.invoke(process, "commit", value).complete(process, type, "commit", value)
+
+    def crash(self, process: int) -> "Q":
+        """A crash op (completion ``info``)."""
+        return self.invoke(process, "crash", None).complete(process, "info", "crash", None,
+                                                            "CRASHED")
+
+    def final(self, process: int, key: int, records: Recs, *, start: int = 0,
+              end: int | None = None, type: str = "ok", eof: bool = True) -> "Q":
+        """One final-read op of ``key`` covering ``[start, end)`` (default: past the last
+        record); ``eof``: it reached the end of the partition."""
+        recs = [[o, v] for o, v in records]
+        if end is None:
+            end = max((o for o, _ in recs), default=start - 1) + 1
+        self.invoke(process, "poll", [["poll"]])
+        if type != "ok":
+            return self.complete(process, type, "poll", [], "TIMEOUT")
+        return self.complete(process, "ok", "poll", [[
+            "poll", {str(key): recs} if recs else {},
+            {"final": True, "range": {str(key): [start, end]}, "eof": eof}]])
+
+    def read_all(self, process: int, keys: Iterable[int] = ()) -> "Q":
+        """Final reads returning every send acked so far, of those keys and of ``keys``."""
+        for key in sorted(set(self._acked) | set(keys)):
+            self.final(process, key, sorted(self._acked.get(key, [])), end=self._next.get(key, 0))
+        return self
+
+    def nemesis(self, f: str, value: Any = None, result: Any = None) -> "Q":
+        """A nemesis op: invoke with ``value``, ``ok`` completion with ``result``."""
+        self.invoke(NEMESIS, f, value)
+        self.lines.append((NEMESIS, "ok", f, result, None))
+        return self
+
+    def write(self, path: Path) -> Path:
+        """Write the history to ``path`` (which must not exist) and return ``path``."""
+        with HistoryWriter(Path(path), header={"config": self.config}) as w:
+            for process, type, f, value, error in self.lines:
+                w.append(process, type, f, value, error)
+        return Path(path)

@@ -1,0 +1,81 @@
+"""`kafka-chaos analyze` as a user runs it: exit codes, --fail-on, what results.json keeps."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import analysis
+from kafka_chaos.cli import app
+from tests.queue_builder import Q
+
+
+def run_dir(tmp_path: Path, q: Q, facts: dict | None = None) -> Path:
+    d = tmp_path / "run"
+    d.mkdir()
+    q.write(d / "history.jsonl")
+    if facts is not None:
+        (d / "results.json").write_text(json.dumps({"valid": True, "run": facts}))
+    return d
+
+
+def analyze(d: Path, *args: str):
+    return CliRunner().invoke(app, ["analyze", str(d), *args])
+
+
+def with_duplicates() -> Q:
+    """A run of the default configuration (idempotence off) whose only finding is a
+    duplicate, which that configuration permits."""
+    q = Q(idempotence=False).send(0, [(0, 1)], offsets=[0])
+    return q.final(1, 0, [(0, 1), (1, 1)])
+
+
+def test_permitted_anomalies_exit_0_under_violation_and_1_under_any(spark, tmp_path) -> None:
+    d = run_dir(tmp_path, with_duplicates(), facts={"seed": 7, "kafka_version": "4.4.0"})
+    res = analyze(d)
+    assert res.exit_code == 0, res.output
+    assert "permitted by retries-without-idempotence: duplicate" in " ".join(res.output.split())
+    saved = json.loads((d / "results.json").read_text())
+    assert saved["valid"] is True and saved["permitted"] == ["duplicate"]
+    assert saved["run"] == {"seed": 7, "kafka_version": "4.4.0"}  # the run's facts are kept
+    assert saved["fail_on"] == "violation"
+    res = analyze(d, "--fail-on", "any")
+    assert res.exit_code == 1, res.output
+    assert json.loads((d / "results.json").read_text())["run"]["seed"] == 7
+
+
+def test_a_violation_exits_1(spark, tmp_path) -> None:
+    d = run_dir(tmp_path, with_duplicates().__class__(idempotence=True)
+                .send(0, [(0, 1)], offsets=[0]).final(1, 0, [(0, 1), (1, 1)]))
+    res = analyze(d)
+    assert res.exit_code == 1 and "VIOLATION" in res.output, res.output
+
+
+def test_bad_input_is_exit_2_and_leaves_results_json_alone(tmp_path) -> None:
+    d = run_dir(tmp_path, Q(), facts={"seed": 1})  # a header and no op
+    before = (d / "results.json").read_text()
+    res = analyze(d)
+    assert res.exit_code == 2 and "holds no ops" in res.output
+    (d / "history.jsonl").write_bytes(b'{"index":0,"time":1,"process":0,"type":"invoke",'
+                                      b'"f":"poll","value":[["poll"]],"error":"\xff"}\n')
+    res = analyze(d)
+    assert res.exit_code == 2 and "line 1: not valid JSON or not UTF-8" in res.output
+    assert (d / "results.json").read_text() == before
+    assert analyze(d, "--fail-on", "some").exit_code == 2
+    assert analyze(d, "--spark-master", "mesos://x").exit_code == 2
+    assert analyze(tmp_path / "nowhere").exit_code == 2
+
+
+@pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError, RuntimeError])
+def test_a_crash_or_interrupt_of_the_analysis_is_unknown(tmp_path, monkeypatch, error) -> None:
+    d = run_dir(tmp_path, with_duplicates(), facts={"seed": 1})
+
+    def crash(*args, **kwargs):
+        raise error("simulated")
+    monkeypatch.setattr(analysis, "check", crash)
+    res = analyze(d)
+    assert res.exit_code == 2, res.output
+    assert json.loads((d / "results.json").read_text()) == {"valid": True, "run": {"seed": 1}}

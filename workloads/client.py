@@ -1,0 +1,334 @@
+"""One Jepsen client process: a producer and a consumer, running one op at a time.
+
+``Client.invoke(f, value)`` executes an op of ``docs/history-format.md`` and returns its
+completion ``(type, value, error)``; it never raises (Jepsen: an exception in ``invoke!`` makes the
+op indeterminate). ``dead`` tells the worker that the process must be retired (after an ``info``
+op, a fatal producer error or a crash), as Jepsen does, so one process never has two ops or two
+producer sessions.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from confluent_kafka import (OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaError,
+                             KafkaException, Producer, TopicPartition)
+
+from workloads.keys import KeySpace
+from workloads.outcomes import classify, classify_commit, txn_action
+from workloads.settings import WorkloadSettings
+
+Completion = tuple[str, Any, str | None]
+
+
+class Client:
+    """The Kafka clients of process ``process``.
+
+    Args:
+        process: the Jepsen process id (recorded by the caller).
+        slot: the worker thread it runs on; a transactional producer uses ``kc-txn-<slot>`` so
+            that a replacement process fences its dead predecessor (KIP-98 zombie fencing).
+        bootstrap, settings, keys: where and how to connect, and the key -> partition map.
+        graveyard: where dropped clients go (closed at the end of the run, never mid-run).
+        rng: decides which transactions are aborted on purpose (``abort_p``).
+    """
+
+    def __init__(self, process: int, slot: int, bootstrap: str, settings: WorkloadSettings,
+                 keys: KeySpace, graveyard: list, rng: random.Random) -> None:
+        self.rng = rng
+        self.process = process
+        self.slot = slot
+        self.bootstrap = bootstrap
+        self.s = settings
+        self.keys = keys
+        self.graveyard = graveyard
+        self.dead = False
+        self.producer = Producer(settings.producer_config(
+            bootstrap, f"kc-txn-{slot}" if settings.txn else None))
+        self._txn_ready = False
+        self.consumer: Consumer | None = None
+        self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
+        self._out: list | None = None  # the completion being built; callbacks append events
+        self._acks: list[tuple[bytes, KafkaError | None, int]] = []
+
+    # -- the op switch ------------------------------------------------------------------------
+    def invoke(self, f: str, value: Any) -> Completion:
+        """Run op ``f`` with invoke ``value``; return ``(type, completion value, error)``."""
+        try:
+            if f == "send":
+                return self._send(value)
+            if f == "poll":
+                return self._poll_op(value)
+            if f == "txn":
+                return self._txn(value)
+            if f == "assign":
+                return self._assign(value)
+            if f == "subscribe":
+                return self._subscribe(value)
+            if f == "commit":
+                return self._commit(value)
+            if f == "crash":
+                self.drop()
+                return "info", None, "CRASHED"
+            raise ValueError(f"unknown client op {f!r}")
+        except Exception as exc:  # indeterminate: retire the process (Jepsen)
+            self.dead = True
+            return "info", _partial(value, self._out), f"{type(exc).__name__}: {exc}"[:200]
+        finally:
+            self._out = None
+
+    def drop(self) -> None:
+        """Drop both clients without closing them (a crashed or retired process): a dropped
+        consumer stops polling and leaves its group after ``max.poll.interval.ms``."""
+        self.dead = True
+        self.graveyard.append(self.producer)
+        if self.consumer is not None:
+            self.graveyard.append(self.consumer)
+        self.consumer = None
+
+    # -- sends ---------------------------------------------------------------------------------
+    def _on_delivery(self, err: KafkaError | None, msg) -> None:
+        self._acks.append((msg.value(), err, msg.offset()))
+
+    def _produce_all(self, sends: list[list]) -> dict[bytes, tuple[KafkaError | None, int]]:
+        """Produce every ``["send", k, v]`` without waiting, flush, return value -> (err, offset)."""
+        self._acks = []
+        early: dict[bytes, tuple[KafkaError | None, int]] = {}
+        deadline = time.monotonic() + self.s.delivery_timeout_ms / 1000 + 5
+        for _, k, v in sends:
+            topic, partition = self.keys.tp(k)
+            payload = str(v).encode()
+            while True:
+                try:
+                    self.producer.produce(topic, payload, partition=partition,
+                                          on_delivery=self._on_delivery)
+                    break
+                except BufferError:  # local queue full: wait for deliveries, then retry
+                    if time.monotonic() > deadline:
+                        early[payload] = (KafkaError(KafkaError._QUEUE_FULL), -1)
+                        break
+                    self.producer.poll(0.05)
+                except KafkaException as exc:
+                    early[payload] = (exc.args[0], -1)
+                    break
+        self.producer.flush(max(0.0, deadline - time.monotonic()))
+        return {**{v: (err, off) for v, err, off in self._acks}, **early}
+
+    def _send(self, value: list[list]) -> Completion:
+        results = self._produce_all(value)
+        out, errors, acked = [], [], 0
+        for _, k, v in value:
+            err, offset = results.get(str(v).encode(), (None, None))
+            if (err, offset) == (None, None):
+                errors.append("NO_DELIVERY_REPORT")
+                out.append(["send", k, [None, v]])
+            elif err is not None:
+                errors.append(err)
+                out.append(["send", k, [None, v]])
+                if err.fatal():
+                    self.dead = True
+            else:
+                acked += 1
+                out.append(["send", k, [offset if offset >= 0 else None, v]])
+        if acked == len(value):
+            return "ok", out, None
+        names = [e if isinstance(e, str) else e.name() for e in errors]
+        definite = acked == 0 and all(not isinstance(e, str) and classify(e, self.s.retries)
+                                      == "fail" for e in errors)
+        if definite:
+            return "fail", out, names[0]
+        # the old producer may still deliver a retried record later: retire it
+        self.dead = True
+        return "info", out, names[0]
+
+    # -- consumer ------------------------------------------------------------------------------
+    def _event(self, kind: str, payload: Any) -> None:
+        if self._out is not None:
+            self._out.append([kind, payload])
+
+    def _tp_keys(self, partitions: list[TopicPartition]) -> list[int]:
+        return sorted(self.keys.key(tp.topic, tp.partition) for tp in partitions)
+
+    def _on_assign(self, consumer, partitions) -> None:
+        self._event("assigned", self._tp_keys(partitions))
+
+    def _on_revoke(self, consumer, partitions) -> None:
+        self._event("revoked", self._tp_keys(partitions))
+        for k in self._tp_keys(partitions):
+            self.uncommitted.pop(str(k), None)
+
+    def _on_lost(self, consumer, partitions) -> None:
+        self._event("lost", self._tp_keys(partitions))
+        for k in self._tp_keys(partitions):
+            self.uncommitted.pop(str(k), None)
+
+    def _on_commit(self, err, partitions) -> None:
+        if err is None:
+            done = {str(self.keys.key(tp.topic, tp.partition)): tp.offset for tp in partitions
+                    if tp.error is None and tp.offset >= 0}
+            if done:
+                self._event("committed", done)
+
+    def _new_consumer(self, group: str) -> Consumer:
+        if self.consumer is not None:
+            self.graveyard.append(self.consumer)
+        conf = self.s.consumer_config(self.bootstrap, group)
+        if conf["enable.auto.commit"]:
+            conf["on_commit"] = self._on_commit
+        self.consumer = Consumer(conf)
+        return self.consumer
+
+    def _assign(self, value: dict) -> Completion:
+        consumer = self.consumer or self._new_consumer(f"kc-assign-{self.process}")
+        start = OFFSET_BEGINNING if value.get("seek") == "beginning" else OFFSET_STORED
+        consumer.assign([TopicPartition(*self.keys.tp(k), start) for k in value["keys"]])
+        self.uncommitted.clear()
+        return "ok", value, None
+
+    def _subscribe(self, value: dict) -> Completion:
+        consumer = self.consumer or self._new_consumer(value["group"])
+        topics = sorted({self.keys.tp(k)[0] for k in value["keys"]})
+        consumer.subscribe(topics, on_assign=self._on_assign, on_revoke=self._on_revoke,
+                           on_lost=self._on_lost)
+        return "ok", value, None
+
+    def _poll(self) -> list:
+        """One ``consume()``: the poll mop (events from callbacks are appended before it)."""
+        read: dict[str, list[list[int]]] = {}
+        if self.consumer is None:
+            return ["poll", read]
+        for msg in self.consumer.consume(self.s.poll_max, self.s.poll_timeout_ms / 1000):
+            if msg.error() is not None:
+                continue  # partition EOF, transient fetch errors: nothing was delivered
+            key = str(self.keys.key(msg.topic(), msg.partition()))
+            read.setdefault(key, []).append([msg.offset(), int(msg.value())])
+            self.uncommitted[key] = msg.offset() + 1
+        return ["poll", read]
+
+    def _poll_op(self, value: list) -> Completion:
+        self._out = []
+        for _ in value:
+            self._out.append(self._poll())
+        return "ok", self._out, None
+
+    def _commit(self, value: dict) -> Completion:
+        offsets = [TopicPartition(*self.keys.tp(int(k)), off)
+                   for k, off in value["offsets"].items()]
+        try:
+            done = self.consumer.commit(offsets=offsets, asynchronous=False)
+        except KafkaException as exc:
+            err = exc.args[0]
+            return classify_commit(err), value, err.name()
+        bad = [tp.error for tp in done or [] if tp.error is not None]
+        if bad:
+            return ("fail" if all(classify_commit(e) == "fail" for e in bad) else "info",
+                    value, bad[0].name())
+        for k, off in value["offsets"].items():
+            if self.uncommitted.get(k) == off:
+                del self.uncommitted[k]
+        return "ok", value, None
+
+    # -- transactions --------------------------------------------------------------------------
+    def _txn(self, value: list) -> Completion:
+        timeout_s = self.s.txn_timeout_ms / 1000
+        p = self.producer
+        self._out = out = []
+        if not self._txn_ready:
+            try:
+                p.init_transactions(timeout_s)
+            except KafkaException as exc:  # no transaction began: nothing can commit
+                self.dead = exc.args[0].fatal()
+                return "fail", value, exc.args[0].name()
+            self._txn_ready = True
+        committing = False
+        try:
+            p.begin_transaction()
+            slots: list[int] = []
+            for mop in value:
+                if mop[0] == "send":
+                    slots.append(len(out))
+                    out.append(mop)
+                else:
+                    out.append(self._poll())
+            results = self._produce_all([m for m in value if m[0] == "send"])
+            failed = None
+            for i in slots:
+                _, k, v = out[i]
+                err, offset = results.get(str(v).encode(), (None, None))
+                acked = err is None and offset is not None and offset >= 0
+                out[i] = ["send", k, [offset if acked else None, v]]
+                failed = failed or err or (None if acked else KafkaError(KafkaError._TIMED_OUT))
+            if failed is not None:  # a lost delivery: this transaction must abort
+                raise KafkaException(failed)
+            if self.rng.random() < self.s.abort_p:
+                p.abort_transaction(timeout_s)
+                self._rewind()
+                return "fail", out, "ABORTED"
+            positions = self._positions()
+            if positions:
+                p.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(),
+                                              timeout_s)
+            committing = True
+            for attempt in range(3):
+                try:
+                    p.commit_transaction(timeout_s)
+                    break
+                except KafkaException as exc:
+                    if txn_action(exc.args[0], True) != "retry" or attempt == 2:
+                        raise
+            if positions:
+                out.append(["committed", {str(self.keys.key(tp.topic, tp.partition)): tp.offset
+                                          for tp in positions}])
+            self.uncommitted.clear()
+            return "ok", out, None
+        except KafkaException as exc:
+            return self._txn_failed(exc.args[0], committing, out)
+
+    def _txn_failed(self, err: KafkaError, committing: bool, out: list) -> Completion:
+        action = txn_action(err, committing)
+        if action == "abort" or (action == "unknown" and not committing):
+            try:
+                self.producer.abort_transaction(self.s.txn_timeout_ms / 1000)
+                self._rewind()
+                return "fail", out, err.name()
+            except KafkaException as exc:
+                err = exc.args[0]
+        # fatal, or an abort that failed: the producer is unusable; if the commit was never
+        # sent the transaction cannot have committed (the coordinator aborts it on timeout or
+        # when the next process fences this one)
+        self.dead = True
+        return ("info" if committing else "fail"), out, err.name()
+
+    def _positions(self) -> list[TopicPartition]:
+        if self.consumer is None:
+            return []
+        return [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
+
+    def _rewind(self) -> None:
+        """After an abort, move the consumer back to its committed offsets (EOS processing
+        re-reads what the aborted transaction consumed)."""
+        if self.consumer is None or not self.consumer.assignment():
+            return
+        seeks = {}
+        try:
+            for tp in self.consumer.committed(self.consumer.assignment(), 10.0):
+                offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
+                self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
+                seeks[str(self.keys.key(tp.topic, tp.partition))] = max(tp.offset, 0)
+        except KafkaException:
+            self.dead = True  # the consumer's position is unknown: retire the process
+        self._event("seek", seeks)
+        self.uncommitted.clear()
+
+
+def _partial(invoked: Any, out: list | None) -> Any:
+    """The completion value of an op cut short by an exception: what was recorded so far, then
+    the invoked sends not reached yet (outcome unknown), as the format requires."""
+    if not isinstance(invoked, list):
+        return invoked
+    out = list(out or [])
+    reached = sum(1 for m in out if m[0] == "send")
+    rest = [m for m in invoked if m[0] == "send"][reached:]
+    return out + [["send", m[1], [None, m[2]]] for m in rest]

@@ -1,0 +1,61 @@
+"""The op generator of the queue workload (Jepsen ``jepsen.tests.kafka``: ``txn-generator``,
+``interleave-subscribes``, ``crash-client-gen``), seeded: one per worker thread."""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+from workloads.keys import KeySpace
+from workloads.settings import WorkloadSettings
+
+
+class Generator:
+    """Chooses the next op of a worker's current process.
+
+    Args:
+        settings, keys: what to generate and over which keys.
+        rng: this worker's seeded random source.
+        values: the run's shared counter; every sent value is unique in the run, which is what
+            lets the checkers tell one write from another (Jepsen's ``queue`` workload).
+    """
+
+    def __init__(self, settings: WorkloadSettings, keys: KeySpace, rng: random.Random,
+                 values: itertools.count) -> None:
+        self.s = settings
+        self.keys = keys
+        self.rng = rng
+        self.values = values
+
+    def next(self, uncommitted: dict[str, int], fresh: bool, crash: bool) -> tuple[str, Any]:
+        """``(f, invoke value)`` of the next op.
+
+        ``fresh``: the process just started, so it first assigns or subscribes; ``crash``: a
+        crash was scheduled for this worker; ``uncommitted``: offsets the process polled and
+        has not committed (a manual ``commit`` follows a poll in ``subscribe`` mode).
+        """
+        s, rng = self.s, self.rng
+        if crash:
+            return "crash", None
+        if fresh or rng.random() < s.sub_p:
+            return self._sub()
+        if uncommitted and s.sub_via == "subscribe" and not (s.auto_commit or s.txn):
+            return "commit", {"offsets": dict(uncommitted)}
+        n = rng.randint(s.mops_min, s.mops_max)
+        if s.txn:
+            return "txn", [["poll"] if rng.random() < s.poll_p else self._send()
+                           for _ in range(n)]
+        if rng.random() < s.poll_p:
+            return "poll", [["poll"]]
+        return "send", [self._send() for _ in range(n)]
+
+    def _send(self) -> list:
+        return ["send", self.rng.randrange(self.keys.keys), next(self.values)]
+
+    def _sub(self) -> tuple[str, dict]:
+        keys = sorted(self.rng.sample(range(self.keys.keys), self.rng.randint(1, self.keys.keys)))
+        if self.s.sub_via == "subscribe":
+            return "subscribe", {"keys": keys, "group": self.s.group}
+        return "assign", {"keys": keys,
+                          "seek": self.rng.choice(["beginning", "committed"])}

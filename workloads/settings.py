@@ -1,0 +1,94 @@
+"""Client settings of the queue workload and the librdkafka configurations they produce."""
+
+from __future__ import annotations
+
+import dataclasses
+
+
+@dataclasses.dataclass(frozen=True)
+class WorkloadSettings:
+    """What the client processes do and how their Kafka clients are configured.
+
+    Generator (Jepsen ``queue`` workload): ``clients`` processes together run ``rate`` ops/s;
+    each op is a ``send`` of ``mops_min..mops_max`` values, a ``poll``, or with ``txn`` one
+    transaction of that many send/poll micro-ops (each a poll with ``poll_p``); ``sub_p`` of
+    the ops re-assign / re-subscribe (``sub_via``); ``abort_p`` of the transactions are aborted
+    on purpose; every ``crash_interval_s`` (0: never) one client is dropped without closing.
+
+    Producer (librdkafka names): ``acks``, ``idempotence`` (``enable.idempotence``, KIP-98),
+    ``retries``, ``max_in_flight`` (``max.in.flight.requests.per.connection``),
+    ``delivery_timeout_ms`` (``delivery.timeout.ms``), ``request_timeout_ms``, ``linger_ms``,
+    ``txn_timeout_ms`` (``transaction.timeout.ms``).
+
+    Consumer: ``auto_commit`` (``enable.auto.commit``), ``auto_offset_reset``,
+    ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
+    (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
+    ``subscribe`` clients.
+    """
+
+    clients: int = 4
+    rate: float = 200.0
+    mops_min: int = 1
+    mops_max: int = 4
+    poll_p: float = 0.25
+    sub_via: str = "assign"
+    sub_p: float = 0.02
+    txn: bool = False
+    abort_p: float = 0.0
+    crash_interval_s: float = 0.0
+    acks: str = "all"
+    idempotence: bool = False
+    retries: int = 2147483647
+    max_in_flight: int = 5
+    delivery_timeout_ms: int = 10000
+    request_timeout_ms: int = 3000
+    linger_ms: int = 5
+    txn_timeout_ms: int = 10000
+    auto_commit: bool = False
+    auto_offset_reset: str = "earliest"
+    isolation_level: str = "read_committed"
+    session_timeout_ms: int = 6000
+    max_poll_interval_ms: int = 10000
+    poll_max: int = 500
+    poll_timeout_ms: int = 100
+    group: str = "kc-group"
+
+    def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
+        """librdkafka configuration of one process's producer (transactional with an id)."""
+        conf = {
+            "bootstrap.servers": bootstrap,
+            "acks": self.acks,
+            "enable.idempotence": self.idempotence or self.txn,
+            "retries": self.retries,
+            "max.in.flight.requests.per.connection": self.max_in_flight,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms,
+            "linger.ms": self.linger_ms,
+            "socket.timeout.ms": self.request_timeout_ms,
+            "metadata.max.age.ms": 5000,
+            "topic.metadata.refresh.interval.ms": 2000,
+            "log_level": 0,
+        }
+        if transactional_id is not None:
+            conf["transactional.id"] = transactional_id
+            conf["transaction.timeout.ms"] = self.txn_timeout_ms
+        return conf
+
+    def consumer_config(self, bootstrap: str, group: str) -> dict:
+        """librdkafka configuration of one process's consumer in consumer group ``group``."""
+        return {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            # a transaction commits its offsets itself (send_offsets_to_transaction)
+            "enable.auto.commit": self.auto_commit and not self.txn,
+            "auto.offset.reset": self.auto_offset_reset,
+            "isolation.level": self.isolation_level,
+            "enable.partition.eof": False,
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": max(500, self.session_timeout_ms // 3),
+            "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
+            "socket.timeout.ms": self.request_timeout_ms,
+            "metadata.max.age.ms": 5000,
+            "topic.metadata.refresh.interval.ms": 2000,
+            "log_level": 0,
+        }
