@@ -54,13 +54,16 @@ class HistoryWriter:
                error: str | None = None) -> Op:
         """Record one op now and return it. Raises ``ValueError`` after ``close()``."""
         type = OpType(type)
+        # serialise outside the lock (an op may hold thousands of micro-ops); only the index and
+        # time, which order the file, are taken under it
+        tail = orjson.dumps({"process": process, "type": type.value, "f": f, "value": value,
+                             "error": error})
         with self._lock:
-            op = Op(self._next_index, time.monotonic_ns() - self._start_ns, process, type, f,
-                    value, error)
-            self._file.write(orjson.dumps(op.to_json()) + b"\n")
+            index, now = self._next_index, time.monotonic_ns() - self._start_ns
+            self._file.write(b'{"index":%d,"time":%d,%s\n' % (index, now, tail[1:]))
             self._file.flush()
             self._next_index += 1
-            return op
+        return Op(index, now, process, type, f, value, error)
 
     def close(self) -> None:
         """Flush and close the file; later appends raise ``ValueError``."""

@@ -31,19 +31,18 @@ class Client:
         slot: the worker thread it runs on; a transactional producer uses ``kc-txn-<slot>`` so
             that a replacement process fences its dead predecessor (KIP-98 zombie fencing).
         bootstrap, settings, keys: where and how to connect, and the key -> partition map.
-        graveyard: where dropped clients go (closed at the end of the run, never mid-run).
         rng: decides which transactions are aborted on purpose (``abort_p``).
     """
 
     def __init__(self, process: int, slot: int, bootstrap: str, settings: WorkloadSettings,
-                 keys: KeySpace, graveyard: list, rng: random.Random) -> None:
+                 keys: KeySpace, rng: random.Random) -> None:
         self.rng = rng
         self.process = process
         self.slot = slot
         self.bootstrap = bootstrap
         self.s = settings
         self.keys = keys
-        self.graveyard = graveyard
+        self._tps = [keys.tp(k) for k in range(keys.keys)]
         self.dead = False
         self.producer = Producer(settings.producer_config(
             bootstrap, f"kc-txn-{slot}" if settings.txn else None))
@@ -51,7 +50,7 @@ class Client:
         self.consumer: Consumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
         self._out: list | None = None  # the completion being built; callbacks append events
-        self._acks: list[tuple[bytes, KafkaError | None, int]] = []
+        self._acks: dict[bytes, tuple[KafkaError | None, int]] = {}
 
     # -- the op switch ------------------------------------------------------------------------
     def invoke(self, f: str, value: Any) -> Completion:
@@ -80,60 +79,69 @@ class Client:
             self._out = None
 
     def drop(self) -> None:
-        """Drop both clients without closing them (a crashed or retired process): a dropped
-        consumer stops polling and leaves its group after ``max.poll.interval.ms``."""
+        """End the process as a crash would: unsent records are purged and both clients are
+        destroyed without a consumer close, so no LeaveGroup is sent and the group rebalances
+        only once the session times out (confluent-kafka destroys an unreferenced consumer with
+        ``RD_KAFKA_DESTROY_F_NO_CONSUMER_CLOSE``). Closing instead could also block for good:
+        ``close()`` runs the rebalance callback, whose ``assign`` waits holding the GIL."""
         self.dead = True
-        self.graveyard.append(self.producer)
-        if self.consumer is not None:
-            self.graveyard.append(self.consumer)
-        self.consumer = None
+        if self.producer is not None:
+            self.producer.purge()
+            self.producer.flush(0)
+        # the consumer holds this client's bound callbacks: dropping the reference here frees
+        # it now, not at some later garbage collection
+        self.producer = self.consumer = None
 
     # -- sends ---------------------------------------------------------------------------------
     def _on_delivery(self, err: KafkaError | None, msg) -> None:
-        self._acks.append((msg.value(), err, msg.offset()))
+        self._acks[msg.value()] = (err, msg.offset())
 
-    def _produce_all(self, sends: list[list]) -> dict[bytes, tuple[KafkaError | None, int]]:
-        """Produce every ``["send", k, v]`` without waiting, flush, return value -> (err, offset)."""
-        self._acks = []
-        early: dict[bytes, tuple[KafkaError | None, int]] = {}
+    def _produce_all(self, sends: list[list]) -> list[tuple[KafkaError | None, int] | None]:
+        """Produce every ``["send", k, v]`` without waiting, then flush. Returns, per send in
+        order, its delivery report ``(error, offset)``, or None when none came. The hot loop of
+        the workload: one ``produce`` call per send, reports matched by payload (the value as
+        decimal ASCII, unique in the run)."""
+        self._acks = acks = {}
+        payloads: list[bytes] = []
         deadline = time.monotonic() + self.s.delivery_timeout_ms / 1000 + 5
+        produce, tps, on_delivery = self.producer.produce, self._tps, self._on_delivery
         for _, k, v in sends:
-            topic, partition = self.keys.tp(k)
-            payload = str(v).encode()
+            topic, partition = tps[k]
+            payload = b"%d" % v
+            payloads.append(payload)
             while True:
                 try:
-                    self.producer.produce(topic, payload, partition=partition,
-                                          on_delivery=self._on_delivery)
+                    produce(topic, payload, partition=partition, on_delivery=on_delivery)
                     break
                 except BufferError:  # local queue full: wait for deliveries, then retry
                     if time.monotonic() > deadline:
-                        early[payload] = (KafkaError(KafkaError._QUEUE_FULL), -1)
+                        acks[payload] = (KafkaError(KafkaError._QUEUE_FULL), -1)
                         break
                     self.producer.poll(0.05)
-                except KafkaException as exc:
-                    early[payload] = (exc.args[0], -1)
+                except KafkaException as exc:  # refused before it was queued
+                    acks[payload] = (exc.args[0], -1)
                     break
         self.producer.flush(max(0.0, deadline - time.monotonic()))
-        return {**{v: (err, off) for v, err, off in self._acks}, **early}
+        return [acks.get(p) for p in payloads]
 
     def _send(self, value: list[list]) -> Completion:
-        results = self._produce_all(value)
+        reports = self._produce_all(value)
+        if all(r is not None and r[0] is None for r in reports):  # the common case, fast
+            return "ok", [["send", m[1], [off if off >= 0 else None, m[2]]]
+                          for m, (_, off) in zip(value, reports)], None
         out, errors, acked = [], [], 0
-        for _, k, v in value:
-            err, offset = results.get(str(v).encode(), (None, None))
-            if (err, offset) == (None, None):
+        for (_, k, v), report in zip(value, reports):
+            if report is None:
                 errors.append("NO_DELIVERY_REPORT")
                 out.append(["send", k, [None, v]])
-            elif err is not None:
-                errors.append(err)
+            elif report[0] is not None:
+                errors.append(report[0])
                 out.append(["send", k, [None, v]])
-                if err.fatal():
+                if report[0].fatal():
                     self.dead = True
             else:
                 acked += 1
-                out.append(["send", k, [offset if offset >= 0 else None, v]])
-        if acked == len(value):
-            return "ok", out, None
+                out.append(["send", k, [report[1] if report[1] >= 0 else None, v]])
         names = [e if isinstance(e, str) else e.name() for e in errors]
         definite = acked == 0 and all(not isinstance(e, str) and classify(e, self.s.retries)
                                       == "fail" for e in errors)
@@ -172,8 +180,6 @@ class Client:
                 self._event("committed", done)
 
     def _new_consumer(self, group: str) -> Consumer:
-        if self.consumer is not None:
-            self.graveyard.append(self.consumer)
         conf = self.s.consumer_config(self.bootstrap, group)
         if conf["enable.auto.commit"]:
             conf["on_commit"] = self._on_commit
@@ -252,14 +258,14 @@ class Client:
                     out.append(mop)
                 else:
                     out.append(self._poll())
-            results = self._produce_all([m for m in value if m[0] == "send"])
+            reports = self._produce_all([m for m in value if m[0] == "send"])
             failed = None
-            for i in slots:
+            for i, report in zip(slots, reports):
                 _, k, v = out[i]
-                err, offset = results.get(str(v).encode(), (None, None))
-                acked = err is None and offset is not None and offset >= 0
+                err, offset = report or (KafkaError(KafkaError._TIMED_OUT), -1)
+                acked = err is None and offset >= 0
                 out[i] = ["send", k, [offset if acked else None, v]]
-                failed = failed or err or (None if acked else KafkaError(KafkaError._TIMED_OUT))
+                failed = failed or err
             if failed is not None:  # a lost delivery: this transaction must abort
                 raise KafkaException(failed)
             if self.rng.random() < self.s.abort_p:

@@ -51,7 +51,7 @@ class Generator:
         return "send", [self._send() for _ in range(n)]
 
     def _send(self) -> list:
-        return ["send", self.rng.randrange(self.keys.keys), next(self.values)]
+        return ["send", int(self.rng.random() * self.keys.keys), next(self.values)]
 
     def _sub(self) -> tuple[str, dict]:
         keys = sorted(self.rng.sample(range(self.keys.keys), self.rng.randint(1, self.keys.keys)))

@@ -63,7 +63,7 @@ def every_log_anomaly() -> Q:
 def test_every_log_anomaly_is_counted_exactly_and_explained(run) -> None:
     result = run(every_log_anomaly())
     assert found(result) == {
-        "lost-write": 2, "unseen": 1, "duplicate": 1, "inconsistent-offsets": 1,
+        "lost-write": 3, "unseen": 1, "duplicate": 1, "inconsistent-offsets": 1,
         "nonmonotonic-send": 1, "int-nonmonotonic-send": 1, "int-send-skip": 1, "poll-skip": 1,
         "nonmonotonic-poll": 1, "int-poll-skip": 1, "int-nonmonotonic-poll": 1, "G1a": 1,
         # by-products of the interleavings above, permitted under every configuration
@@ -75,8 +75,11 @@ def test_every_log_anomaly_is_counted_exactly_and_explained(run) -> None:
     lost = result["anomalies"]["lost-write"]["examples"]
     assert {k: lost[0][k] for k in ("key", "value", "offset", "covered_by", "final_end")} == {
         "key": 0, "value": 102, "offset": 2, "covered_by": [0, 4], "final_end": 4}
+    assert lost[0]["read_before"] is False
+    # acknowledged and read at offset 0, then gone from the log: lost although once seen
+    assert (lost[1]["key"], lost[1]["value"], lost[1]["read_before"]) == (3, 130, True)
     # a delivery report with an offset is an acknowledgement, whatever the op's other sends did
-    assert (lost[1]["key"], lost[1]["value"], lost[1]["type"]) == (12, 220, "info")
+    assert (lost[2]["key"], lost[2]["value"], lost[2]["type"]) == (12, 220, "info")
     assert first(result, "unseen")["offset"] == 2 and first(result, "unseen")["final_end"] == 2
     assert first(result, "duplicate") | {"op_indexes": None} == {
         "key": 2, "value": 120, "offsets": [0, 1], "op_indexes": None}

@@ -53,9 +53,11 @@ def test_format1_findings_are_those_of_0_1_and_of_the_same_ops_in_format2(
     v1 = analysis.check(scenario_v1().write(tmp_path / "v1.jsonl"))
     # the counts 0.1 reported for these ops: key 0 offset 1 lost; key 1's 11 (offset 1) and 12
     # (no offset) unseen; key 2's 20 twice; key 3 offset 0 rewritten (30 is read, 31 acked
-    # there too); key 4 sent backwards
+    # there too); key 4 sent backwards. 0.2 also counts 30 as lost: read once, then gone from
+    # the final read (0.1's workload never polled before the final reads, so its own histories
+    # never hold such a case)
     old = {k: n for k, n in counts(v1).items() if k in OLD}
-    assert old == {"lost-write": 1, "unseen": 2, "duplicate": 1, "inconsistent-offsets": 1,
+    assert old == {"lost-write": 2, "unseen": 2, "duplicate": 1, "inconsistent-offsets": 1,
                    "nonmonotonic-send": 1}
     # new in 0.2: the backwards send of key 4 also closes a process/realtime cycle
     assert set(counts(v1)) - set(OLD) == {"G0-process", "G0-realtime"}
