@@ -17,6 +17,7 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from clusters import dist
 from clusters.errors import ClusterError
 from kafka_chaos import report
 from kafka_chaos.config import RunConfig, parse_range
@@ -74,10 +75,10 @@ def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None 
     return report.exit_code(result, fail_on)
 
 
-def _check_inputs(cfg: RunConfig) -> "KafkaDist":
+def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
     """Everything checkable before a run starts: Spark master, Kafka jars, root + namespaces."""
     from analysis.spark import check_master
-    from clusters import dist, netns
+    from clusters import netns
 
     try:
         check_master(cfg.spark_master)
@@ -230,8 +231,6 @@ def analyze_cmd(
 @app.command("fetch-kafka")
 def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one).")) -> None:
     """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
-    from clusters import dist
-
     try:
         dist.check_java()
         for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
@@ -247,7 +246,7 @@ def cluster_up(
     kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
 ) -> None:
     """Start a local cluster and leave it running (stop it with `cluster down`)."""
-    from clusters import admin, dist, netns
+    from clusters import admin, netns
     from clusters.local import LocalCluster
 
     cluster = None

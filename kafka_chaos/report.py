@@ -11,6 +11,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from analysis.explain import explain
+
 #: Exit codes of ``run`` and ``analyze``.
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2
 #: ``--fail-on`` choices: exit 1 on a violation only, or on any anomaly found.
@@ -70,16 +72,16 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     for name, found in (result.get("anomalies") or {}).items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
-        example = json.dumps(found["examples"][0]) if found.get("examples") else ""
+        example = explain(name, found["examples"][0]) if found.get("examples") else ""
         if count is None:  # the checker raised: the verdict is unknown, never "0 found"
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
                           found.get("error", "")[:90])
         elif not count:
             table.add_row(label, "0", "", "")
         elif found.get("permitted"):
-            table.add_row(label, f"[cyan]{count}[/]", "[cyan]permitted[/]", example[:90])
+            table.add_row(label, f"[cyan]{count}[/]", "[cyan]permitted[/]", example[:160])
         else:
-            table.add_row(label, f"[red]{count}[/]", "[bold red]VIOLATION[/]", example[:90])
+            table.add_row(label, f"[red]{count}[/]", "[bold red]VIOLATION[/]", example[:160])
     console.print(table)
     stats = result.get("stats") or {}
     if stats:

@@ -55,28 +55,22 @@ class Client:
     # -- the op switch ------------------------------------------------------------------------
     def invoke(self, f: str, value: Any) -> Completion:
         """Run op ``f`` with invoke ``value``; return ``(type, completion value, error)``."""
+        ops = {"send": self._send, "poll": self._poll_op, "txn": self._txn,
+               "assign": self._assign, "subscribe": self._subscribe, "commit": self._commit,
+               "crash": self._crash}
         try:
-            if f == "send":
-                return self._send(value)
-            if f == "poll":
-                return self._poll_op(value)
-            if f == "txn":
-                return self._txn(value)
-            if f == "assign":
-                return self._assign(value)
-            if f == "subscribe":
-                return self._subscribe(value)
-            if f == "commit":
-                return self._commit(value)
-            if f == "crash":
-                self.drop()
-                return "info", None, "CRASHED"
-            raise ValueError(f"unknown client op {f!r}")
+            if f not in ops:
+                raise ValueError(f"unknown client op {f!r}")
+            return ops[f](value)
         except Exception as exc:  # indeterminate: retire the process (Jepsen)
             self.dead = True
             return "info", _partial(value, self._out), f"{type(exc).__name__}: {exc}"[:200]
         finally:
             self._out = None
+
+    def _crash(self, value: None) -> Completion:
+        self.drop()
+        return "info", None, "CRASHED"
 
     def drop(self) -> None:
         """End the process as a crash would: unsent records are purged and both clients are

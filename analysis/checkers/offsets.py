@@ -18,6 +18,15 @@ def _sorted_set(col: str, limit: int | None = None) -> Column:
     return F.slice(s, 1, limit) if limit else s
 
 
+def _one_with_many(obs: DataFrame, one: str, many: str, plural: str, kind: str) -> DataFrame:
+    """Cases of ``kind``: each (key, ``one``) observed with more than one ``many``."""
+    found = (obs.groupBy("key", one)
+             .agg(_sorted_set(many).alias(plural),
+                  _sorted_set("op", MAX_OPS_PER_EXAMPLE).alias("op_indexes"))
+             .where(F.size(plural) > 1))
+    return cases(found, F.lit(kind), ["key", one], ["key", one, plural, "op_indexes"])
+
+
 def duplicates(obs: DataFrame) -> DataFrame:
     """Count ``duplicate``: one value at more than one distinct offset of a key.
 
@@ -33,12 +42,7 @@ def duplicates(obs: DataFrame) -> DataFrame:
     Returns the cases (``common.cases``); one per (key, value), each with ``key, value,
     offsets`` (sorted) and ``op_indexes`` (invoke indexes of ops that saw it, first 10).
     """
-    found = (obs.groupBy("key", "value")
-             .agg(_sorted_set("offset").alias("offsets"),
-                  _sorted_set("op", MAX_OPS_PER_EXAMPLE).alias("op_indexes"))
-             .where(F.size("offsets") > 1))
-    return cases(found, F.lit("duplicate"), ["key", "value"],
-                 ["key", "value", "offsets", "op_indexes"])
+    return _one_with_many(obs, "value", "offset", "offsets", "duplicate")
 
 
 def inconsistent_offsets(obs: DataFrame) -> DataFrame:
@@ -56,9 +60,4 @@ def inconsistent_offsets(obs: DataFrame) -> DataFrame:
     Returns the cases (``common.cases``); one per (key, offset), each with ``key, offset,
     values`` (sorted) and ``op_indexes`` (first 10).
     """
-    found = (obs.groupBy("key", "offset")
-             .agg(_sorted_set("value").alias("values"),
-                  _sorted_set("op", MAX_OPS_PER_EXAMPLE).alias("op_indexes"))
-             .where(F.size("values") > 1))
-    return cases(found, F.lit("inconsistent-offsets"), ["key", "offset"],
-                 ["key", "offset", "values", "op_indexes"])
+    return _one_with_many(obs, "offset", "value", "values", "inconsistent-offsets")

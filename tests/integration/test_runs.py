@@ -144,8 +144,6 @@ def test_isr_shrink_unclean_scenario(tmp_path, min_isr, expect_lost):
         assert lost["count"] > 0, proc.stdout
         assert lost["permitted"] is True and lost["rule"] == "unclean-leader-election"
         assert proc.returncode == 0, proc.stdout
-        anyfail = kafka_chaos("analyze", str((tmp_path / "latest").resolve()), "--fail-on", "any")
-        assert anyfail.returncode == 1
     else:
         assert lost["count"] == 0, lost
 

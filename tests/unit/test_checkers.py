@@ -10,6 +10,7 @@ import pytest
 
 import analysis
 from analysis.checkers import ANOMALIES, CHECKERS
+from analysis.explain import explain
 from tests.queue_builder import Q
 
 
@@ -98,6 +99,16 @@ def test_every_log_anomaly_is_counted_exactly_and_explained(run) -> None:
     assert [(s["key"], s["value"], s["next_value"]) for s in g0["steps"]] == [
         (6, 160, 162), (6, 162, 161)]
     assert result["cycle_search"]["complete"] is True
+    text = {name: explain(name, first(result, name)) for name in found(result)}
+    assert text["lost-write"] == ("key 0: value 102 was acknowledged at offset 2 (op 6) and is "
+                                  "missing, although offsets [0, 4) were read to the end of the log")
+    assert text["unseen"].endswith("is missing; the log ends at offset 2")
+    assert text["duplicate"].startswith("key 2: value 120 is at offsets 0, 1 (ops ")
+    assert text["nonmonotonic-send"] == ("process 4 sent 140 then 141 to key 4; 141 landed 1 "
+                                         "position(s) before it (ops 26, 28)")
+    assert "skipping 1 record(s)" in text["poll-skip"]
+    assert "written by op 56, which failed" in text["G1a"]
+    assert text["G0"] == g0["text"]
 
 
 def test_clean_history_is_valid(run) -> None:
@@ -150,9 +161,13 @@ def test_consumer_group_delivery_is_reported_apart_from_the_log(run) -> None:
     red = first(result, "group-redelivery")
     assert red == {"group": "kc-group", "key": 0, "offset": 1, "value": 2, "deliveries": 2,
                    "op_indexes": [6, 10]}
+    assert explain("group-redelivery", red) == ("group kc-group delivered key 0 offset 1 "
+                                                "(value 2) 2 times (ops 6, 10)")
     skip = first(result, "group-skip")
     assert skip == {"group": "kc-group", "key": 0, "offset": 3, "value": 4, "committed": 5,
                     "from_offset": 0}
+    assert explain("group-skip", skip) == ("group kc-group committed key 0 up to offset 5 but "
+                                           "never delivered offset 3 (value 4)")
     assert result["anomalies"]["group-skip"]["side"] == "consumer"
     assert result["anomalies"]["group-redelivery"]["permitted"] is True
     assert result["anomalies"]["poll-skip"]["rule"] == "consumer-group-rebalances"

@@ -180,3 +180,24 @@ def test_cluster_ids_never_look_like_options():
     ids = [kafka_uuid() for _ in range(5000)]  # 1 in 64 raw ids starts with "-"
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
     assert len(set(ids)) == len(ids)
+
+
+@pytest.mark.parametrize("error, committing, expected", [
+    (KafkaError(KafkaError.PRODUCER_FENCED, fatal=True), False, "fatal"),
+    (KafkaError(KafkaError.OUT_OF_ORDER_SEQUENCE_NUMBER, fatal=True), True, "fatal"),
+    (KafkaError(KafkaError.INVALID_TXN_STATE, txn_requires_abort=True), True, "abort"),
+    (KafkaError(KafkaError._TIMED_OUT, retriable=True), True, "retry"),
+    (KafkaError(KafkaError._TIMED_OUT, retriable=True), False, "unknown"),
+    (KafkaError(KafkaError._TRANSPORT), True, "unknown"),
+])
+def test_transactional_errors_follow_librdkafkas_classes(error, committing, expected):
+    from workloads.outcomes import txn_action
+
+    assert txn_action(error, committing) == expected
+
+
+def test_only_rejected_commits_are_fail():
+    from workloads.outcomes import classify_commit
+
+    assert classify_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS)) == "fail"
+    assert classify_commit(KafkaError(KafkaError._TIMED_OUT)) == "info"

@@ -252,3 +252,20 @@ def test_bound_reached_mid_search_keeps_what_was_found(monkeypatch):
     assert not r.complete and r.components == 2000
     assert 0 < sum(counts(r).values()) < 2000
     assert all(r.cycles[n] == full.cycles[n][:len(r.cycles[n])] for n in CYCLE_ANOMALIES)
+
+
+def test_a_million_edge_history_graph_is_searched_within_its_bound():
+    """Acceptance: a synthetic history-shaped graph of >= 1 M edges (the benchmark's, with
+    planted G0 and G1c cycles) is searched within its bound, and says whether it was complete."""
+    from bench.cycles_bench import generate
+
+    src, dst, kind = generate(1_100_000, processes=20, keys=8, plant=8, gap=20_000, seed=1)
+    bound_s = 60.0
+    started = time.monotonic()
+    r = elle.find_cycles(src, dst, kind, time_limit_s=bound_s)
+    elapsed = time.monotonic() - started
+    assert r.edges >= 1_000_000
+    assert r.complete and r.time_s <= elapsed < bound_s + 30  # graph building is outside it
+    assert len(r.cycles["G0"]) >= 8 and len(r.cycles["G1c"]) >= 8
+    cut = elle.find_cycles(src, dst, kind, time_limit_s=0.0)
+    assert cut.complete is False and cut.edges == r.edges

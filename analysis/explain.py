@@ -1,0 +1,94 @@
+"""Explanations as text: one sentence per anomaly example.
+
+Checkers return examples as data (keys, values, offsets, op indexes, edge types); this module
+only renders them, for the terminal and for reports (Elle keeps the same split between
+``explain-pair-data`` and ``render-explanation``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+
+def _ops(ex: dict) -> str:
+    ops = ex.get("op_indexes") or []
+    return f" (ops {', '.join(map(str, ops))})" if ops else ""
+
+
+def _lost(ex: dict) -> str:
+    start, end = ex["covered_by"]
+    where = f"offsets [{start}, {end}) were read" + (" to the end of the log"
+                                                     if ex.get("final_end") is not None else "")
+    seen = ", though a poll had returned it earlier" if ex.get("read_before") else ""
+    return (f"key {ex['key']}: value {ex['value']} was acknowledged at offset {ex['offset']} "
+            f"(op {ex['op']}) and is missing, although {where}{seen}")
+
+
+def _unseen(ex: dict) -> str:
+    at = "without an offset" if ex["offset"] is None else f"at offset {ex['offset']}"
+    return (f"key {ex['key']}: value {ex['value']} was acknowledged {at} (op {ex['op']}) and "
+            f"is missing; the log ends at offset {ex['final_end']}")
+
+
+def _send_order(ex: dict) -> str:
+    a, b = ex["values"]
+    d = ex["delta"]
+    how = ("at the same position" if d == 0 else f"{-d} position(s) before it" if d < 0
+           else f"with {d - 1} other record(s) between them")
+    return (f"process {ex['process']} sent {a} then {b} to key {ex['key']}; {b} landed {how}"
+            f"{_ops(ex)}")
+
+
+def _poll_order(ex: dict) -> str:
+    a, b = ex["offsets"]
+    how = (f"skipping {ex['skipped']} record(s)" if ex["delta"] > 1
+           else "reading the same position again" if ex["delta"] == 0
+           else f"going back {-ex['delta']} position(s)")
+    return (f"process {ex['process']} read key {ex['key']} offset {a} then {b}, {how}"
+            f"{_ops(ex)}")
+
+
+def _g1a(ex: dict) -> str:
+    reader = "the final read" if ex.get("reader_final") else f"op {ex['reader']}"
+    return (f"{reader} read value {ex['value']} of key {ex['key']} (offset {ex['offset']}), "
+            f"written by op {ex['writer']}, which {ex['writer_type']}ed")
+
+
+_RENDER: dict[str, Callable[[dict], str]] = {
+    "lost-write": _lost,
+    "unseen": _unseen,
+    "duplicate": lambda ex: (f"key {ex['key']}: value {ex['value']} is at offsets "
+                             f"{', '.join(map(str, ex['offsets']))}{_ops(ex)}"),
+    "inconsistent-offsets": lambda ex: (f"key {ex['key']} offset {ex['offset']} holds values "
+                                        f"{', '.join(map(str, ex['values']))}{_ops(ex)}"),
+    "nonmonotonic-send": _send_order,
+    "int-nonmonotonic-send": _send_order,
+    "int-send-skip": _send_order,
+    "poll-skip": _poll_order,
+    "nonmonotonic-poll": _poll_order,
+    "int-poll-skip": _poll_order,
+    "int-nonmonotonic-poll": _poll_order,
+    "G1a": _g1a,
+    "precommitted-read": lambda ex: (f"op {ex['reader']} read value {ex['value']} of key "
+                                     f"{ex['key']}, which it had itself sent and not committed"),
+    "group-skip": lambda ex: (f"group {ex['group']} committed key {ex['key']} up to offset "
+                              f"{ex['committed']} but never delivered offset {ex['offset']} "
+                              f"(value {ex['value']})"),
+    "group-redelivery": lambda ex: (f"group {ex['group']} delivered key {ex['key']} offset "
+                                    f"{ex['offset']} (value {ex['value']}) {ex['deliveries']} "
+                                    f"times{_ops(ex)}"),
+}
+
+
+def explain(name: str, example: dict[str, Any]) -> str:
+    """One sentence for an example of anomaly ``name`` (cycles carry their own ``text``).
+
+    Falls back to the example's JSON-like text for a name or shape it does not know, so a
+    rendering bug never hides a finding.
+    """
+    if "text" in example:
+        return str(example["text"])
+    try:
+        return _RENDER[name](example)
+    except (KeyError, TypeError, ValueError):
+        return str(example)
