@@ -12,8 +12,9 @@ are the log as it stands after the faults healed:
 For a key without such a final read (it failed or is missing), only what polls covered counts:
 
 1. read: some poll returned it;
-2. ``lost-write``: not read, although a consumer read straight past its offset
-   (``polls.covered_runs``) or a final-read chunk covered it;
+2. ``lost-write``: not read, although a consumer read its offset's position in the version
+   order straight through (``polls.covered_runs``: it read another value there) or a
+   final-read chunk covered it; a consumer's skip is never a lost write;
 3. not judged: anything else; the result is then "unknown", never valid (``analysis.check``).
 
 Source: Jepsen's ``jepsen.tests.kafka`` analysis step 3 and ``lost-write-cases`` ("we take the

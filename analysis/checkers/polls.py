@@ -62,12 +62,15 @@ def read_stream(h: History, v: Versions) -> DataFrame:
 def covered_runs(stream: DataFrame) -> DataFrame:
     """``key, lo, hi``: offsets a consumer read straight through (inclusive), one row per run.
 
-    A run is a segment's reads up to the first step back; a consumer that read offset ``lo``
-    and later ``hi`` without being moved claims it delivered everything between (Kafka consumers
-    deliver a partition in offset order), so an acknowledged write in ``[lo, hi]`` that nobody
-    read is a ``lost-write``.
+    A run is a stretch of a segment's reads whose version-order positions follow each other
+    (``delta == 1``): the consumer claims it delivered everything between ``lo`` and ``hi``
+    (Kafka consumers deliver a partition in offset order), so an acknowledged write in
+    ``[lo, hi]`` that nobody read is a ``lost-write`` (its offset was read with another
+    value). A skip or a step back ends the run: what a consumer passed over is its
+    ``poll-skip``, never a lost write.
     """
-    new_run = (F.col("prev_offset").isNull() | (F.col("offset") <= F.col("prev_offset"))).cast("int")
+    new_run = (F.col("prev_idx").isNull() | F.col("idx").isNull()
+               | ((F.col("idx") - F.col("prev_idx")) != 1)).cast("int")
     w = Window.partitionBy("process", "key", "seg").orderBy(*_ORDER)
     return (stream.withColumn("run", F.sum(new_run).over(w.rowsBetween(Window.unboundedPreceding, 0)))
             .groupBy("process", "key", "seg", "run")

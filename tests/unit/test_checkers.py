@@ -188,6 +188,20 @@ def test_windowed_polls_without_final_reads_are_not_lost_writes(run) -> None:
     assert any("no ok final read of key(s) 0" in r for r in result["unknown_reasons"])
 
 
+def test_a_consumers_skip_is_never_a_lost_write(run) -> None:
+    """Without final reads: a consumer passing over an offset is a poll-skip, while a consumer
+    reading another value at an acknowledged write's offset has seen that write lost."""
+    q = (Q().assign(0, [0, 1])
+         .send(1, [(0, 10), (0, 11), (0, 12)])
+         .send(1, [(1, 20), (1, 21)]).send(2, [(1, 22)], offsets=[1])
+         .poll(0, {0: [(0, 10), (2, 12)], 1: [(0, 20), (1, 22)]}))
+    result = run(q)
+    assert found(result) == {"int-poll-skip": 1, "inconsistent-offsets": 1, "lost-write": 1}
+    assert first(result, "lost-write")["value"] == 21  # offset 1 was read holding 22
+    assert first(result, "int-poll-skip")["offsets"] == [0, 2]  # 11 is not judged lost
+    assert any("1 acknowledged write(s) were never read" in r for r in result["unknown_reasons"])
+
+
 def test_a_failed_final_read_leaves_its_writes_unjudged(run) -> None:
     q = (Q().send(0, [(0, 1), (0, 2), (0, 3)])
          .final(1, 0, [(0, 1)], end=1, eof=False).final(1, 0, [], type="info"))
