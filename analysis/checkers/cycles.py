@@ -57,9 +57,9 @@ def ww_edges(h: History, v: Versions, node_ops: DataFrame) -> DataFrame:
 
 def wr_edges(h: History, v: Versions, node_ops: DataFrame) -> DataFrame:
     """``src, dst, key, value``: writer of the last value each op read of a key -> that op."""
-    w = Window.partitionBy("op", "key").orderBy(F.desc("pos"), F.desc("rec"))
     last = (h.reads.join(node_ops.select("op"), "op")
-            .withColumn("n", F.row_number().over(w)).where(F.col("n") == 1))
+            .groupBy("op", "key").agg(F.max(F.struct("pos", "rec", "value")).alias("last"))
+            .select("op", "key", F.col("last.value").alias("value")))
     writers = v.writers.join(node_ops.select(F.col("op").alias("writer")), "writer")
     return (last.join(writers, ["key", "value"])
             .where(F.col("writer") != F.col("op"))

@@ -28,35 +28,37 @@ _RESETS = ("assigned", "revoked", "lost", "seek")
 
 
 def read_stream(h: History, v: Versions) -> DataFrame:
-    """Non-final reads with their segment and predecessor: ``process, key, op, pos, rec,
-    offset, value, idx`` (the offset's version-order position), ``seg`` (segment id within the
-    process and key), ``prev_op, prev_offset, prev_value, prev_idx`` (the previous read in the
-    same segment, NULL for a segment's first read). Cached by the caller."""
-    by_proc = Window.partitionBy("process").orderBy("op")
-    is_sub = F.col("f").isin("assign", "subscribe").cast("int")
-    after_bad = (F.col("f").isin(*MOP_FS) & (F.col("type") != "ok")).cast("int")
-    gen = h.ops.select(
-        "op",
-        (F.sum(is_sub).over(by_proc.rowsBetween(Window.unboundedPreceding, 0))
-         + F.coalesce(F.sum(after_bad).over(by_proc.rowsBetween(Window.unboundedPreceding, -1)),
-                      F.lit(0))).alias("gen"))
-    reads = h.reads.where(~F.col("final")).select(
-        "process", "key", "op", "pos", "rec", "offset", "value", F.lit(0).alias("reset"))
-    resets = h.events.where(F.col("kind").isin(*_RESETS)).select(
-        "process", "key", "op", "pos", F.lit(-1).alias("rec"), F.lit(None).cast("long"),
-        F.lit(None).cast("long"), F.lit(1).alias("reset"))
-    by_key = Window.partitionBy("process", "key").orderBy(*_ORDER)
-    stream = (reads.unionByName(resets.toDF(*reads.columns))
-              .withColumn("kreset", F.sum("reset").over(
-                  by_key.rowsBetween(Window.unboundedPreceding, 0)))
-              .where(F.col("reset") == 0)
-              .join(gen, "op")
-              .join(v.order, ["key", "offset"], "left")
-              .withColumn("seg", F.concat_ws("/", "gen", "kreset")))
-    by_seg = Window.partitionBy("process", "key", "seg").orderBy(*_ORDER)
-    return stream.select(
-        "process", "key", "op", "pos", "rec", "offset", "value", "idx", "seg",
-        *(F.lag(c).over(by_seg).alias(f"prev_{c}") for c in ("op", "offset", "value", "idx")))
+    """Non-final reads with their predecessor in the same segment: ``process, key, op, pos,
+    rec, offset, value, idx`` (the offset's version-order position), ``prev_op, prev_offset,
+    prev_value, prev_idx`` (NULL for a segment's first read). Cached by the caller.
+
+    One sort of the reads by process and key: segment boundaries go into that order as reset
+    rows (rebalance and seek events at their position; ``assign``/``subscribe`` ops before
+    their op and ops not ``ok`` after theirs, for every key), and a read right after a reset
+    starts a segment.
+    """
+    reads = (h.reads.where(~F.col("final")).join(v.order, ["key", "offset"], "left")
+             .select("process", "key", "op", "pos", "rec", "offset", "value", "idx",
+                     F.lit(0).alias("reset")))
+    none = F.lit(None).cast("long")
+    is_sub = F.col("f").isin("assign", "subscribe")
+    after_bad = F.col("f").isin(*MOP_FS) & (F.col("type") != "ok")
+    op_resets = (h.ops.where(is_sub | after_bad)
+                 .select("process", "op", F.when(is_sub, -1).otherwise(2**31 - 1).alias("pos"))
+                 .crossJoin(h.reads.select("key").distinct()))
+    resets = (h.events.where(F.col("kind").isin(*_RESETS)).select("process", "key", "op", "pos")
+              .unionByName(op_resets)
+              .select("process", "key", "op", "pos", F.lit(-1).alias("rec"), none.alias("offset"),
+                      none.alias("value"), none.alias("idx"), F.lit(1).alias("reset")))
+    w = Window.partitionBy("process", "key").orderBy(*_ORDER)
+    lagged = reads.unionByName(resets).select(
+        "*", *(F.lag(c).over(w).alias(f"prev_{c}") for c in ("reset", "op", "offset", "value",
+                                                              "idx")))
+    follows = F.col("prev_reset") == 0  # NULL (first row) or 1 (a reset) start a segment
+    return lagged.where(F.col("reset") == 0).select(
+        "process", "key", "op", "pos", "rec", "offset", "value", "idx",
+        *(F.when(follows, F.col(f"prev_{c}")).alias(f"prev_{c}")
+          for c in ("op", "offset", "value", "idx")))
 
 
 def covered_runs(stream: DataFrame) -> DataFrame:
@@ -71,9 +73,9 @@ def covered_runs(stream: DataFrame) -> DataFrame:
     """
     new_run = (F.col("prev_idx").isNull() | F.col("idx").isNull()
                | ((F.col("idx") - F.col("prev_idx")) != 1)).cast("int")
-    w = Window.partitionBy("process", "key", "seg").orderBy(*_ORDER)
+    w = Window.partitionBy("process", "key").orderBy(*_ORDER)
     return (stream.withColumn("run", F.sum(new_run).over(w.rowsBetween(Window.unboundedPreceding, 0)))
-            .groupBy("process", "key", "seg", "run")
+            .groupBy("process", "key", "run")
             .agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
             .select("key", "lo", "hi"))
 
