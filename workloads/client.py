@@ -13,8 +13,7 @@ import random
 import time
 from typing import Any
 
-from confluent_kafka import (OFFSET_BEGINNING, OFFSET_STORED, Consumer, KafkaError,
-                             KafkaException, Producer, TopicPartition)
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from workloads.keys import KeySpace
 from workloads.outcomes import classify, classify_commit, txn_action
@@ -182,10 +181,36 @@ class Client:
 
     def _assign(self, value: dict) -> Completion:
         consumer = self.consumer or self._new_consumer(f"kc-assign-{self.process}")
-        start = OFFSET_BEGINNING if value.get("seek") == "beginning" else OFFSET_STORED
-        consumer.assign([TopicPartition(*self.keys.tp(k), start) for k in value["keys"]])
+        tps = [TopicPartition(*self.keys.tp(k)) for k in value["keys"]]
+        consumer.assign(self._start_offsets(tps, value.get("seek") == "beginning"))
         self.uncommitted.clear()
         return "ok", value, None
+
+    def _start_offsets(self, tps: list[TopicPartition], beginning: bool) -> list[TopicPartition]:
+        """Concrete start offsets for ``tps``: the log start offset with ``beginning``, else the
+        group's committed offset, else what ``auto.offset.reset`` would choose (log start or
+        end offset). Raises ``KafkaException`` when the cluster does not answer in time.
+
+        Never a logical offset (``OFFSET_BEGINNING``/``OFFSET_STORED``): librdkafka resolves one
+        with a ListOffsets request and keeps it as the partition's query position; a ListOffsets
+        reply that arrives after a later ``seek()`` is "outdated" and puts the partition back
+        into offset-query for that old logical offset (``rd_kafka_toppar_handle_Offset`` ->
+        ``rd_kafka_toppar_offset_retry``, librdkafka 2.x), so the consumer silently jumps back
+        to the start of the log. Seen here as ``nonmonotonic-poll`` in ``assign`` runs with
+        transactions, whose aborts seek; with concrete offsets that request is never sent.
+        """
+        timeout_s = 10.0  # a group coordinator or leader moves within seconds of a kill
+        if not beginning:
+            tps = self.consumer.committed(tps, timeout_s)
+        out = []
+        for tp in tps:
+            offset = tp.offset
+            if offset < 0:
+                lo, hi = self.consumer.get_watermark_offsets(
+                    TopicPartition(tp.topic, tp.partition), timeout_s, cached=False)
+                offset = lo if beginning or self.s.auto_offset_reset == "earliest" else hi
+            out.append(TopicPartition(tp.topic, tp.partition, offset))
+        return out
 
     def _subscribe(self, value: dict) -> Completion:
         consumer = self.consumer or self._new_consumer(value["group"])
@@ -313,10 +338,9 @@ class Client:
             return
         seeks = {}
         try:
-            for tp in self.consumer.committed(self.consumer.assignment(), 10.0):
-                offset = tp.offset if tp.offset >= 0 else OFFSET_BEGINNING
-                self.consumer.seek(TopicPartition(tp.topic, tp.partition, offset))
-                seeks[str(self.keys.key(tp.topic, tp.partition))] = max(tp.offset, 0)
+            for tp in self._start_offsets(self.consumer.assignment(), False):
+                self.consumer.seek(tp)
+                seeks[str(self.keys.key(tp.topic, tp.partition))] = tp.offset
         except KafkaException:
             self.dead = True  # the consumer's position is unknown: retire the process
         self._event("seek", seeks)
