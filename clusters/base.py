@@ -23,14 +23,24 @@ class Node:
     Attributes:
         node_id: Kafka ``node.id`` (brokers 1..N, dedicated controllers N+1..N+C).
         name: short stable name used in logs and histories, e.g. ``"n1"``.
-        host: address clients and peers use (an IP for the local backend).
+        host: the address peers and this machine's clients use: listeners bind to it,
+            brokers advertise it and partitions cut it (an IP of the cluster's own network).
         roles: ``("broker", "controller")``, ``("broker",)`` or ``("controller",)``.
+        broker_port, controller_port: TCP ports of the broker listener (``PLAINTEXT``) and the
+            KRaft controller listener (``CONTROLLER``) on ``host``.
     """
 
     node_id: int
     name: str
     host: str
     roles: tuple[str, ...]
+    broker_port: int = 9092
+    controller_port: int = 9093
+
+    @property
+    def client_endpoint(self) -> str:
+        """``host:port`` of the broker listener, e.g. ``"10.77.0.11:9092"``."""
+        return f"{self.host}:{self.broker_port}"
 
     @property
     def is_broker(self) -> bool:
@@ -68,8 +78,8 @@ class Cluster(abc.ABC):
 
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port,...`` of every broker's client listener."""
-        return ",".join(f"{n.host}:9092" for n in self.brokers)
+        """``host:port,...`` of every broker's client listener (``Node.client_endpoint``)."""
+        return ",".join(n.client_endpoint for n in self.brokers)
 
     def node(self, node_id: int) -> Node:
         """The node with ``node.id`` ``node_id``; ``KeyError`` if none."""
@@ -134,8 +144,8 @@ class Partitionable(abc.ABC):
     def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
         """Drop traffic between ``node`` and each of ``peers`` (both directions, rules on ``node``).
 
-        With ``port``, only TCP connections to that port on either side are cut (e.g. 9092, the
-        broker listener, leaving the controller listener 9093 intact).
+        With ``port``, only TCP connections to that port on either side are cut (e.g. the
+        broker listener ``Node.broker_port``, leaving the controller listener intact).
         """
 
     @abc.abstractmethod

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from clusters.base import Node
 
-BROKER_PORT = 9092
-CONTROLLER_PORT = 9093
-
 #: Test defaults on top of Kafka's own: small, fast-failing-over clusters. The run's
 #: configuration overrides any of these.
 TEST_DEFAULTS: dict[str, str] = {
@@ -42,7 +39,7 @@ def server_properties(node: Node, nodes: list[Node], data_dir: str,
     ``overrides`` wins over ``TEST_DEFAULTS``; replication factors are capped at the broker count.
     """
     brokers = [n for n in nodes if n.is_broker]
-    voters = ",".join(f"{n.node_id}@{n.host}:{CONTROLLER_PORT}" for n in nodes if n.is_controller)
+    voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in nodes if n.is_controller)
     props: dict[str, str] = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.node_id),
@@ -53,11 +50,11 @@ def server_properties(node: Node, nodes: list[Node], data_dir: str,
     }
     listeners = []
     if node.is_broker:
-        listeners.append(f"PLAINTEXT://{node.host}:{BROKER_PORT}")
-        props["advertised.listeners"] = f"PLAINTEXT://{node.host}:{BROKER_PORT}"
+        listeners.append(f"PLAINTEXT://{node.host}:{node.broker_port}")
+        props["advertised.listeners"] = f"PLAINTEXT://{node.host}:{node.broker_port}"
         props["inter.broker.listener.name"] = "PLAINTEXT"
     if node.is_controller:
-        listeners.append(f"CONTROLLER://{node.host}:{CONTROLLER_PORT}")
+        listeners.append(f"CONTROLLER://{node.host}:{node.controller_port}")
     props["listeners"] = ",".join(listeners)
     merged = {**TEST_DEFAULTS, **overrides}
     for key in ("default.replication.factor", "offsets.topic.replication.factor",

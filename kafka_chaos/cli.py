@@ -76,16 +76,17 @@ def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None 
 
 
 def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
-    """Everything checkable before a run starts: Spark master, Kafka jars, root + namespaces."""
+    """Everything checkable before a run starts: Spark master, Kafka jars, the backend's needs
+    (for ``local``: root and network namespaces)."""
     from analysis.spark import check_master
-    from clusters import netns
+    from clusters import backends
 
     try:
         check_master(cfg.spark_master)
     except ValueError as exc:
         _fail(f"--spark-master {exc}")
     try:
-        netns.check_environment()  # before any download or run directory
+        backends.get(cfg.backend).check_environment()  # before any download or run directory
         kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
                  else dist.resolve(cfg.kafka_version))
         dist.check_java()
@@ -94,12 +95,15 @@ def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
     return kafka
 
 
+BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
+                       "namespace on this machine).")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")
 
 
 @app.command("run")
 def run_cmd(
+    backend: str = BACKEND,
     brokers: int = typer.Option(3, help="Number of brokers."),
     controllers: int = typer.Option(0, help="Dedicated KRaft controllers (0: combined mode)."),
     kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
@@ -242,18 +246,19 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
 
 @cluster_app.command("up")
 def cluster_up(
+    backend: str = BACKEND,
     brokers: int = typer.Option(3), controllers: int = typer.Option(0),
     kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
 ) -> None:
-    """Start a local cluster and leave it running (stop it with `cluster down`)."""
-    from clusters import admin, netns
-    from clusters.local import LocalCluster
+    """Start a cluster and leave it running (stop it with `cluster down`)."""
+    from clusters import admin, backends
 
     cluster = None
     try:
-        netns.check_environment()
+        chosen = backends.get(backend)
+        chosen.check_environment()
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        cluster = LocalCluster(kafka, dir, brokers=brokers, controllers=controllers)
+        cluster = chosen.create(kafka, dir, brokers, controllers, {})
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
     except ClusterError as exc:
@@ -264,13 +269,16 @@ def cluster_up(
 
 
 @cluster_app.command("status")
-def cluster_status() -> None:
-    """Show the recorded local cluster and which of its processes are alive."""
-    from clusters.local import recorded_state
+def cluster_status(backend: str = BACKEND) -> None:
+    """Show the recorded cluster and which of its processes are alive."""
+    from clusters import backends
 
-    state = recorded_state()
+    try:
+        state = backends.get(backend).status()
+    except ClusterError as exc:
+        _fail(str(exc))
     if state is None:
-        console.print("no local cluster recorded")
+        console.print(f"no {backend} cluster recorded")
         raise typer.Exit(0)
     for node in state.get("nodes", []):
         alive = state["alive"].get(str(node["node_id"]), False)
@@ -280,11 +288,15 @@ def cluster_status() -> None:
 
 
 @cluster_app.command("down")
-def cluster_down() -> None:
-    """Remove the local cluster and anything a crashed run left (processes, namespaces, rules)."""
-    from clusters.local import cleanup_leftovers
+def cluster_down(backend: str = BACKEND) -> None:
+    """Remove the cluster and anything a crashed run left (for ``local``: processes,
+    namespaces, iptables rules)."""
+    from clusters import backends
 
-    removed = cleanup_leftovers()
+    try:
+        removed = backends.get(backend).cleanup()
+    except ClusterError as exc:
+        _fail(str(exc))
     for item in removed:
         console.print(f"removed {item}")
     if not removed:

@@ -12,6 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
+from clusters import backends
 from clusters.dist import DEFAULT_KAFKA_VERSION
 
 SCENARIOS = ("isr-shrink-unclean",)
@@ -35,6 +36,7 @@ class RunConfig(BaseModel):
     is ``(min, max)`` micro-ops per op (sends of a ``send`` op, mops of a transaction).
     """
 
+    backend: str = "local"
     brokers: int = Field(3, ge=1, le=9)
     controllers: int = Field(0, ge=0, le=5)
     kafka_version: str = DEFAULT_KAFKA_VERSION
@@ -74,6 +76,8 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
+        if self.backend not in backends.NAMES:
+            raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
         lo, hi = self.ops_per_txn
         if not 1 <= lo <= hi <= 10_000:
             raise ValueError(f"--ops-per-txn {lo}..{hi}: need 1 <= MIN <= MAX <= 10000")

@@ -17,9 +17,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from clusters import admin
+from clusters import admin, backends
+from clusters.base import Cluster
 from clusters.dist import KafkaDist
-from clusters.local import LocalCluster
 from history import HistoryWriter
 from kafka_chaos import __version__
 from kafka_chaos.config import RunConfig
@@ -55,7 +55,7 @@ def new_run_dir(out: Path) -> Path:
     return run_dir
 
 
-def _log_tail(cluster: LocalCluster, lines: int = 15) -> str:
+def _log_tail(cluster: Cluster, lines: int = 15) -> str:
     parts = []
     for node in cluster.nodes:
         for path in cluster.log_files(node):
@@ -80,8 +80,8 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     broker_config = cfg.broker_config()
     if cfg.scenario:
         broker_config.update(SCENARIO_BROKER_CONFIG)
-    cluster = LocalCluster(kafka, run_dir / "nodes", brokers=cfg.brokers,
-                           controllers=cfg.controllers, broker_config=broker_config)
+    cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
+                                               cfg.controllers, broker_config)
     rng = random.Random(cfg.seed)
     stop = threading.Event()
     t0 = time.monotonic()
@@ -115,7 +115,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     return facts
 
 
-def _run_phases(cfg: RunConfig, cluster: LocalCluster, history: HistoryWriter, keys: KeySpace,
+def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
                 rng: random.Random, stop: threading.Event, log, progress) -> dict:
     facts: dict = {}
     packages = list(cfg.nemesis)

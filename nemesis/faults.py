@@ -12,8 +12,6 @@ from clusters import admin
 from clusters.base import Killable, Node, Partitionable, Pausable
 from nemesis.base import Nemesis, NemesisError
 
-BROKER_PORT = 9092
-
 
 def leader_of(cluster, topic: str, partition: int) -> Node | None:
     """The broker currently leading ``topic``-``partition``, or None if unknown/offline."""
@@ -99,7 +97,7 @@ class PartitionNemesis(Nemesis):
     fs: ``partition`` -> ``heal``. ``value["target"]``:
       - ``isolate-one``: one random node loses every other node;
       - ``halves``: nodes shuffled and split in two groups that cannot talk;
-      - ``leader-replication``: only the broker listener (9092) between the leader of
+      - ``leader-replication``: only the broker listener (``Node.broker_port``) between the leader of
         ``value["topic"]``-``value["partition"]`` and the other brokers is cut, so the controller
         quorum still reaches everyone and the leader can shrink its ISR through the controller.
     """
@@ -119,8 +117,9 @@ class PartitionNemesis(Nemesis):
             if leader is None:
                 raise NemesisError("partition has no leader to isolate")
             others = [n for n in self.cluster.brokers if n != leader]
-            self.cluster.drop(leader, others, port=BROKER_PORT)
-            return {"isolated": [[leader.name], [n.name for n in others]], "port": BROKER_PORT}
+            self.cluster.drop(leader, others, port=leader.broker_port)
+            return {"isolated": [[leader.name], [n.name for n in others]],
+                    "port": leader.broker_port}
         if target == "isolate-one":
             lone = self.rng.choice(nodes)
             groups = [[lone], [n for n in nodes if n != lone]]

@@ -3,7 +3,7 @@
 ``isr-shrink-unclean`` is the 2013 Jepsen Kafka case (seeds 000/001: "a committed message is not
 lost as long as one in-sync replica is alive" — so make the leader the only one, then lose it):
 
-1. cut only the replication traffic (broker listener 9092) between the leader L of partition 0
+1. cut only the replication traffic (the broker listener) between the leader L of partition 0
    and its followers; in KRaft the ISR changes through the controller, so the controller
    listener stays open and L can shrink the ISR to ``[L]`` (``replica.lag.time.max.ms``);
 2. keep writing: with ``acks=all`` and ``min.insync.replicas=1`` L acknowledges alone;

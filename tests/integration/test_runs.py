@@ -153,7 +153,8 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path):
                         (["--spark-master", "spark://127.0.0.1:1"], ("--spark-master",)),
                         (["--kafka-version", "0.0.1"], ("0.0.1",)),
                         (["--ops-per-txn", "4..2"], ("--ops-per-txn",)),
-                        (["--fail-on", "some"], ("--fail-on",))):
+                        (["--fail-on", "some"], ("--fail-on",)),
+                        (["--backend", "k8s"], ("--backend", "local"))):
         proc = kafka_chaos("run", *args, "--out", str(tmp_path))
         assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
         assert all(w in proc.stdout for w in words), (args, proc.stdout)

@@ -8,7 +8,9 @@ import pytest
 from confluent_kafka import KafkaError
 from pydantic import ValidationError
 
+from clusters import backends
 from clusters.base import Node
+from clusters.errors import EnvironmentUnsupported
 from clusters.kafka_config import server_properties
 from kafka_chaos.config import RunConfig
 from nemesis.base import Composed, Nemesis, NemesisError
@@ -146,6 +148,26 @@ def test_server_properties_combined_and_dedicated():
     assert ctrl["process.roles"] == "controller"
     assert ctrl["controller.quorum.voters"] == "2@10.0.0.2:9093"
     assert "advertised.listeners" not in ctrl
+
+
+def test_ports_are_node_data():
+    nodes = [Node(1, "n1", "172.18.0.2", ("broker", "controller"), broker_port=19092,
+                  controller_port=19093),
+             Node(2, "n2", "172.18.0.3", ("broker", "controller"), 19092, 19093)]
+    p = _props(server_properties(nodes[0], nodes, "/d", {}))
+    assert p["listeners"] == "PLAINTEXT://172.18.0.2:19092,CONTROLLER://172.18.0.2:19093"
+    assert p["advertised.listeners"] == "PLAINTEXT://172.18.0.2:19092"
+    assert p["controller.quorum.voters"] == "1@172.18.0.2:19093,2@172.18.0.3:19093"
+    assert [n.client_endpoint for n in nodes] == ["172.18.0.2:19092", "172.18.0.3:19092"]
+
+
+def test_backends_are_chosen_in_one_place():
+    assert backends.NAMES[0] == "local"
+    assert backends.get("local").name == "local"
+    with pytest.raises(EnvironmentUnsupported, match="unknown cluster backend 'k8s'"):
+        backends.get("k8s")
+    with pytest.raises(ValueError, match="--backend 'k8s': choose from local"):
+        RunConfig(backend="k8s")
 
 
 class _Fake(Nemesis):

@@ -1,0 +1,130 @@
+"""The backend conformance suite: one set of checks, run against every cluster backend.
+
+Modelled on Hypothesis' database-agreement tests (one suite, every implementation): each
+ability is observed from outside through Kafka or TCP, never assumed from a return value.
+Kafka 3.9 with a dedicated controller, so one bring-up also covers the older version and
+controller-only nodes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from confluent_kafka import KafkaException, Producer
+
+from clusters import admin, backends, dist
+from clusters.errors import DistributionError, EnvironmentUnsupported
+from tests.integration.conftest import leftovers
+
+pytestmark = pytest.mark.kafka
+
+
+def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all", "message.timeout.ms": 15000})
+    offsets: list[int] = []
+    for i in range(n):
+        p.produce(topic, value=str(i).encode(), partition=0,
+                  on_delivery=lambda err, msg: offsets.append(-1 if err else msg.offset()))
+    p.flush(20)
+    return offsets
+
+
+def _answers(endpoint: str, timeout_s: float = 3.0) -> bool:
+    """True if the broker at ``endpoint`` (only it) answers a Metadata request in time."""
+    try:
+        admin.client(endpoint, timeout_s).list_topics(timeout=timeout_s)
+        return True
+    except KafkaException:
+        return False
+
+
+def _until(check, timeout_s: float = 30.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if check():
+            return True
+        time.sleep(0.5)
+    return False
+
+
+def _reaches(cluster, src, dst) -> bool:
+    """TCP from ``src``'s host to ``dst``'s broker listener, run on ``src`` itself."""
+    probe = f"echo > /dev/tcp/{dst.host}/{dst.broker_port}"
+    return cluster.exec(src, ["timeout", "3", "bash", "-c", probe]).exit == 0
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_backend_conformance(tmp_path, name):
+    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it, logs are
+    collected, teardown leaves nothing the backend can find."""
+    backend = backends.get(name)
+    backend.check_environment()
+    cluster = backend.create(dist.resolve("3.9.1"), tmp_path / "nodes", 3, 1, {})
+    try:
+        cluster.setup()
+        assert [n.roles for n in cluster.nodes] == [("broker",)] * 3 + [("controller",)]
+        assert cluster.bootstrap_servers == ",".join(n.client_endpoint for n in cluster.brokers)
+        admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
+        a = admin.client(cluster.bootstrap_servers)
+        admin.create_topic(a, "t", 1, 3)
+        admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
+        assert _produce(cluster.bootstrap_servers, "t", 5) == [0, 1, 2, 3, 4]
+        # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election
+        assert admin.elect_unclean(a, "t", [0]) == {0: "ELECTION_NOT_NEEDED"}
+        state = backend.status()
+        assert state is not None and state["alive"] == {"1": True, "2": True, "3": True,
+                                                         "4": True}
+
+        # kill: the process is gone and the controller elects another leader
+        leader = cluster.node(admin.partitions(a, "t")[0].leader)
+        cluster.kill(leader)
+        assert not cluster.is_running(leader) and not _answers(leader.client_endpoint)
+        assert _until(lambda: admin.partitions(a, "t")[0].leader not in (-1, leader.node_id)), \
+            "no new leader after SIGKILL"
+        cluster.start(leader)
+        admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
+        assert _answers(leader.client_endpoint)
+
+        # stop (SIGTERM): a clean shutdown, the broker leaves the cluster's metadata
+        n2 = cluster.node(2)
+        cluster.stop(n2)
+        assert not cluster.is_running(n2)
+        assert _until(lambda: 2 not in admin.broker_ids(a))
+        cluster.start(n2)
+        admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
+
+        # pause freezes the JVM: alive, but it answers nothing until resumed
+        n3 = cluster.node(3)
+        cluster.pause(n3)
+        assert cluster.is_running(n3) and not _answers(n3.client_endpoint)
+        cluster.resume(n3)
+        assert _until(lambda: _answers(n3.client_endpoint), 20)
+
+        # isolate node 1 from every peer: from node 1, peers' listeners become unreachable
+        n1 = cluster.node(1)
+        assert _reaches(cluster, n1, n2)
+        cluster.drop(n1, [p for p in cluster.nodes if p != n1])
+        assert not _reaches(cluster, n1, n2)
+        cluster.heal_network()
+        assert _reaches(cluster, n1, n2)
+
+        # logs are collected where the run directory can keep them
+        for node in cluster.nodes:
+            logs = cluster.log_files(node)
+            assert logs and all(p.is_file() for p in logs), node.name
+            text = "".join(p.read_text(errors="replace") for p in logs)
+            assert "Kafka Server started" in text, node.name
+    finally:
+        cluster.teardown()
+    assert backend.status() is None and backend.cleanup() == []
+    assert leftovers() == []
+
+
+def test_unknown_backend_and_kafka_version_are_clear_errors():
+    with pytest.raises(EnvironmentUnsupported, match="unknown cluster backend 'nope': choose one of local"):
+        backends.get("nope")
+    with pytest.raises(DistributionError, match="could not be resolved"):
+        dist.resolve("3.0.99")
+    with pytest.raises(DistributionError, match="MAJOR.MINOR.PATCH"):
+        dist.resolve("latest")
