@@ -20,26 +20,53 @@ from history import NEMESIS, HistoryWriter
 _DEFAULT_ERROR = {"fail": "NOT_ENOUGH_REPLICAS", "info": "_MSG_TIMED_OUT"}
 
 
-class H:
-    """An in-memory history; every method but ``write`` returns ``self`` for chaining."""
+class Lines:
+    """Op lines in order, ``(process, type, f, value, error)``; shared by both builders.
 
-    def __init__(self) -> None:
+    ``header``: the history's header line (None: format 1, which has none); ``nemesis_type``:
+    how nemesis ops complete (``info`` in format 1, ``ok`` in format 2).
+    """
+
+    nemesis_type = "info"
+
+    def __init__(self, header: dict | None = None) -> None:
         self.lines: list[tuple[int | str, str, str, Any, str | None]] = []
-        self._next_offset: dict[int, int] = {}
-        self._acked: dict[int, list[tuple[int, int]]] = {}
+        self.header = header
 
-    def invoke(self, process: int | str, f: str, value: Any) -> "H":
+    def invoke(self, process: int | str, f: str, value: Any):
         """Add one invoke line."""
         self.lines.append((process, "invoke", f, value, None))
         return self
 
     def complete(self, process: int | str, type: str, f: str, value: Any,
-                 error: str | None = None) -> "H":
+                 error: str | None = None):
         """Add one completion line (``type`` ok|fail|info); ``error`` defaults per type."""
         if type != "ok" and error is None:
-            error = _DEFAULT_ERROR[type]
+            error = _DEFAULT_ERROR.get(type, "ERR")
         self.lines.append((process, type, f, value, error))
         return self
+
+    def nemesis(self, f: str, value: Any = None, result: Any = None):
+        """A nemesis op: invoke with ``value``, completion with ``result``."""
+        self.invoke(NEMESIS, f, value)
+        self.lines.append((NEMESIS, self.nemesis_type, f, result, None))
+        return self
+
+    def write(self, path: Path) -> Path:
+        """Write the history to ``path`` (which must not exist) and return ``path``."""
+        with HistoryWriter(Path(path), header=self.header) as w:
+            for process, type, f, value, error in self.lines:
+                w.append(process, type, f, value, error)
+        return Path(path)
+
+
+class H(Lines):
+    """An in-memory history; every method but ``write`` returns ``self`` for chaining."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._next_offset: dict[int, int] = {}
+        self._acked: dict[int, list[tuple[int, int]]] = {}
 
     def send(self, process: int, key: int, value: int, *, offset: int | None = None,
              type: str = "ok", partition: int | None = None, no_offset: bool = False,
@@ -83,16 +110,3 @@ class H:
         for partition in sorted(self._acked):
             self.poll(process, partition, sorted(self._acked[partition]), final=final)
         return self
-
-    def nemesis(self, f: str, value: Any = None, result: Any = None) -> "H":
-        """A nemesis op: invoke with ``value``, ``info`` completion with ``result``."""
-        self.invoke(NEMESIS, f, value)
-        self.lines.append((NEMESIS, "info", f, result, None))
-        return self
-
-    def write(self, path: Path) -> Path:
-        """Write the history to ``path`` (which must not exist) and return ``path``."""
-        with HistoryWriter(Path(path)) as w:
-            for process, type, f, value, error in self.lines:
-                w.append(process, type, f, value, error)
-        return Path(path)

@@ -14,10 +14,9 @@ in a real run.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Iterable
 
-from history import NEMESIS, HistoryWriter
+from tests.builder import Lines
 
 #: The configuration hand-made histories claim by default: the strictest promises (idempotent
 #: producer, acks=all, min.insync.replicas=2, no unclean election, assign, read_committed).
@@ -25,31 +24,19 @@ STRICT = {"acks": "all", "idempotence": True, "txn": False, "retries": 214748364
           "max_in_flight": 5, "min_insync_replicas": 2, "replication_factor": 3,
           "unclean_leader_election": False, "isolation_level": "read_committed",
           "sub_via": "assign", "auto_commit": False, "auto_offset_reset": "earliest"}
-_DEFAULT_ERROR = {"fail": "NOT_ENOUGH_REPLICAS", "info": "_MSG_TIMED_OUT"}
 Recs = Iterable[tuple[int, int]]
 
 
-class Q:
+class Q(Lines):
     """An in-memory format-2 history; every method but ``write`` returns ``self``."""
+
+    nemesis_type = "ok"
 
     def __init__(self, config: dict | None = None, **overrides: Any) -> None:
         self.config = {**(STRICT if config is None else config), **overrides}
-        self.lines: list[tuple[int | str, str, str, Any, str | None]] = []
+        super().__init__(header={"config": self.config})
         self._next: dict[int, int] = {}
         self._acked: dict[int, list[tuple[int, int]]] = {}
-
-    def invoke(self, process: int | str, f: str, value: Any) -> "Q":
-        """Add one invoke line."""
-        self.lines.append((process, "invoke", f, value, None))
-        return self
-
-    def complete(self, process: int | str, type: str, f: str, value: Any,
-                 error: str | None = None) -> "Q":
-        """Add one completion line; ``error`` defaults per type."""
-        if type != "ok" and error is None:
-            error = _DEFAULT_ERROR.get(type, "ERR")
-        self.lines.append((process, type, f, value, error))
-        return self
 
     def _ack(self, key: int, value: int, offset: int | None) -> int:
         if offset is None:
@@ -146,16 +133,3 @@ class Q:
         for key in sorted(set(self._acked) | set(keys)):
             self.final(process, key, sorted(self._acked.get(key, [])), end=self._next.get(key, 0))
         return self
-
-    def nemesis(self, f: str, value: Any = None, result: Any = None) -> "Q":
-        """A nemesis op: invoke with ``value``, ``ok`` completion with ``result``."""
-        self.invoke(NEMESIS, f, value)
-        self.lines.append((NEMESIS, "ok", f, result, None))
-        return self
-
-    def write(self, path: Path) -> Path:
-        """Write the history to ``path`` (which must not exist) and return ``path``."""
-        with HistoryWriter(Path(path), header={"config": self.config}) as w:
-            for process, type, f, value, error in self.lines:
-                w.append(process, type, f, value, error)
-        return Path(path)
