@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Installs everything kafka-chaos needs on a Debian machine, idempotently:
 # system packages, a virtualenv (.venv) with pinned dependencies, and the default Kafka jars.
-# Run as root (the local backend creates network namespaces and iptables rules).
+# Run as root (the local backend creates network namespaces and iptables rules; the docker
+# backend needs a Docker daemon, started here when none runs; set KAFKA_CHAOS_NO_DOCKERD=1 to
+# skip that).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 need=()
-for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven; do
+for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven \
+            dockerd:docker.io debootstrap:debootstrap nsenter:util-linux; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
@@ -14,6 +17,14 @@ if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+# the docker backend needs a daemon; start one by hand where no init system runs it
+if ! docker info >/dev/null 2>&1 && [ -z "${KAFKA_CHAOS_NO_DOCKERD:-}" ]; then
+  echo "setup: starting dockerd (log: /var/log/kafka-chaos-dockerd.log)"
+  nohup dockerd >/var/log/kafka-chaos-dockerd.log 2>&1 &
+  for _ in $(seq 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || { echo "setup: dockerd did not start" >&2; exit 1; }
 fi
 
 if [ ! -x .venv/bin/python ]; then

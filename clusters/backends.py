@@ -25,7 +25,9 @@ class Backend:
         name: the ``--backend`` value.
         check_environment: raises ``EnvironmentUnsupported`` (with the fix) when this machine
             cannot run the backend; cheap, called before any run directory exists.
-        create: ``(dist, work_dir, brokers, controllers, broker_config) -> Cluster``, not set up.
+        create: ``(dist, work_dir, brokers, controllers, broker_config, image) -> Cluster``,
+            not set up; ``image`` (a container image, None: the backend's default) only where
+            the backend runs images.
         status: the recorded cluster as ``{"nodes": [{node_id, name, host, roles}], "alive":
             {node_id: bool}, "bootstrap_servers": str}``, or None when none is recorded.
         cleanup: removes everything a cluster of this backend left (also after a SIGKILLed
@@ -34,7 +36,7 @@ class Backend:
 
     name: str
     check_environment: Callable[[], None]
-    create: Callable[[KafkaDist, Path, int, int, dict[str, str]], Cluster]
+    create: Callable[[KafkaDist, Path, int, int, dict[str, str], str | None], Cluster]
     status: Callable[[], dict | None]
     cleanup: Callable[[], list[str]]
 
@@ -43,7 +45,10 @@ def _local() -> Backend:
     from clusters import local, netns
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
-               broker_config: dict[str, str]) -> Cluster:
+               broker_config: dict[str, str], image: str | None = None) -> Cluster:
+        if image is not None:
+            raise EnvironmentUnsupported("--image needs --backend docker: the local backend "
+                                         "runs the Kafka jars of the Maven cache")
         return local.LocalCluster(dist, work_dir, brokers=brokers, controllers=controllers,
                                   broker_config=broker_config)
 
@@ -51,7 +56,19 @@ def _local() -> Backend:
                    local.cleanup_leftovers)
 
 
-_BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local}
+def _docker() -> Backend:
+    from clusters import docker_backend as docker
+
+    def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
+               broker_config: dict[str, str], image: str | None = None) -> Cluster:
+        return docker.DockerCluster(dist, work_dir, brokers=brokers, controllers=controllers,
+                                    broker_config=broker_config, image=image)
+
+    return Backend("docker", docker.check_environment, create, docker.status,
+                   docker.cleanup_leftovers)
+
+
+_BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docker}
 
 #: ``--backend`` values, the embedded default first.
 NAMES: tuple[str, ...] = tuple(_BACKENDS)

@@ -96,7 +96,9 @@ def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
 
 
 BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
-                       "namespace on this machine).")
+                       "namespace on this machine) or docker (one container per node).")
+IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache/kafka:VERSION; "
+                     "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")
 
@@ -104,6 +106,7 @@ FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly th
 @app.command("run")
 def run_cmd(
     backend: str = BACKEND,
+    image: Optional[str] = IMAGE,
     brokers: int = typer.Option(3, help="Number of brokers."),
     controllers: int = typer.Option(0, help="Dedicated KRaft controllers (0: combined mode)."),
     kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
@@ -244,9 +247,28 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
         _fail(str(exc))
 
 
+@cluster_app.command("image")
+def cluster_image(kafka_version: str = typer.Option(None, help="Kafka version of the jars.")) -> None:
+    """Build a Kafka image for the docker backend without any registry (debootstrap + JRE +
+    the jars from Maven Central; cached by content hash) and print its tag for --image."""
+    from clusters import backends, docker_image
+
+    try:
+        backends.get("docker").check_environment()
+        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+        import docker
+
+        tag = docker_image.ensure_image(docker.from_env(), kafka,
+                                        log=Console(stderr=True).log)  # stdout: the tag only
+    except ClusterError as exc:
+        _fail(str(exc))
+    console.print(tag)
+
+
 @cluster_app.command("up")
 def cluster_up(
     backend: str = BACKEND,
+    image: Optional[str] = IMAGE,
     brokers: int = typer.Option(3), controllers: int = typer.Option(0),
     kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
 ) -> None:
@@ -258,7 +280,7 @@ def cluster_up(
         chosen = backends.get(backend)
         chosen.check_environment()
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        cluster = chosen.create(kafka, dir, brokers, controllers, {})
+        cluster = chosen.create(kafka, dir, brokers, controllers, {}, image)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
     except ClusterError as exc:

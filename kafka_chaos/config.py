@@ -37,6 +37,7 @@ class RunConfig(BaseModel):
     """
 
     backend: str = "local"
+    image: str | None = None
     brokers: int = Field(3, ge=1, le=9)
     controllers: int = Field(0, ge=0, le=5)
     kafka_version: str = DEFAULT_KAFKA_VERSION
@@ -78,6 +79,8 @@ class RunConfig(BaseModel):
     def _combinations(self) -> "RunConfig":
         if self.backend not in backends.NAMES:
             raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
+        if self.image is not None and self.backend != "docker":
+            raise ValueError("--image needs --backend docker")
         lo, hi = self.ops_per_txn
         if not 1 <= lo <= hi <= 10_000:
             raise ValueError(f"--ops-per-txn {lo}..{hi}: need 1 <= MIN <= MAX <= 10000")

@@ -81,7 +81,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     if cfg.scenario:
         broker_config.update(SCENARIO_BROKER_CONFIG)
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
-                                               cfg.controllers, broker_config)
+                                               cfg.controllers, broker_config, cfg.image)
     rng = random.Random(cfg.seed)
     stop = threading.Event()
     t0 = time.monotonic()

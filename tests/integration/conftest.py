@@ -1,6 +1,7 @@
 """Real-cluster tests: root, network namespaces, real Kafka JVMs, real iptables.
 
-After the session, nothing may be left: no broker JVM, namespace, bridge or iptables rule.
+After the session, nothing may be left: no broker JVM, namespace, bridge, iptables rule, or
+labelled container or network.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clusters.local import cleanup_leftovers
+from clusters import backends
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -29,6 +30,11 @@ def leftovers() -> list[str]:
     found += [f"rule {r}" for r in rules.splitlines() if "kc-" in r]
     pids = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True).stdout
     found += [f"broker pid {p}" for p in pids.split()]
+    for what, argv in (("container", ["ps", "-a", "--format", "{{.Names}}"]),
+                       ("network", ["network", "ls", "--format", "{{.Name}}"])):
+        out = subprocess.run(["docker", *argv, "--filter", "label=kafka-chaos.prefix"],
+                             capture_output=True, text=True).stdout
+        found += [f"docker {what} {name}" for name in out.split()]
     return found
 
 
@@ -36,10 +42,12 @@ def leftovers() -> list[str]:
 def nothing_left_behind():
     if os.geteuid() != 0:
         pytest.skip("real-cluster tests need root (network namespaces, iptables)")
-    cleanup_leftovers()
+    for name in backends.NAMES:
+        backends.get(name).cleanup()
     yield
     left = leftovers()
-    cleanup_leftovers()
+    for name in backends.NAMES:
+        backends.get(name).cleanup()
     assert not left, f"tests left these behind: {left}"
 
 

@@ -13,7 +13,7 @@ import time
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from clusters import admin, backends, dist
+from clusters import admin, backends, dist, docker_image
 from clusters.errors import DistributionError, EnvironmentUnsupported
 from tests.integration.conftest import leftovers
 
@@ -60,7 +60,13 @@ def test_backend_conformance(tmp_path, name):
     collected, teardown leaves nothing the backend can find."""
     backend = backends.get(name)
     backend.check_environment()
-    cluster = backend.create(dist.resolve("3.9.1"), tmp_path / "nodes", 3, 1, {})
+    kafka = dist.resolve("3.9.1")
+    image = None
+    if name == "docker":  # no registry here: the image is built locally (and cached by hash)
+        import docker
+
+        image = docker_image.ensure_image(docker.from_env(), kafka)
+    cluster = backend.create(kafka, tmp_path / "nodes", 3, 1, {}, image)
     try:
         cluster.setup()
         assert [n.roles for n in cluster.nodes] == [("broker",)] * 3 + [("controller",)]
@@ -122,7 +128,7 @@ def test_backend_conformance(tmp_path, name):
 
 
 def test_unknown_backend_and_kafka_version_are_clear_errors():
-    with pytest.raises(EnvironmentUnsupported, match="unknown cluster backend 'nope': choose one of local"):
+    with pytest.raises(EnvironmentUnsupported, match="unknown cluster backend 'nope': choose one of local, docker"):
         backends.get("nope")
     with pytest.raises(DistributionError, match="could not be resolved"):
         dist.resolve("3.0.99")

@@ -87,6 +87,33 @@ def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_pat
     assert res["stats"]["acked_sends"] > 1000
 
 
+def test_the_same_run_on_the_docker_backend(tmp_path):
+    """The quick-start run with every node in a container (image built here, no registry):
+    kills and iptables cuts through the containers' namespaces, a verdict, nothing left."""
+    import docker
+
+    from clusters import dist, docker_image
+
+    image = docker_image.ensure_image(docker.from_env(), dist.resolve())
+    proc = kafka_chaos("run", "--backend", "docker", "--image", image, "--nemesis",
+                       "kill,partition", "--nemesis-interval", "4", "--time-limit", "20",
+                       "--seed", "3", "--out", str(tmp_path))
+    res = _results(tmp_path)
+    assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
+    assert res["unknown_reasons"] == [] and res["stats"]["acked_sends"] > 500
+    ops = _ops(tmp_path)
+    assert {"kill", "partition"} & _nemesis_done(ops) and "heal-all" in _nemesis_done(ops)
+    assert any(m[0] == "poll" and m[1] for op in ops if op.f == "poll"
+               and op.type.value == "ok" for m in op.value), "consumers read during the run"
+    run_dir = (tmp_path / "latest").resolve()
+    assert json.loads((run_dir / "config.json").read_text())["backend"] == "docker"
+    for node in ("n1", "n2", "n3"):  # logs and container output kept in the run directory
+        assert "Kafka Server started" in (run_dir / "nodes" / node / "logs" /
+                                          "server.log").read_text(errors="replace")
+        assert (run_dir / "nodes" / node / "server.out").is_file()
+    assert leftovers() == []
+
+
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     """Read-process-write transactions, 30 % aborted on purpose, brokers killed: committed
@@ -154,7 +181,8 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path):
                         (["--kafka-version", "0.0.1"], ("0.0.1",)),
                         (["--ops-per-txn", "4..2"], ("--ops-per-txn",)),
                         (["--fail-on", "some"], ("--fail-on",)),
-                        (["--backend", "k8s"], ("--backend", "local"))):
+                        (["--backend", "k8s"], ("--backend", "local")),
+                        (["--image", "x"], ("--image", "--backend docker"))):
         proc = kafka_chaos("run", *args, "--out", str(tmp_path))
         assert proc.returncode == 2, (args, proc.stdout + proc.stderr)
         assert all(w in proc.stdout for w in words), (args, proc.stdout)
