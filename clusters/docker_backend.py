@@ -119,8 +119,10 @@ class DockerCluster(Cluster, Killable, Pausable, Partitionable):
         try:
             self.docker.images.get(self.image)
         except docker.errors.ImageNotFound:
-            raise EnvironmentUnsupported(f"image {self.image} is not here: docker pull it, or "
-                                         "pass --image (docs: clusters/docker_image.py)") from None
+            raise EnvironmentUnsupported(
+                f"image {self.image} is not here: `docker pull {self.image}`, or build one "
+                "without a registry with `kafka-chaos cluster image`, pass it as --image"
+            ) from None
         self._created = True
         labels = {LABEL: self.prefix}
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(

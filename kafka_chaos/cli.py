@@ -248,7 +248,9 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
 
 
 @cluster_app.command("image")
-def cluster_image(kafka_version: str = typer.Option(None, help="Kafka version of the jars.")) -> None:
+def cluster_image(
+    kafka_version: str = typer.Option(None, help="Kafka version of the jars."),
+) -> None:
     """Build a Kafka image for the docker backend without any registry (debootstrap + JRE +
     the jars from Maven Central; cached by content hash) and print its tag for --image."""
     from clusters import backends, docker_image

@@ -128,7 +128,8 @@ def test_backend_conformance(tmp_path, name):
 
 
 def test_unknown_backend_and_kafka_version_are_clear_errors():
-    with pytest.raises(EnvironmentUnsupported, match="unknown cluster backend 'nope': choose one of local, docker"):
+    with pytest.raises(EnvironmentUnsupported,
+                       match="unknown cluster backend 'nope': choose one of local, docker"):
         backends.get("nope")
     with pytest.raises(DistributionError, match="could not be resolved"):
         dist.resolve("3.0.99")
