@@ -15,10 +15,11 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from clusters.base import Cluster, ExecResult, Killable, Node, Partitionable, Pausable
+from clusters.base import Cluster, ExecResult, Killable, Node, Pausable
 from clusters.dist import KafkaDist
-from clusters.errors import ClusterError, CommandFailed, EnvironmentUnsupported
+from clusters.errors import ClusterError, EnvironmentUnsupported
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from clusters.netfaults import NamespaceIptables
 
 DEFAULT_PREFIX = "kc"
 LABEL = "kafka-chaos.prefix"
@@ -51,7 +52,7 @@ def check_environment() -> None:
     _client()
 
 
-class DockerCluster(Cluster, Killable, Pausable, Partitionable):
+class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
     """N brokers (KRaft), optionally C dedicated controllers, one container each.
 
     Args:
@@ -214,29 +215,6 @@ class DockerCluster(Cluster, Killable, Pausable, Partitionable):
         self._save_output(node)
         d = self.node_dir(node)
         return [p for p in (d / "logs" / "server.log", d / "server.out") if p.exists()]
-
-    # -- network faults --------------------------------------------------------------------
-    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
-        for peer in peers:
-            match = [] if port is None else ["-p", "tcp"]
-            rules = []
-            for chain, side in (("INPUT", "-s"), ("OUTPUT", "-d")):
-                if port is None:
-                    rules.append([chain, side, peer.host, "-j", "DROP"])
-                else:
-                    rules += [[chain, side, peer.host, *match, f"--{p}", str(port), "-j", "DROP"]
-                              for p in ("dport", "sport")]
-            for rule in rules:
-                res = self.exec(node, ["iptables", "-A", *rule])
-                if res.exit != 0:
-                    raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
-
-    def heal_network(self) -> None:
-        # a container's network namespace is its own: flushing its chains removes only ours
-        for node in self.nodes:
-            if self.is_running(node):
-                self.exec(node, ["iptables", "-F", "INPUT"])
-                self.exec(node, ["iptables", "-F", "OUTPUT"])
 
 
 def status(prefix: str = DEFAULT_PREFIX) -> dict | None:

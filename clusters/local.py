@@ -17,10 +17,11 @@ import uuid
 from pathlib import Path
 
 from clusters import netns
-from clusters.base import Cluster, ExecResult, Killable, Node, Partitionable, Pausable
+from clusters.base import Cluster, ExecResult, Killable, Node, Pausable
 from clusters.dist import KafkaDist, check_java
 from clusters.errors import ClusterError, CommandFailed
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from clusters.netfaults import NamespaceIptables
 
 DEFAULT_PREFIX = "kc"
 
@@ -55,7 +56,7 @@ def kafka_uuid() -> str:
             return text
 
 
-class LocalCluster(Cluster, Killable, Pausable, Partitionable):
+class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -230,29 +231,6 @@ class LocalCluster(Cluster, Killable, Pausable, Partitionable):
     def log_files(self, node: Node) -> list[Path]:
         d = self.node_dir(node)
         return [p for p in (d / "logs" / "server.log", d / "server.out") if p.exists()]
-
-    # -- network faults --------------------------------------------------------------------
-    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
-        for peer in peers:
-            if port is None:
-                rules = [["INPUT", "-s", peer.host, "-j", "DROP"],
-                         ["OUTPUT", "-d", peer.host, "-j", "DROP"]]
-            else:
-                tcp = ["-p", "tcp"]
-                rules = [["INPUT", "-s", peer.host, *tcp, "--dport", str(port), "-j", "DROP"],
-                         ["INPUT", "-s", peer.host, *tcp, "--sport", str(port), "-j", "DROP"],
-                         ["OUTPUT", "-d", peer.host, *tcp, "--dport", str(port), "-j", "DROP"],
-                         ["OUTPUT", "-d", peer.host, *tcp, "--sport", str(port), "-j", "DROP"]]
-            for rule in rules:
-                res = self.exec(node, ["iptables", "-A", *rule])
-                if res.exit != 0:
-                    raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
-
-    def heal_network(self) -> None:
-        # the namespaces are ours alone, so flushing their chains removes exactly our rules
-        for node in self.nodes:
-            self.exec(node, ["iptables", "-F", "INPUT"])
-            self.exec(node, ["iptables", "-F", "OUTPUT"])
 
 
 def recorded_state(prefix: str = DEFAULT_PREFIX) -> dict | None:

@@ -7,6 +7,7 @@ labelled container or network.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -30,8 +31,10 @@ def leftovers() -> list[str]:
     found += [f"rule {r}" for r in rules.splitlines() if "kc-" in r]
     pids = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True).stdout
     found += [f"broker pid {p}" for p in pids.split()]
-    for what, argv in (("container", ["ps", "-a", "--format", "{{.Names}}"]),
-                       ("network", ["network", "ls", "--format", "{{.Name}}"])):
+    docker = [] if shutil.which("docker") is None else [
+        ("container", ["ps", "-a", "--format", "{{.Names}}"]),
+        ("network", ["network", "ls", "--format", "{{.Name}}"])]
+    for what, argv in docker:
         out = subprocess.run(["docker", *argv, "--filter", "label=kafka-chaos.prefix"],
                              capture_output=True, text=True).stdout
         found += [f"docker {what} {name}" for name in out.split()]

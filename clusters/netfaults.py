@@ -1,0 +1,35 @@
+"""Partitions for backends whose every node has a network namespace of its own (a Linux
+namespace of the local backend, a container's namespace): iptables rules in that namespace's
+INPUT and OUTPUT chains, run through ``Cluster.exec``. Nothing else lives in those chains, so
+healing flushes them."""
+
+from __future__ import annotations
+
+from clusters.base import Node, Partitionable
+from clusters.errors import CommandFailed
+
+
+def drop_rules(peer: Node, port: int | None) -> list[list[str]]:
+    """The ``iptables -A`` argv tails that cut ``peer`` off (both directions), or only TCP to
+    and from ``port`` on either side."""
+    if port is None:
+        return [["INPUT", "-s", peer.host, "-j", "DROP"], ["OUTPUT", "-d", peer.host, "-j", "DROP"]]
+    return [[chain, side, peer.host, "-p", "tcp", f"--{p}", str(port), "-j", "DROP"]
+            for chain, side in (("INPUT", "-s"), ("OUTPUT", "-d")) for p in ("dport", "sport")]
+
+
+class NamespaceIptables(Partitionable):
+    """``Partitionable`` for a ``Cluster`` whose ``exec`` runs in the node's own namespace."""
+
+    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+        for peer in peers:
+            for rule in drop_rules(peer, port):
+                res = self.exec(node, ["iptables", "-A", *rule])
+                if res.exit != 0:
+                    raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
+
+    def heal_network(self) -> None:
+        # a node that is down has no rules to remove (a container's namespace went with it)
+        for node in self.nodes:
+            self.exec(node, ["iptables", "-F", "INPUT"])
+            self.exec(node, ["iptables", "-F", "OUTPUT"])
