@@ -176,13 +176,21 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
     def stop(self, node: Node, timeout_s: float = 30.0) -> None:
         c = self._container(node)
         if c is not None and self.is_running(node):
+            self._thaw(c)
             c.stop(timeout=int(timeout_s))  # SIGTERM, SIGKILL after the timeout
 
     def kill(self, node: Node) -> None:
         c = self._container(node)
         if c is not None and self.is_running(node):
+            self._thaw(c)
             c.kill()
             c.wait()
+
+    @staticmethod
+    def _thaw(container) -> None:
+        # dockerd refuses to signal a frozen container (409), as pause + kill nemeses may meet
+        if container.status == "paused":
+            container.unpause()
 
     def pause(self, node: Node) -> None:
         c = self._container(node)
@@ -192,9 +200,7 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
     def resume(self, node: Node) -> None:
         c = self._container(node)
         if c is not None:
-            c.reload()
-            if c.status == "paused":
-                c.unpause()
+            self._thaw(c)
 
     def is_running(self, node: Node) -> bool:
         c = self._container(node)

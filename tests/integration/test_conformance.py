@@ -106,6 +106,12 @@ def test_backend_conformance(tmp_path, name):
         assert cluster.is_running(n3) and not _answers(n3.client_endpoint)
         cluster.resume(n3)
         assert _until(lambda: _answers(n3.client_endpoint), 20)
+        # a paused node can still be killed (pause and kill nemeses may meet on one node)
+        cluster.pause(n3)
+        cluster.kill(n3)
+        assert not cluster.is_running(n3)
+        cluster.start(n3)
+        admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
 
         # isolate node 1 from every peer: from node 1, peers' listeners become unreachable
         n1 = cluster.node(1)
