@@ -11,6 +11,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
+#: Reported among the nemesis ``f``s that completed ``ok`` (``analysis.stats.count_ops``) when
+#: an ``elect-unclean`` op elected at least one leader: an unclean election happened.
+UNCLEAN_ELECTED = "elect-unclean:elected"
+
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that
 #: step back), consumers whose position fell off the log are reset (auto.offset.reset), and the
@@ -52,8 +56,9 @@ RULES: tuple[Rule, ...] = (
          "Kafka producer configs, `acks`; design doc, Replication"),
     Rule("unclean-leader-election", TRUNCATION, _unclean,
          "unclean.leader.election.enable lets a replica outside the ISR become leader, and the "
-         "log is truncated to its (shorter) log: \"doing so may result in data loss\"",
-         "Kafka topic configs, `unclean.leader.election.enable`"),
+         "log is truncated to its (shorter) log: \"doing so may result in data loss\" (also when "
+         "an admin forces an unclean election)",
+         "Kafka topic configs, `unclean.leader.election.enable`; KIP-460 (ElectLeaders UNCLEAN)"),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
@@ -99,10 +104,12 @@ RULES: tuple[Rule, ...] = (
 
 def facts_of(config: dict[str, Any] | None, nemesis_ok: set[str]) -> dict[str, Any] | None:
     """The facts rules are judged on: ``config`` plus ``unclean_at_runtime`` (an ``unclean-on``
-    nemesis op completed ``ok``). None when the configuration is unknown."""
+    nemesis op completed ``ok``, or a forced unclean ElectLeaders elected a leader, KIP-460).
+    None when the configuration is unknown."""
     if config is None:
         return None
-    return {**config, "unclean_at_runtime": "unclean-on" in nemesis_ok}
+    forced = UNCLEAN_ELECTED in nemesis_ok
+    return {**config, "unclean_at_runtime": "unclean-on" in nemesis_ok or forced}
 
 
 def judge(name: str, facts: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from pyspark.sql import functions as F
 
 from analysis.checkers.versions import Versions
 from analysis.load import History
+from analysis.promises import UNCLEAN_ELECTED
 from history import NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
@@ -15,7 +16,8 @@ _OUTCOMES = ("ok", "fail", "info", "pending")
 
 def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[str]]:
     """Op counts, the keys whose writes cannot be fully judged, and the nemesis ``f``s that
-    completed ``ok``. One Spark job.
+    completed ``ok`` (an ``elect-unclean`` that elected a leader counts as
+    ``UNCLEAN_ELECTED``). One Spark job.
 
     Returns ``(stats, keys_without_final_read, nemesis_ok)``:
 
@@ -32,8 +34,12 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     """
     nemesis = F.col("process") == NEMESIS
     null = F.lit(None).cast("long")
+    # a forced unclean ElectLeaders that elected a leader is an unclean election (KIP-460)
+    elected = (nemesis & (F.col("f") == "elect-unclean") & (F.col("type") == "ok")
+               & F.coalesce(F.get_json_object("done", "$.elected").contains('"OK"'), F.lit(False)))
+    f = F.when(elected, F.lit(UNCLEAN_ELECTED)).otherwise(F.col("f")).alias("f")
     parts = [
-        h.pairs.groupBy(F.when(nemesis, NEMESIS).otherwise("op").alias("what"), "f", "type")
+        h.pairs.groupBy(F.when(nemesis, NEMESIS).otherwise("op").alias("what"), f, "type")
         .agg(null.alias("key"), F.count(F.lit(1)).alias("n")),
         v.acked.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
         .select(F.lit("acked").alias("what"), F.lit(None).cast("string").alias("f"),

@@ -109,6 +109,22 @@ def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
         raise ClusterError(f"altering configs of {topic} failed: {exc.args[0].str()}") from exc
 
 
+def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float = 10.0) -> str | None:
+    """The effective value of topic config ``key`` (DescribeConfigs, answered by a broker from
+    its metadata), or None if the topic does not list it.
+
+    Raises ``ClusterError`` when the request fails.
+    """
+    res = ConfigResource(ResourceType.TOPIC, topic)
+    try:
+        entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
+            timeout=timeout_s + 5)
+    except KafkaException as exc:
+        raise ClusterError(f"describing configs of {topic} failed: {exc.args[0].str()}") from exc
+    entry = entries.get(key)
+    return None if entry is None else entry.value
+
+
 def elect_unclean(admin: AdminClient, topic: str, partition_ids: list[int],
                   timeout_s: float = 15.0) -> dict[int, str | None]:
     """Trigger an unclean leader election (KIP-460 ElectLeaders, type UNCLEAN).

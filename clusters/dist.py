@@ -74,15 +74,26 @@ def check_java() -> str:
         raise DistributionError(f"java not found on PATH: install a JDK/JRE >= {MIN_JAVA} "
                                 "(e.g. apt-get install openjdk-17-jre-headless)")
     out = subprocess.run([java, "-version"], capture_output=True, text=True).stderr
-    m = re.search(r'version "(\d+)(?:\.(\d+))?', out)
+    check_java_version(out, "java")
+    return java
+
+
+def check_java_version(version_output: str, where: str) -> int:
+    """The major version in ``java -version`` output (``"1.8.0_x"`` counts as 8).
+
+    Raises ``DistributionError`` naming ``where`` (e.g. a host) when it cannot be read or is
+    older than ``MIN_JAVA``.
+    """
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', version_output)
     if not m:
-        raise DistributionError(f"cannot read the Java version from `java -version`: {out.strip()!r}")
+        raise DistributionError(f"cannot read the Java version of {where} from `java -version`: "
+                                f"{version_output.strip()[:300]!r}")
     major = int(m.group(1))
-    if major == 1 and m.group(2):  # "1.8.0_x" style
+    if major == 1 and m.group(2):
         major = int(m.group(2))
     if major < MIN_JAVA:
-        raise DistributionError(f"Java {major} is too old: Kafka needs Java >= {MIN_JAVA}")
-    return java
+        raise DistributionError(f"{where}: Java {major} is too old: Kafka needs Java >= {MIN_JAVA}")
+    return major
 
 
 def from_home(home: Path) -> KafkaDist:

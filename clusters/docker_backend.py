@@ -52,6 +52,18 @@ def check_environment() -> None:
     _client()
 
 
+def check_image(image: str) -> None:
+    """Raise ``EnvironmentUnsupported`` (naming the ways to get one) unless ``image`` is here."""
+    import docker.errors
+
+    try:
+        _client().images.get(image)
+    except docker.errors.ImageNotFound:
+        raise EnvironmentUnsupported(
+            f"image {image} is not here: `docker pull {image}`, or build one without a "
+            "registry with `kafka-chaos cluster image`, pass it as --image") from None
+
+
 class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
     """N brokers (KRaft), optionally C dedicated controllers, one container each.
 
@@ -110,20 +122,15 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
         """Network, one formatted-and-started container per node (does not wait for readiness)."""
-        import docker.errors
+        import docker
+
         from clusters.local import kafka_uuid
 
         check_environment()
         if status(self.prefix) is not None:
             raise ClusterError(f"a docker cluster '{self.prefix}' exists: remove it with "
                                "`kafka-chaos cluster down --backend docker`")
-        try:
-            self.docker.images.get(self.image)
-        except docker.errors.ImageNotFound:
-            raise EnvironmentUnsupported(
-                f"image {self.image} is not here: `docker pull {self.image}`, or build one "
-                "without a registry with `kafka-chaos cluster image`, pass it as --image"
-            ) from None
+        check_image(self.image)
         self._created = True
         labels = {LABEL: self.prefix}
         ipam = docker.types.IPAMConfig(pool_configs=[docker.types.IPAMPool(

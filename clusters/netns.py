@@ -51,8 +51,8 @@ def ns_name(prefix: str, name: str) -> str:
     return f"{prefix}-{name}"
 
 
-def create_bridge(prefix: str) -> list[list[str]]:
-    """Create the bridge with the host address ``SUBNET.1/24``.
+def create_bridge(prefix: str, subnet: str = SUBNET) -> list[list[str]]:
+    """Create the bridge with the host address ``<subnet>.1/24`` (``subnet``: three octets).
 
     Returns the host iptables rules added (as ``iptables`` argv tails after ``-D``) so they can
     be deleted later: when the FORWARD policy is DROP (e.g. dockerd is running), bridged frames
@@ -60,7 +60,7 @@ def create_bridge(prefix: str) -> list[list[str]]:
     """
     br = bridge_name(prefix)
     run(["ip", "link", "add", br, "type", "bridge"])
-    run(["ip", "addr", "add", f"{SUBNET}.1/24", "dev", br])
+    run(["ip", "addr", "add", f"{subnet}.1/24", "dev", br])
     run(["ip", "link", "set", br, "up"])
     rules: list[list[str]] = []
     policy = run(["iptables", "-S", "FORWARD"], check=False).stdout
@@ -71,11 +71,11 @@ def create_bridge(prefix: str) -> list[list[str]]:
     return rules
 
 
-def add_host(prefix: str, name: str, index: int) -> str:
-    """Create namespace + veth for node ``name`` and return its IP."""
+def add_host(prefix: str, name: str, index: int, subnet: str = SUBNET) -> str:
+    """Create namespace + veth for node ``name`` and return its IP, ``<subnet>.<10 + index>``."""
     ns = ns_name(prefix, name)
     veth = f"{prefix}-v{index}"[:15]
-    ip = f"{SUBNET}.{10 + index}"
+    ip = f"{subnet}.{10 + index}"
     run(["ip", "netns", "add", ns])
     run(["ip", "link", "add", veth, "type", "veth", "peer", "name", "eth0", "netns", ns])
     run(["ip", "link", "set", veth, "master", bridge_name(prefix), "up"])

@@ -19,6 +19,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from clusters import dist
 from clusters.errors import ClusterError
+from kafka_chaos import plan as plan_file
 from kafka_chaos import report
 from kafka_chaos.config import RunConfig, parse_range
 
@@ -86,7 +87,9 @@ def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
     except ValueError as exc:
         _fail(f"--spark-master {exc}")
     try:
-        backends.get(cfg.backend).check_environment()  # before any download or run directory
+        # before any download or run directory
+        backends.get(cfg.backend).check_environment(cfg.backend_options(), cfg.brokers,
+                                                    cfg.controllers)
         kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
                  else dist.resolve(cfg.kafka_version))
         dist.check_java()
@@ -96,17 +99,27 @@ def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
 
 
 BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
-                       "namespace on this machine) or docker (one container per node).")
+                       "namespace on this machine), docker (one container per node) or ssh "
+                       "(existing hosts of an --inventory).")
 IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache/kafka:VERSION; "
                      "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
+INVENTORY = typer.Option(None, help="ssh backend: the inventory YAML (hosts, SSH users and keys, "
+                         "node ids, roles, Kafka home or upload).")
+ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", help="ssh backend: accept host "
+                           "keys missing from known_hosts (logged); a changed key is refused.")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")
 
 
 @app.command("run")
 def run_cmd(
+    ctx: typer.Context,
+    plan: Optional[Path] = typer.Option(None, help="YAML plan file (see kafka_chaos/plan.py); "
+                                        "flags given on the command line override it."),
     backend: str = BACKEND,
     image: Optional[str] = IMAGE,
+    inventory: Optional[Path] = INVENTORY,
+    accept_unknown_host_keys: bool = ACCEPT_KEYS,
     brokers: int = typer.Option(3, help="Number of brokers."),
     controllers: int = typer.Option(0, help="Dedicated KRaft controllers (0: combined mode)."),
     kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
@@ -172,11 +185,19 @@ def run_cmd(
         if scenario is not None:
             # the scenario targets one partition and needs a fast ISR shrink
             extra = {"keys": 1, "topics": 1, "replica_lag_time_max_ms": 3000}
-        fields = {k: v for k, v in options.items() if k in RunConfig.model_fields and v is not None}
-        cfg = RunConfig(**{
-            **fields, "kafka_home": kafka_home and str(kafka_home), "time_limit_s": time_limit,
+        fields = {k: v for k, v in options.items() if k in RunConfig.model_fields}
+        fields.update({
+            "kafka_home": kafka_home and str(kafka_home), "time_limit_s": time_limit,
+            "inventory": inventory and str(inventory.resolve()),
             "ops_per_txn": span, "crash_client_interval_s": crash_client_interval,
-            "nemesis": packages, "nemesis_interval_s": nemesis_interval, **extra})
+            "nemesis": packages, "nemesis_interval_s": nemesis_interval})
+        fields = {k: v for k, v in fields.items() if v is not None}
+        if plan is not None:  # a plan's values give way to flags given on the command line
+            given = {name for name in options
+                     if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
+            planned = plan_file.run_fields(plan_file.load(plan), plan)
+            fields.update({k: v for k, v in planned.items() if k not in given})
+        cfg = RunConfig(**{**fields, **extra})
     except ValidationError as exc:
         err = exc.errors()[0]
         where = "--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-") if err["loc"] else ""
@@ -256,7 +277,7 @@ def cluster_image(
     from clusters import backends, docker_image
 
     try:
-        backends.get("docker").check_environment()
+        backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
         import docker
 
@@ -271,6 +292,8 @@ def cluster_image(
 def cluster_up(
     backend: str = BACKEND,
     image: Optional[str] = IMAGE,
+    inventory: Optional[Path] = INVENTORY,
+    accept_unknown_host_keys: bool = ACCEPT_KEYS,
     brokers: int = typer.Option(3), controllers: int = typer.Option(0),
     kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
 ) -> None:
@@ -280,9 +303,10 @@ def cluster_up(
     cluster = None
     try:
         chosen = backends.get(backend)
-        chosen.check_environment()
+        options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
+        chosen.check_environment(options, brokers, controllers)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        cluster = chosen.create(kafka, dir, brokers, controllers, {}, image)
+        cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
     except ClusterError as exc:
@@ -298,7 +322,7 @@ def cluster_status(backend: str = BACKEND) -> None:
     from clusters import backends
 
     try:
-        state = backends.get(backend).status()
+        state = backends.get(backend).status(backends.BackendOptions())
     except ClusterError as exc:
         _fail(str(exc))
     if state is None:
@@ -312,19 +336,29 @@ def cluster_status(backend: str = BACKEND) -> None:
 
 
 @cluster_app.command("down")
-def cluster_down(backend: str = BACKEND) -> None:
-    """Remove the cluster and anything a crashed run left (for ``local``: processes,
-    namespaces, iptables rules)."""
+def cluster_down(
+    backend: str = BACKEND,
+    inventory: Optional[Path] = typer.Option(None, help="ssh backend: also clean these hosts "
+                                             "when no cluster is recorded on this machine."),
+    accept_unknown_host_keys: bool = ACCEPT_KEYS,
+) -> None:
+    """Remove the cluster and anything a crashed run left (local: processes, namespaces,
+    iptables rules; docker: labelled containers and network; ssh: remote processes, the
+    tool's iptables chains, node directories)."""
     from clusters import backends
 
     try:
-        removed = backends.get(backend).cleanup()
+        removed = backends.get(backend).cleanup(
+            backends.BackendOptions(inventory=inventory,
+                                    accept_unknown_host_keys=accept_unknown_host_keys))
     except ClusterError as exc:
         _fail(str(exc))
     for item in removed:
-        console.print(f"removed {item}")
+        console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
     if not removed:
         console.print("nothing to remove")
+    if any(item.startswith("NOT") for item in removed):
+        raise typer.Exit(2)
 
 
 if __name__ == "__main__":

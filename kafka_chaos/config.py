@@ -28,6 +28,20 @@ def parse_range(text: str) -> tuple[int, int]:
     return lo, int(m[2]) if m[2] is not None else lo
 
 
+#: Server properties the run's options set (the verdict judges by them): property -> option
+#: (None: no option, the run's own value).
+_OWNED_PROPERTIES = {
+    "default.replication.factor": "replication-factor", "min.insync.replicas":
+    "min-insync-replicas", "unclean.leader.election.enable": "unclean-leader-election",
+    "replica.lag.time.max.ms": "replica-lag-time-max-ms",
+    "unclean.leader.election.interval.ms": None}
+#: Server properties each backend writes per node (``clusters/kafka_config.server_properties``).
+_GENERATED_PROPERTIES = frozenset({
+    "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
+    "listener.security.protocol.map", "log.dirs", "listeners", "advertised.listeners",
+    "inter.broker.listener.name"})
+
+
 class RunConfig(BaseModel):
     """Everything that determines a run (with ``seed``, enough to rerun it).
 
@@ -38,6 +52,8 @@ class RunConfig(BaseModel):
 
     backend: str = "local"
     image: str | None = None
+    inventory: str | None = None
+    accept_unknown_host_keys: bool = False
     brokers: int = Field(3, ge=1, le=9)
     controllers: int = Field(0, ge=0, le=5)
     kafka_version: str = DEFAULT_KAFKA_VERSION
@@ -74,6 +90,8 @@ class RunConfig(BaseModel):
     scenario: str | None = None
     seed: int = 0
     spark_master: str = "local[2]"
+    #: server properties for every broker beyond those the options above set (plan files)
+    broker_properties: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
@@ -81,6 +99,17 @@ class RunConfig(BaseModel):
             raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
         if self.image is not None and self.backend != "docker":
             raise ValueError("--image needs --backend docker")
+        if (self.inventory is not None) != (self.backend == "ssh"):
+            raise ValueError("--backend ssh and --inventory FILE go together")
+        if self.accept_unknown_host_keys and self.backend != "ssh":
+            raise ValueError("--accept-unknown-host-keys needs --backend ssh")
+        for key in self.broker_properties:
+            if key in _OWNED_PROPERTIES:
+                option = _OWNED_PROPERTIES[key]
+                raise ValueError(f"broker_config {key}: " + (f"set it with --{option}" if option
+                                 else "the run sets it (scenarios rely on its value)"))
+            if key in _GENERATED_PROPERTIES:
+                raise ValueError(f"broker_config {key}: the cluster backend sets it per node")
         lo, hi = self.ops_per_txn
         if not 1 <= lo <= hi <= 10_000:
             raise ValueError(f"--ops-per-txn {lo}..{hi}: need 1 <= MIN <= MAX <= 10000")
@@ -115,9 +144,18 @@ class RunConfig(BaseModel):
         """Whether producers are idempotent: ``--idempotence``, or implied by ``--txn``."""
         return self.idempotence or self.txn
 
+    def backend_options(self):
+        """The ``clusters.backends.BackendOptions`` of this run."""
+        from pathlib import Path
+
+        return backends.BackendOptions(
+            image=self.image, inventory=Path(self.inventory) if self.inventory else None,
+            accept_unknown_host_keys=self.accept_unknown_host_keys)
+
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""
         return {
+            **self.broker_properties,
             "default.replication.factor": str(self.replication_factor),
             "min.insync.replicas": str(self.min_insync_replicas),
             "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),

@@ -81,7 +81,8 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     if cfg.scenario:
         broker_config.update(SCENARIO_BROKER_CONFIG)
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
-                                               cfg.controllers, broker_config, cfg.image)
+                                               cfg.controllers, broker_config,
+                                               cfg.backend_options())
     rng = random.Random(cfg.seed)
     stop = threading.Event()
     t0 = time.monotonic()

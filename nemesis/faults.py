@@ -6,10 +6,12 @@ Targets are data, as in Jepsen's ``nemesis/combined``: ``{"target": "one"|"leade
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from clusters import admin
 from clusters.base import Killable, Node, Partitionable, Pausable
+from clusters.errors import ClusterError
 from nemesis.base import Nemesis, NemesisError
 
 
@@ -139,6 +141,12 @@ class PartitionNemesis(Nemesis):
         return self.invoke("heal", None)
 
 
+#: Seconds an unclean-on/off may take: measured on the docker backend, brokers forwarded config
+#: changes to the controller again only ~25 s after the active controller's container was killed
+#: (its address stays silent instead of refusing connections).
+ALTER_TIMEOUT_S = 30.0
+
+
 class UncleanElectionNemesis(Nemesis):
     """Toggles ``unclean.leader.election.enable`` on a topic at runtime and forces elections.
 
@@ -146,7 +154,9 @@ class UncleanElectionNemesis(Nemesis):
     ``elect-unclean`` (KIP-460 ElectLeaders with type UNCLEAN on every partition that has no
     leader). KRaft controllers only re-check offline partitions for unclean election every
     ``unclean.leader.election.interval.ms``, hence the explicit election. ``value`` is
-    ``{"topic": str}``. ``teardown`` restores ``restore_value``.
+    ``{"topic": str}``. A toggle completes ``ok`` only when the value the brokers report
+    (DescribeConfigs) is the one asked for, recorded as ``read_back``; a lost reply to a change
+    that was applied still counts. ``teardown`` restores ``restore_value``.
     """
 
     fs = frozenset({"unclean-on", "unclean-off", "elect-unclean"})
@@ -157,16 +167,42 @@ class UncleanElectionNemesis(Nemesis):
         self.restore_value = restore_value
         self.toggled = False
 
-    def _admin(self):
-        return admin.client(self.cluster.bootstrap_servers, 5.0)
+    def _admin(self, timeout_s: float = 5.0):
+        # only live brokers: a killed container's or host's address does not refuse, it stays
+        # silent, and a request routed there times out (seen on the docker backend)
+        live = [n.client_endpoint for n in self.cluster.brokers if self.cluster.is_running(n)]
+        return admin.client(",".join(live) or self.cluster.bootstrap_servers, timeout_s)
+
+    def _set_and_read_back(self, key: str, want: str) -> str:
+        """Set topic config ``key`` to ``want`` and return the value brokers then report;
+        retried for up to ``ALTER_TIMEOUT_S`` s, then the last error is raised."""
+        deadline = time.monotonic() + ALTER_TIMEOUT_S
+        while True:
+            # SET is idempotent, so retrying is safe; a change may also be applied while its
+            # reply is lost (the active controller died): the value the brokers report
+            # decides. A fresh client each time: it looks for the controller anew.
+            a = self._admin(10.0)
+            try:
+                admin.set_topic_config(a, self.topic, {key: want}, timeout_s=10.0)
+            except ClusterError as exc:
+                error = exc
+            try:
+                effective = admin.topic_config(a, self.topic, key, timeout_s=5.0)
+                if effective == want:
+                    return effective
+                error = ClusterError(f"{key} of {self.topic} reads back {effective}")
+            except ClusterError as exc:
+                error = exc
+            if time.monotonic() > deadline:
+                raise error
+            time.sleep(1.0)
 
     def invoke(self, f: str, value: Any) -> Any:
         if f in ("unclean-on", "unclean-off"):
-            on = f == "unclean-on"
-            admin.set_topic_config(self._admin(), self.topic,
-                                   {"unclean.leader.election.enable": str(on).lower()})
+            key, want = "unclean.leader.election.enable", str(f == "unclean-on").lower()
             self.toggled = True
-            return {"topic": self.topic, "unclean.leader.election.enable": on}
+            effective = self._set_and_read_back(key, want)
+            return {"topic": self.topic, key: want == "true", "read_back": effective}
         a = self._admin()
         offline = [s.partition for s in admin.partitions(a, self.topic) if s.leader < 0]
         if not offline:

@@ -1,7 +1,7 @@
 """Real-cluster tests: root, network namespaces, real Kafka JVMs, real iptables.
 
-After the session, nothing may be left: no broker JVM, namespace, bridge, iptables rule, or
-labelled container or network.
+After the session, nothing may be left: no broker JVM, namespace, bridge, iptables rule,
+labelled container or network, or rule in the ssh test hosts' own chains.
 """
 
 from __future__ import annotations
@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from clusters import backends
+from clusters import backends, dist
+from clusters.backends import BackendOptions
+from tests.integration.sshd_hosts import PREFIX as SSH_PREFIX
+from tests.integration.sshd_hosts import SshHosts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,6 +34,10 @@ def leftovers() -> list[str]:
     found += [f"rule {r}" for r in rules.splitlines() if "kc-" in r]
     pids = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True).stdout
     found += [f"broker pid {p}" for p in pids.split()]
+    for host in [line.split()[0] for line in ns.splitlines() if line.startswith(SSH_PREFIX)]:
+        rules = subprocess.run(["ip", "netns", "exec", host, "iptables", "-S"],
+                               capture_output=True, text=True).stdout
+        found += [f"rule on ssh host {host}: {r}" for r in rules.splitlines() if "-chaos-" in r]
     docker = [] if shutil.which("docker") is None else [
         ("container", ["ps", "-a", "--format", "{{.Names}}"]),
         ("network", ["network", "ls", "--format", "{{.Name}}"])]
@@ -46,12 +53,43 @@ def nothing_left_behind():
     if os.geteuid() != 0:
         pytest.skip("real-cluster tests need root (network namespaces, iptables)")
     for name in backends.NAMES:
-        backends.get(name).cleanup()
+        backends.get(name).cleanup(BackendOptions())
     yield
     left = leftovers()
     for name in backends.NAMES:
-        backends.get(name).cleanup()
+        backends.get(name).cleanup(BackendOptions())
+    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    left += [f"ssh test host {line}" for line in ns.splitlines() if line.startswith(SSH_PREFIX)]
     assert not left, f"tests left these behind: {left}"
+
+
+@pytest.fixture(scope="session")
+def ssh_hosts(tmp_path_factory):
+    """Four SSH hosts with a real sshd each (``sshd_hosts.SshHosts``), shared by the session."""
+    hosts = SshHosts(tmp_path_factory.mktemp("ssh-hosts"), 4).start()
+    yield hosts
+    hosts.stop()
+
+
+def prepare(request, name: str, kafka: dist.KafkaDist, roles: list[list[str]],
+            path: Path, **inventory_defaults) -> tuple[BackendOptions, list[str]]:
+    """What backend ``name`` needs for a cluster of nodes with ``roles`` (in node id order):
+    ``BackendOptions`` and the same as CLI arguments. docker: an image built here (no registry,
+    cached by hash); ssh: an inventory of the session's SSH hosts written to ``path``, with
+    ``inventory_defaults`` among its defaults."""
+    if name == "docker":
+        import docker
+
+        from clusters import docker_image
+
+        image = docker_image.ensure_image(docker.from_env(), kafka)
+        return BackendOptions(image=image), ["--backend", "docker", "--image", image]
+    if name == "ssh":
+        inventory = request.getfixturevalue("ssh_hosts").inventory(path, roles,
+                                                                   **inventory_defaults)
+        return BackendOptions(inventory=inventory), ["--backend", "ssh", "--inventory",
+                                                     str(inventory)]
+    return BackendOptions(), ["--backend", name]
 
 
 def kafka_chaos(*args: str, timeout_s: float = 600) -> subprocess.CompletedProcess:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
+import sys
+import time
 
 import pytest
 from typer.testing import CliRunner
 
-from clusters import dist
+from clusters import backends, dist
 from clusters.errors import DistributionError
 from kafka_chaos.cli import app
-from tests.integration.conftest import kafka_chaos, leftovers
+from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
 
 pytestmark = pytest.mark.kafka
 
@@ -32,6 +36,39 @@ def test_cluster_up_status_down(tmp_path):
     assert "removed broker process" in down.stdout, down.stdout
     assert leftovers() == []
     assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
+
+
+@pytest.mark.parametrize("name", backends.NAMES)
+def test_a_sigkilled_run_leaves_what_cluster_down_removes(request, tmp_path, name):
+    """SIGKILL the runner mid-run (no teardown at all): brokers, containers, networks, remote
+    processes, chains and node directories stay; `cluster down` alone removes every one."""
+    options, args = prepare(request, name, dist.resolve(), [["broker", "controller"]] * 3,
+                            tmp_path / "inventory.yaml")
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "kafka_chaos", "run", *args, "--time-limit", "120", "--nemesis",
+         "partition", "--nemesis-interval", "1", "--out", str(tmp_path / "runs")],
+        cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    history = tmp_path / "runs" / "latest" / "history.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (history.exists() and any(
+            '"f":"partition"' in line for line in history.read_text().splitlines())):
+        time.sleep(0.5)
+    runner.send_signal(signal.SIGKILL)
+    runner.wait()
+    backend = backends.get(name)
+    state = backend.status(options)
+    assert state is not None and all(state["alive"].values()), state
+    left = leftovers()
+    assert left, "a SIGKILLed run left nothing behind?"
+    if name == "ssh":
+        remote = request.getfixturevalue("ssh_hosts").root / "remote"
+        assert any("-chaos-" in rule for rule in left) and list(remote.glob("kc-n*"))
+    down = kafka_chaos("cluster", "down", "--backend", name)
+    assert down.returncode == 0 and "removed" in down.stdout, down.stdout
+    assert leftovers() == [] and backend.status(options) is None
+    if name == "ssh":
+        assert not list(remote.glob("kc-n*"))
+    assert kafka_chaos("cluster", "down", "--backend", name).stdout.strip() == "nothing to remove"
 
 
 def test_kafka_home_uses_an_unpacked_distribution(tmp_path):

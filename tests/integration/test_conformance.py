@@ -8,14 +8,16 @@ controller-only nodes.
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer
 
-from clusters import admin, backends, dist, docker_image
+from clusters import admin, backends, dist
 from clusters.errors import DistributionError, EnvironmentUnsupported
-from tests.integration.conftest import leftovers
+from tests.integration.conftest import leftovers, prepare
 
 pytestmark = pytest.mark.kafka
 
@@ -55,18 +57,20 @@ def _reaches(cluster, src, dst) -> bool:
 
 
 @pytest.mark.parametrize("name", backends.NAMES)
-def test_backend_conformance(tmp_path, name):
+def test_backend_conformance(request, tmp_path, name):
     """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it, logs are
     collected, teardown leaves nothing the backend can find."""
     backend = backends.get(name)
-    backend.check_environment()
     kafka = dist.resolve("3.9.1")
-    image = None
-    if name == "docker":  # no registry here: the image is built locally (and cached by hash)
-        import docker
-
-        image = docker_image.ensure_image(docker.from_env(), kafka)
-    cluster = backend.create(kafka, tmp_path / "nodes", 3, 1, {}, image)
+    options, _ = prepare(request, name, kafka, [["broker"]] * 3 + [["controller"]],
+                         tmp_path / "inventory.yaml")
+    backend.check_environment(options, 3, 1)
+    if name == "local" and shutil.which("docker") and \
+            subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+        # the local backend must work under the rules dockerd imposes on the host (CI runs one)
+        forward = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
+        assert "-P FORWARD DROP" in forward.stdout
+    cluster = backend.create(kafka, tmp_path / "nodes", 3, 1, {}, options)
     try:
         cluster.setup()
         assert [n.roles for n in cluster.nodes] == [("broker",)] * 3 + [("controller",)]
@@ -78,7 +82,7 @@ def test_backend_conformance(tmp_path, name):
         assert _produce(cluster.bootstrap_servers, "t", 5) == [0, 1, 2, 3, 4]
         # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election
         assert admin.elect_unclean(a, "t", [0]) == {0: "ELECTION_NOT_NEEDED"}
-        state = backend.status()
+        state = backend.status(options)
         assert state is not None and state["alive"] == {"1": True, "2": True, "3": True,
                                                          "4": True}
 
@@ -129,13 +133,13 @@ def test_backend_conformance(tmp_path, name):
             assert "Kafka Server started" in text, node.name
     finally:
         cluster.teardown()
-    assert backend.status() is None and backend.cleanup() == []
+    assert backend.status(options) is None and backend.cleanup(options) == []
     assert leftovers() == []
 
 
 def test_unknown_backend_and_kafka_version_are_clear_errors():
     with pytest.raises(EnvironmentUnsupported,
-                       match="unknown cluster backend 'nope': choose one of local, docker"):
+                       match="unknown cluster backend 'nope': choose one of local, docker, ssh"):
         backends.get("nope")
     with pytest.raises(DistributionError, match="could not be resolved"):
         dist.resolve("3.0.99")

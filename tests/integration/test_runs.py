@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from clusters import backends, dist
 from history import read_history
-from tests.integration.conftest import ROOT, kafka_chaos, leftovers
+from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
 
 pytestmark = pytest.mark.kafka
 
@@ -87,30 +88,50 @@ def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_pat
     assert res["stats"]["acked_sends"] > 1000
 
 
-def test_the_same_run_on_the_docker_backend(tmp_path):
-    """The quick-start run with every node in a container (image built here, no registry):
-    kills and iptables cuts through the containers' namespaces, a verdict, nothing left."""
-    import docker
-
-    from clusters import dist, docker_image
-
-    image = docker_image.ensure_image(docker.from_env(), dist.resolve())
-    proc = kafka_chaos("run", "--backend", "docker", "--image", image, "--nemesis",
-                       "kill,partition", "--nemesis-interval", "4", "--time-limit", "20",
-                       "--seed", "3", "--out", str(tmp_path))
-    res = _results(tmp_path)
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_the_same_run_on_other_backends(request, tmp_path, name):
+    """The quick-start run with acks=all, min.insync.replicas=2 and kills and partitions, every
+    node in a container (image built here, no registry) or on an SSH host: faults through the
+    backend, no acknowledged write lost, node logs in the run directory, nothing left."""
+    _, args = prepare(request, name, dist.resolve(), [["broker", "controller"]] * 3,
+                      tmp_path / "inventory.yaml")
+    proc = kafka_chaos("run", *args, "--nemesis", "kill,partition", "--nemesis-interval", "4",
+                       "--time-limit", "20", "--seed", "3", "--out", str(tmp_path / "runs"))
+    res = _results(tmp_path / "runs")
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
     assert res["unknown_reasons"] == [] and res["stats"]["acked_sends"] > 500
-    ops = _ops(tmp_path)
+    assert res["anomalies"]["lost-write"]["count"] == 0
+    ops = _ops(tmp_path / "runs")
     assert {"kill", "partition"} & _nemesis_done(ops) and "heal-all" in _nemesis_done(ops)
     assert any(m[0] == "poll" and m[1] for op in ops if op.f == "poll"
                and op.type.value == "ok" for m in op.value), "consumers read during the run"
-    run_dir = (tmp_path / "latest").resolve()
-    assert json.loads((run_dir / "config.json").read_text())["backend"] == "docker"
-    for node in ("n1", "n2", "n3"):  # logs and container output kept in the run directory
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    assert json.loads((run_dir / "config.json").read_text())["backend"] == name
+    for node in ("n1", "n2", "n3"):  # logs and process output kept in the run directory
         assert "Kafka Server started" in (run_dir / "nodes" / node / "logs" /
                                           "server.log").read_text(errors="replace")
         assert (run_dir / "nodes" / node / "server.out").is_file()
+        assert "min.insync.replicas=2" in (run_dir / "nodes" / node /
+                                           "server.properties").read_text()
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("name", ["docker", "ssh"])
+def test_a_fault_free_run_on_kafka_3_9_is_valid(request, tmp_path, name):
+    """No faults, Kafka 3.9.1: valid, nothing lost or reordered. The ssh hosts run an installed
+    Kafka (kafka_home: the jars already on the host) instead of an upload."""
+    kafka = dist.resolve("3.9.1")
+    _, args = prepare(request, name, kafka, [["broker", "controller"]] * 3,
+                      tmp_path / "inventory.yaml", kafka_home=str(kafka.libs.parent))
+    proc = kafka_chaos("run", *args, "--kafka-version", "3.9.1", "--time-limit", "8",
+                       "--seed", "4", "--out", str(tmp_path / "runs"))
+    res = _results(tmp_path / "runs")
+    assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
+    assert res["stats"]["acked_sends"] > 200 and res["stats"]["nemesis"] <= 2  # heal-all only
+    for name_ in ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
+                  "nonmonotonic-poll", "poll-skip", "G1a"):
+        assert res["anomalies"][name_]["count"] == 0, name_
+    assert res["run"]["kafka_version"] == "3.9.1"
     assert leftovers() == []
 
 
@@ -158,11 +179,14 @@ def test_consumer_group_crashes_are_reported_consumer_side(tmp_path):
     assert proc.returncode == 0 and res["valid"] is True, res["violations"]
 
 
+@pytest.mark.parametrize("name", backends.NAMES)
 @pytest.mark.parametrize("min_isr,expect_lost", [(1, True), (2, False)])
-def test_isr_shrink_unclean_scenario(tmp_path, min_isr, expect_lost):
-    proc = kafka_chaos("run", "--scenario", "isr-shrink-unclean",
-                       "--min-insync-replicas", str(min_isr), "--out", str(tmp_path))
-    res = _results(tmp_path)
+def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lost):
+    _, args = prepare(request, name, dist.resolve(), [["broker", "controller"]] * 3,
+                      tmp_path / "inventory.yaml")
+    proc = kafka_chaos("run", *args, "--scenario", "isr-shrink-unclean",
+                       "--min-insync-replicas", str(min_isr), "--out", str(tmp_path / "runs"))
+    res = _results(tmp_path / "runs")
     lost = res["anomalies"]["lost-write"]
     facts = res["run"]
     assert facts["scenario"].get("new_leader"), facts["scenario"]
@@ -176,7 +200,18 @@ def test_isr_shrink_unclean_scenario(tmp_path, min_isr, expect_lost):
 
 
 def test_bad_options_are_refused_before_anything_starts(tmp_path):
-    for args, words in ((["--acks", "0", "--idempotence"], ("idempotence", "acks")),
+    bad_inventory = tmp_path.with_name(tmp_path.name + "-inventory.yaml")
+    bad_inventory.write_text("nodes:\n  - host: 10.0.0.1\n    node_id: 1\n    roles: [broker]\n"
+                             "    prot: 22\n")
+    bad_plan = tmp_path.with_name(tmp_path.name + "-plan.yaml")
+    bad_plan.write_text("cluster:\n  backend: docker\n  topics: 3\n")
+    for args, words in ((["--backend", "ssh"], ("--backend ssh", "--inventory")),
+                        (["--backend", "docker", "--image", "nope:1"], ("nope:1", "image")),
+                        (["--plan", str(bad_plan)], ("--plan", "3,", "cluster.topics")),
+                        (["--inventory", str(bad_inventory)], ("--inventory",)),
+                        (["--backend", "ssh", "--inventory", str(bad_inventory)],
+                         ("5,", "nodes.0.prot", "Extra")),
+                        (["--acks", "0", "--idempotence"], ("idempotence", "acks")),
                         (["--spark-master", "spark://127.0.0.1:1"], ("--spark-master",)),
                         (["--kafka-version", "0.0.1"], ("0.0.1",)),
                         (["--ops-per-txn", "4..2"], ("--ops-per-txn",)),

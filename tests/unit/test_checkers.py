@@ -235,3 +235,19 @@ def test_a_cycle_search_cut_short_is_unknown(run) -> None:
     cut = run(q, cycle_time_limit_s=1e-9)
     assert cut["cycle_search"]["complete"] is False and cut["valid"] == "unknown"
     assert any("cycle search stopped" in r for r in cut["unknown_reasons"])
+
+
+def test_a_forced_unclean_election_permits_loss_only_when_it_elected(run) -> None:
+    """The nemesis' ElectLeaders(UNCLEAN) (KIP-460) counts as an unclean election when its
+    result shows a leader elected; one that found nothing offline proves nothing."""
+    def lost_after(result: dict) -> dict[str, Any]:
+        q = (Q(min_insync_replicas=2).send(0, [(0, 1), (0, 2), (0, 3)])
+             .nemesis("elect-unclean", {"topic": "t"}, result)
+             .final(1, 0, [(0, 1), (2, 3)]))  # offset 1 (value 2) is gone
+        return run(q)["anomalies"]["lost-write"]
+
+    elected = lost_after({"offline": [0], "elected": {"0": "OK"}})
+    assert elected["count"] == 1 and elected["permitted"] is True
+    assert elected["rule"] == "unclean-leader-election"
+    nothing = lost_after({"offline": [], "elected": {}})
+    assert nothing["count"] == 1 and nothing["permitted"] is False

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analysis.checkers import ANOMALIES
-from analysis.promises import RULES, facts_of, judge
+from analysis.promises import RULES, UNCLEAN_ELECTED, facts_of, judge
 from kafka_chaos.config import RunConfig
 
 
@@ -55,7 +55,11 @@ def test_configurations_that_can_truncate_the_log_permit_loss(overrides, expecte
 def test_unclean_election_enabled_at_runtime_by_the_nemesis_counts():
     assert judge("lost-write", facts(nemesis_ok={"unclean-on"}))["rule"] == \
         "unclean-leader-election"
+    # a forced unclean ElectLeaders that elected nothing proves no unclean election
     assert judge("lost-write", facts(nemesis_ok={"kill", "elect-unclean"}))["permitted"] is False
+    # one that elected a leader did happen, whatever the topic config said (KIP-460)
+    assert judge("lost-write", facts(nemesis_ok={"kill", "elect-unclean", UNCLEAN_ELECTED}))[
+        "rule"] == "unclean-leader-election"
 
 
 def test_isolation_level_decides_aborted_reads():

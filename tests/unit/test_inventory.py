@@ -1,0 +1,90 @@
+"""The ssh inventory: what a user may write, and one clear error (file, line, key) otherwise."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from clusters import backends, inventory
+from clusters.errors import EnvironmentUnsupported
+
+
+def _write(tmp_path: Path, text: str) -> Path:
+    path = tmp_path / "inventory.yaml"
+    path.write_text(text)
+    return path
+
+
+GOOD = """\
+defaults:
+  user: kafka
+  sudo: true
+  kafka_home: /opt/kafka
+nodes:
+  - {host: 10.0.0.11, node_id: 1, roles: [broker, controller]}
+  - {host: 10.0.0.12, node_id: 2, roles: [broker, controller], user: admin, port: 2222}
+  - host: db3.example
+    address: 192.168.5.13
+    node_id: 3
+    name: k3
+    roles: [broker]
+    broker_port: 19092
+"""
+
+
+def test_defaults_apply_and_nodes_override(tmp_path):
+    hosts = inventory.load(_write(tmp_path, GOOD))
+    assert [h.node.name for h in hosts] == ["n1", "n2", "k3"]
+    assert [(h.user, h.port, h.sudo) for h in hosts] == [("kafka", 22, True), ("admin", 2222, True),
+                                                         ("kafka", 22, True)]
+    assert hosts[0].kafka_home == "/opt/kafka" and hosts[0].work_dir == "/var/tmp/kafka-chaos"
+    assert hosts[0].known_hosts == str(Path("~/.ssh/known_hosts").expanduser())
+    k3 = hosts[2].node
+    assert (k3.host, k3.roles, k3.client_endpoint) == ("192.168.5.13", ("broker",),
+                                                       "192.168.5.13:19092")
+    assert hosts[2].host == "db3.example"  # SSH goes to the host, Kafka listens on the address
+    # the state-file round trip keeps every field
+    assert [inventory.SshHost.from_record(h.as_record()) for h in hosts] == hosts
+
+
+@pytest.mark.parametrize("text,words", [
+    ("nodes:\n  - host: a\n    node_id: 1\n    roles: [broker, controller]\n    prot: 22\n",
+     ["line 5", "nodes.0.prot", "Extra inputs"]),
+    ("defaults:\n  user: k\n  password: hunter2\nnodes: []\n",
+     ["line 2", "defaults", "passwords are not accepted"]),
+    ("nodes:\n  - {host: a, node_id: 1, roles: [broker, controller]}\n"
+     "  - {host: b, node_id: 1, roles: [broker]}\n", ["node_id 1 appears more than once"]),
+    ("nodes:\n  - {host: a, node_id: 1, roles: [broker, controller]}\n"
+     "  - {host: a, node_id: 2, roles: [broker]}\n", ["host a appears more than once"]),
+    ("nodes:\n  - {host: a, node_id: 1, roles: [broker]}\n", ["at least one broker and one"]),
+    ("nodes:\n  - {host: a, node_id: 1, roles: [leader]}\n", ["line 2", "nodes.0.roles.0"]),
+    ("defaults: {work_dir: tmp/kc}\nnodes:\n  - {host: a, node_id: 1, roles: [broker]}\n",
+     ["line 1", "defaults.work_dir", "absolute"]),
+    ("nodes:\n  - {host: a, node_id: 1, roles: [broker, controller], port: 70000}\n",
+     ["line 2", "nodes.0.port"]),
+    ("nodes: [\n", ["not valid YAML"]),
+    ("", ["nodes", "Field required"]),
+])
+def test_bad_inventories_get_one_clear_error(tmp_path, text, words):
+    with pytest.raises(EnvironmentUnsupported) as err:
+        inventory.load(_write(tmp_path, text))
+    message = str(err.value)
+    assert message.startswith(f"--inventory {tmp_path / 'inventory.yaml'}")
+    assert all(w in message for w in words), message
+
+
+def test_a_missing_key_file_and_a_wrong_shape_are_named(tmp_path):
+    path = _write(tmp_path, "defaults: {key_file: /nonexistent/id}\n"
+                  "nodes:\n  - {host: a, node_id: 1, roles: [broker, controller]}\n")
+    with pytest.raises(EnvironmentUnsupported, match="nodes.0.key_file: /nonexistent/id does not"):
+        inventory.load(path)
+    ssh = backends.get("ssh")
+    options = backends.BackendOptions(inventory=_write(tmp_path, GOOD))
+    ssh.check_environment(options, 3, 0)
+    with pytest.raises(EnvironmentUnsupported, match="lists 3 broker and 0 controller-only nodes"):
+        ssh.check_environment(options, 5, 0)
+    with pytest.raises(EnvironmentUnsupported, match="needs --inventory"):
+        ssh.check_environment(backends.BackendOptions(), 3, 0)
+    with pytest.raises(EnvironmentUnsupported, match="--inventory needs --backend ssh"):
+        backends.get("local").check_environment(options, 3, 0)
