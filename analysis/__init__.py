@@ -18,7 +18,7 @@ from analysis.checkers.common import summarize
 from analysis.checkers.lost import UNJUDGED
 from analysis.checkers.versions import versions
 from analysis.load import History, load
-from analysis.spark import session
+from analysis.spark import SMALL_HISTORY_OPS, session
 from analysis.stats import count_ops
 from history import HistoryError
 from history.validate import validate
@@ -85,7 +85,8 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     if info.header is not None:
         config = info.header.get("config")
     try:
-        h = load(session(spark_master), path, info.ops, info.format, config)
+        spark = session(spark_master, small=info.ops < SMALL_HISTORY_OPS)
+        h = load(spark, path, info.ops, info.format, config)
         v = versions(h)
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc

@@ -1,4 +1,4 @@
-"""``kafka-chaos``: run chaos tests, re-analyse histories, manage the local cluster.
+"""``kafka-chaos``: run chaos tests, re-analyse histories, manage clusters of every backend.
 
 Exit codes: 0 valid, 1 anomalies found, 2 unknown or error (bad input included).
 """
@@ -25,7 +25,8 @@ from kafka_chaos.config import RunConfig, parse_range
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
-cluster_app = typer.Typer(no_args_is_help=True, help="Manage the embedded local cluster.")
+cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters of any "
+                          "backend; build the docker backend's image.")
 app.add_typer(cluster_app, name="cluster")
 console = Console()
 

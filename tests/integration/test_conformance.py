@@ -62,8 +62,9 @@ def test_backend_conformance(request, tmp_path, name):
     collected, teardown leaves nothing the backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
+    # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user
     options, _ = prepare(request, name, kafka, [["broker"]] * 3 + [["controller"]],
-                         tmp_path / "inventory.yaml")
+                         tmp_path / "inventory.yaml", sudo=True)
     backend.check_environment(options, 3, 1)
     if name == "local" and shutil.which("docker") and \
             subprocess.run(["docker", "info"], capture_output=True).returncode == 0:

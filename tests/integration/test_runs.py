@@ -23,8 +23,10 @@ from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
 pytestmark = pytest.mark.kafka
 
 
-def _results(out: Path) -> dict:
-    return json.loads((out / "latest" / "results.json").read_text())
+def _results(out: Path, proc: subprocess.CompletedProcess | None = None) -> dict:
+    path = out / "latest" / "results.json"
+    assert path.exists(), "no results.json" + (f": {proc.stdout}{proc.stderr}" if proc else "")
+    return json.loads(path.read_text())
 
 
 def _ops(out: Path) -> list:
@@ -46,7 +48,7 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     proc = kafka_chaos("run", "--nemesis", "kill,partition", "--nemesis-interval", "5",
                        "--time-limit", "30", "--seed", "3", "--out", str(tmp_path))
     out = proc.stdout + proc.stderr
-    res = _results(tmp_path)
+    res = _results(tmp_path, proc)
     assert res["violations"] == [] and proc.returncode == 0, out
     assert res["valid"] is True and res["unknown_reasons"] == [], res["unknown_reasons"]
     assert res["anomaly_types"], "concurrent multi-key sends always interleave (int-send-skip/G0)"
@@ -78,7 +80,7 @@ def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_pat
     proc = kafka_chaos("run", "--idempotence", "--nemesis", "kill,partition",
                        "--nemesis-interval", "5", "--ops-per-txn", "2..10", "--time-limit", "30",
                        "--min-insync-replicas", "2", "--seed", "7", "--out", str(tmp_path))
-    res = _results(tmp_path)
+    res = _results(tmp_path, proc)
     found = _counts(res)
     for name in ("duplicate", "nonmonotonic-send", "int-nonmonotonic-send", "lost-write",
                  "unseen", "inconsistent-offsets"):
@@ -97,7 +99,7 @@ def test_the_same_run_on_other_backends(request, tmp_path, name):
                       tmp_path / "inventory.yaml")
     proc = kafka_chaos("run", *args, "--nemesis", "kill,partition", "--nemesis-interval", "4",
                        "--time-limit", "20", "--seed", "3", "--out", str(tmp_path / "runs"))
-    res = _results(tmp_path / "runs")
+    res = _results(tmp_path / "runs", proc)
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
     assert res["unknown_reasons"] == [] and res["stats"]["acked_sends"] > 500
     assert res["anomalies"]["lost-write"]["count"] == 0
@@ -125,7 +127,7 @@ def test_a_fault_free_run_on_kafka_3_9_is_valid(request, tmp_path, name):
                       tmp_path / "inventory.yaml", kafka_home=str(kafka.libs.parent))
     proc = kafka_chaos("run", *args, "--kafka-version", "3.9.1", "--time-limit", "8",
                        "--seed", "4", "--out", str(tmp_path / "runs"))
-    res = _results(tmp_path / "runs")
+    res = _results(tmp_path / "runs", proc)
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
     assert res["stats"]["acked_sends"] > 200 and res["stats"]["nemesis"] <= 2  # heal-all only
     for name_ in ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
@@ -142,7 +144,7 @@ def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     proc = kafka_chaos("run", "--txn", "--abort-p", "0.3", "--isolation-level", isolation,
                        "--nemesis", "kill", "--nemesis-interval", "5", "--time-limit", "25",
                        "--seed", "11", "--out", str(tmp_path))
-    res = _results(tmp_path)
+    res = _results(tmp_path, proc)
     ops = _ops(tmp_path)
     txns = [op for op in ops if op.f == "txn" and op.type.value != "invoke"]
     aborted = [op for op in txns if op.type.value == "fail" and op.error == "ABORTED"]
@@ -167,7 +169,7 @@ def test_consumer_group_crashes_are_reported_consumer_side(tmp_path):
     proc = kafka_chaos("run", "--sub-via", "subscribe", "--sub-p", "0", "--auto-commit",
                        "--crash-clients", "--crash-client-interval", "4", "--time-limit", "40",
                        "--seed", "5", "--out", str(tmp_path))
-    res = _results(tmp_path)
+    res = _results(tmp_path, proc)
     ops = _ops(tmp_path)
     assert len([op for op in ops if op.f == "crash" and op.type.value == "info"]) >= 5
     events = {m[0] for op in ops if op.f == "poll" and op.type.value == "ok" for m in op.value}
@@ -186,7 +188,7 @@ def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lo
                       tmp_path / "inventory.yaml")
     proc = kafka_chaos("run", *args, "--scenario", "isr-shrink-unclean",
                        "--min-insync-replicas", str(min_isr), "--out", str(tmp_path / "runs"))
-    res = _results(tmp_path / "runs")
+    res = _results(tmp_path / "runs", proc)
     lost = res["anomalies"]["lost-write"]
     facts = res["run"]
     assert facts["scenario"].get("new_leader"), facts["scenario"]
