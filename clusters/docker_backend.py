@@ -10,11 +10,10 @@ iptables nor ``NET_ADMIN``. Clients on the host reach the containers' addresses 
 
 from __future__ import annotations
 
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
+from clusters import netns
 from clusters.base import Cluster, ExecResult, Killable, Node, Pausable
 from clusters.dist import KafkaDist
 from clusters.errors import ClusterError, EnvironmentUnsupported
@@ -43,12 +42,8 @@ def _client():
 def check_environment() -> None:
     """Raise ``EnvironmentUnsupported`` unless a Docker daemon answers and we are root with
     ``nsenter`` and ``iptables`` (partitions are made from the host)."""
-    if os.geteuid() != 0:
-        raise EnvironmentUnsupported("the docker backend needs root (iptables in the "
-                                     "containers' network namespaces): run with sudo")
-    for tool, pkg in (("nsenter", "util-linux"), ("iptables", "iptables")):
-        if shutil.which(tool) is None:
-            raise EnvironmentUnsupported(f"`{tool}` not found: apt-get install {pkg}")
+    netns.require_root("docker", "iptables in the containers' network namespaces",
+                       {"nsenter": "util-linux", "iptables": "iptables"})
     _client()
 
 

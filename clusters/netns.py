@@ -26,14 +26,23 @@ def run(argv: list[str], check: bool = True, timeout_s: float = 30.0) -> subproc
     return proc
 
 
-def check_environment() -> None:
-    """Raise ``EnvironmentUnsupported`` unless we are root with ``ip`` and ``iptables``."""
+def require_root(backend: str, why: str, tools: dict[str, str]) -> None:
+    """Raise ``EnvironmentUnsupported`` unless we are root and every tool is on ``PATH``.
+
+    ``why``: what root is for, shown to the user; ``tools``: executable -> Debian package.
+    """
     if os.geteuid() != 0:
-        raise EnvironmentUnsupported("the local backend needs root (network namespaces, "
-                                     "iptables): run with sudo")
-    for tool, pkg in (("ip", "iproute2"), ("iptables", "iptables")):
+        raise EnvironmentUnsupported(f"the {backend} backend needs root ({why}): run with sudo")
+    for tool, pkg in tools.items():
         if shutil.which(tool) is None:
             raise EnvironmentUnsupported(f"`{tool}` not found: apt-get install {pkg}")
+
+
+def check_environment() -> None:
+    """Raise ``EnvironmentUnsupported`` unless we are root with ``ip``, ``iptables`` and
+    network namespaces."""
+    require_root("local", "network namespaces, iptables",
+                 {"ip": "iproute2", "iptables": "iptables"})
     probe = f"kc-probe-{os.getpid()}"
     proc = run(["ip", "netns", "add", probe], check=False)
     if proc.returncode != 0:

@@ -31,11 +31,6 @@ class SshError(ClusterError):
     """A host cannot be reached, refuses our key, or its host key is unknown or changed."""
 
 
-def fingerprint(key: paramiko.PKey) -> str:
-    """OpenSSH-style ``SHA256:…`` fingerprint of a host key."""
-    return key.fingerprint
-
-
 class _Policy(paramiko.MissingHostKeyPolicy):
     """Refuse an unknown host key, or (opt-in) accept it, log it and remember it."""
 
@@ -46,11 +41,11 @@ class _Policy(paramiko.MissingHostKeyPolicy):
     def missing_host_key(self, client, hostname, key) -> None:
         if not self.accept:
             raise SshError(
-                f"host key of {hostname} ({key.get_name()} {fingerprint(key)}) is not in "
+                f"host key of {hostname} ({key.get_name()} {key.fingerprint}) is not in "
                 "known_hosts: add it (ssh-keyscan, after checking the fingerprint) or pass "
                 "--accept-unknown-host-keys")
         log.warning("accepting unknown host key of %s: %s %s (--accept-unknown-host-keys)",
-                    hostname, key.get_name(), fingerprint(key))
+                    hostname, key.get_name(), key.fingerprint)
         client.get_host_keys().add(hostname, key.get_name(), key)
         self.accepted = f"{key.get_name()} {key.get_base64()}"
 
@@ -104,8 +99,8 @@ class Remote:
         except paramiko.BadHostKeyException as exc:
             raise SshError(
                 f"host key of {h.host} CHANGED: known_hosts has {exc.expected_key.get_name()} "
-                f"{fingerprint(exc.expected_key)}, the server offers "
-                f"{exc.key.get_name()} {fingerprint(exc.key)}; refusing to connect (if the "
+                f"{exc.expected_key.fingerprint}, the server offers "
+                f"{exc.key.get_name()} {exc.key.fingerprint}; refusing to connect (if the "
                 f"change is expected: ssh-keygen -R {h.host})") from None
         except paramiko.AuthenticationException as exc:
             raise SshError(f"{self.label}: authentication failed ({exc}): check user and "

@@ -148,7 +148,7 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
         try:
             for h in self.hosts.values():
                 self._remotes[h.node.node_id] = Remote(h, self.accept_unknown)
-        except SshError:
+        except BaseException:  # a refused key or Ctrl-C: close what was opened, create nothing
             for r in self._remotes.values():
                 r.close()
             self._remotes.clear()
@@ -210,17 +210,19 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
     def teardown(self) -> None:
         if not self._created:
             return  # refused before creating anything (e.g. a host key): touch nothing
-        for node in self.nodes:
-            if node.node_id in self._remotes:
-                try:
-                    self.stop(node, timeout_s=5.0)
-                    self.log_files(node)
-                except ClusterError:
-                    pass  # cleanup below still kills and removes what it can reach
-        cleanup_leftovers(self.prefix)
-        for r in self._remotes.values():
-            r.close()
-        self._remotes.clear()
+        try:
+            for node in self.nodes:
+                if node.node_id in self._remotes:
+                    try:
+                        self.stop(node, timeout_s=5.0)
+                        self.log_files(node)
+                    except Exception:  # best effort: the cleanup below kills what it reaches
+                        pass
+        finally:
+            cleanup_leftovers(self.prefix)
+            for r in self._remotes.values():
+                r.close()
+            self._remotes.clear()
 
     def _pid(self, node: Node, action: str, timeout_s: float = 30.0) -> ExecResult:
         return self._remote(node).script(_pid_script(f"{self._dir(node)}/kafka.pid", action),

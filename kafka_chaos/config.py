@@ -8,6 +8,7 @@ option.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
@@ -146,8 +147,6 @@ class RunConfig(BaseModel):
 
     def backend_options(self):
         """The ``clusters.backends.BackendOptions`` of this run."""
-        from pathlib import Path
-
         return backends.BackendOptions(
             image=self.image, inventory=Path(self.inventory) if self.inventory else None,
             accept_unknown_host_keys=self.accept_unknown_host_keys)
