@@ -9,6 +9,7 @@ Entry point: ``check(path)``. Layout: ``load`` (DataFrames of both history forma
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -91,19 +92,28 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc
     inputs = Inputs(h, v)
+    reasons: list[str] = []
+    cycle_reasons: list[str] = []
     try:
-        try:
-            op_stats, no_final, nemesis_ok = count_ops(h, v)
-        except Exception as exc:
-            raise AnalysisError(f"could not count the ops of {path}: {_short(exc)}") from exc
-        reasons: list[str] = []
-        anomalies = _run_checkers(inputs, reasons)
-        search = None
-        try:
-            found, search = cycles.cycles(h, v, cycle_time_limit_s or cycles.TIME_LIMIT_S)
+        # The three families are independent Spark queries over the same cached tables. On a
+        # small history each is dozens of short jobs whose cost is driver-side planning, so
+        # running them side by side uses a second core (warm check of 799 lines, 2 cores:
+        # 12.3 s -> 10.9 s). Reasons are kept per family so their order stays deterministic.
+        with ThreadPoolExecutor(3, thread_name_prefix="analysis") as pool:
+            counting = pool.submit(_count_ops, h, v, path)
+            checking = pool.submit(_run_checkers, inputs, reasons)
+            searching = pool.submit(_search_cycles, h, v, cycle_time_limit_s, cycle_reasons)
+            try:
+                op_stats, no_final, nemesis_ok = counting.result()
+                anomalies = checking.result()
+                found, search = searching.result()
+            except BaseException:
+                # leaving the pool waits for its threads: stop their Spark jobs first (Ctrl-C,
+                # or the counting failed and the check is over)
+                spark.sparkContext.cancelAllJobs()
+                raise
             anomalies.update(found)
-        except Exception as exc:
-            _failed(anomalies, reasons, "+".join(elle.CYCLE_ANOMALIES), exc)
+            reasons.extend(cycle_reasons)
     finally:
         inputs.unpersist()
         h.unpersist()
@@ -147,6 +157,25 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),
     }
+
+
+def _count_ops(h: History, v, path: Path) -> tuple[dict[str, Any], list[int], set[str]]:
+    """``stats.count_ops``; raises ``AnalysisError`` (without counts there is no verdict)."""
+    try:
+        return count_ops(h, v)
+    except Exception as exc:
+        raise AnalysisError(f"could not count the ops of {path}: {_short(exc)}") from exc
+
+
+def _search_cycles(h: History, v, time_limit_s: float | None,
+                   reasons: list[str]) -> tuple[dict[str, dict[str, Any]], dict | None]:
+    """``cycles.cycles`` with a raise turned into unknown cycle anomalies (and a reason)."""
+    try:
+        return cycles.cycles(h, v, time_limit_s or cycles.TIME_LIMIT_S)
+    except Exception as exc:
+        found: dict[str, dict[str, Any]] = {}
+        _failed(found, reasons, "+".join(elle.CYCLE_ANOMALIES), exc)
+        return found, None
 
 
 def _run_checkers(inputs: Inputs, reasons: list[str]) -> dict[str, dict[str, Any]]:

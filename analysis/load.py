@@ -18,13 +18,13 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from history import NEMESIS
+from history import SYSTEM_PROCESSES
 
 #: One history line; ``value`` stays raw JSON text here (Spark renders an object as its JSON).
 OP_SCHEMA = T.StructType([
     T.StructField("index", T.LongType()),
     T.StructField("time", T.LongType()),
-    T.StructField("process", T.StringType()),  # an int, or "nemesis"
+    T.StructField("process", T.StringType()),  # an int, "nemesis" or "monitor"
     T.StructField("type", T.StringType()),
     T.StructField("f", T.StringType()),
     T.StructField("value", T.StringType()),
@@ -99,7 +99,7 @@ def load(spark: SparkSession, path: Path, n_ops: int, fmt: int,
              # parse is dropped by index
              .where(F.col("index").isNotNull() & (F.col("index") < n_ops)))
     pairs = _pairs(lines).cache()
-    ops = (pairs.where(F.col("process") != NEMESIS)
+    ops = (pairs.where(~F.col("process").isin(*SYSTEM_PROCESSES))
            .withColumn("process", F.col("process").cast("long")))
     if fmt == 1:
         sends, reads, ranges, events = _v1_tables(ops)

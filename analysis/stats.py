@@ -9,7 +9,7 @@ from pyspark.sql import functions as F
 from analysis.checkers.versions import Versions
 from analysis.load import History
 from analysis.promises import UNCLEAN_ELECTED
-from history import NEMESIS
+from history import MONITOR, NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
 
@@ -22,8 +22,8 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     Returns ``(stats, keys_without_final_read, nemesis_ok)``:
 
     ``stats`` = ``{"ops": lines, "by_f": {f: {"ok", "fail", "info", "pending"}}, "nemesis": n,
-    "acked_sends": n, "records_read": n, "keys": n}``: ``by_f`` counts client operations
-    (invoke + completion) by how they ended (``pending``: invoked, never completed, read as
+    "monitor": n, "acked_sends": n, "records_read": n, "keys": n}``: ``by_f`` counts client
+    operations (invoke + completion) by how they ended (``pending``: invoked, never completed, read as
     ``info``); ``acked_sends`` the acknowledged sends (``Versions.acked``), ``records_read``
     the records all polls returned, ``keys`` the distinct keys sent to or read.
 
@@ -39,7 +39,8 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
                & F.coalesce(F.get_json_object("done", "$.elected").contains('"OK"'), F.lit(False)))
     f = F.when(elected, F.lit(UNCLEAN_ELECTED)).otherwise(F.col("f")).alias("f")
     parts = [
-        h.pairs.groupBy(F.when(nemesis, NEMESIS).otherwise("op").alias("what"), f, "type")
+        h.pairs.groupBy(F.when(nemesis, NEMESIS).when(F.col("process") == MONITOR, MONITOR)
+                        .otherwise("op").alias("what"), f, "type")
         .agg(null.alias("key"), F.count(F.lit(1)).alias("n")),
         v.acked.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
         .select(F.lit("acked").alias("what"), F.lit(None).cast("string").alias("f"),
@@ -53,19 +54,21 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     ]
     rows = parts[0].unionByName(parts[1]).unionByName(parts[2]).unionByName(parts[3]).collect()
     by_f: dict[str, dict[str, int]] = {}
-    nemesis_n, nemesis_ok = 0, set()
+    nemesis_n, monitor_n, nemesis_ok = 0, 0, set()
     keys: dict[str, dict[int, int]] = {"acked": {}, "read": {}, "final": {}}
     for r in rows:
         if r["what"] == NEMESIS:
             nemesis_n += r["n"]
             if r["type"] == "ok":
                 nemesis_ok.add(r["f"])
+        elif r["what"] == MONITOR:
+            monitor_n += r["n"]
         elif r["what"] == "op":
             by_f.setdefault(r["f"], dict.fromkeys(_OUTCOMES, 0))[r["type"]] = r["n"]
         else:
             keys[r["what"]][r["key"]] = r["n"]
     stats = {"ops": h.n_ops, "by_f": dict(sorted(by_f.items())), "nemesis": nemesis_n,
-             "acked_sends": sum(keys["acked"].values()),
+             "monitor": monitor_n, "acked_sends": sum(keys["acked"].values()),
              "records_read": sum(keys["read"].values()),
              "keys": len(keys["acked"].keys() | keys["read"].keys())}
     return stats, sorted(keys["acked"].keys() - keys["final"].keys()), nemesis_ok

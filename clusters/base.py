@@ -141,11 +141,15 @@ class Partitionable(abc.ABC):
     """Ability: drop traffic between nodes with iptables rules on the nodes themselves."""
 
     @abc.abstractmethod
-    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+    def drop(self, node: Node, peers: list[Node], port: int | None = None,
+             inbound_only: bool = False) -> None:
         """Drop traffic between ``node`` and each of ``peers`` (both directions, rules on ``node``).
 
         With ``port``, only TCP connections to that port on either side are cut (e.g. the
-        broker listener ``Node.broker_port``, leaving the controller listener intact).
+        broker listener ``Node.broker_port``, leaving the controller listener intact). With
+        ``inbound_only``, only what ``node`` receives from the peers is dropped (a one-way
+        partition: ``node`` still sends to them; TCP needs both ways, so connections fail in
+        both directions, while datagrams from ``node`` still arrive).
         """
 
     @abc.abstractmethod

@@ -9,21 +9,23 @@ from clusters.base import Node, Partitionable
 from clusters.errors import CommandFailed
 
 
-def drop_rules(peer: Node, port: int | None) -> list[list[str]]:
-    """The ``iptables -A`` argv tails that cut ``peer`` off (both directions), or only TCP to
-    and from ``port`` on either side."""
+def drop_rules(peer: Node, port: int | None, inbound_only: bool = False) -> list[list[str]]:
+    """The ``iptables -A`` argv tails that cut ``peer`` off (both directions, or only what
+    arrives from it), or only TCP to and from ``port`` on either side."""
+    chains = (("INPUT", "-s"),) if inbound_only else (("INPUT", "-s"), ("OUTPUT", "-d"))
     if port is None:
-        return [["INPUT", "-s", peer.host, "-j", "DROP"], ["OUTPUT", "-d", peer.host, "-j", "DROP"]]
+        return [[chain, side, peer.host, "-j", "DROP"] for chain, side in chains]
     return [[chain, side, peer.host, "-p", "tcp", f"--{p}", str(port), "-j", "DROP"]
-            for chain, side in (("INPUT", "-s"), ("OUTPUT", "-d")) for p in ("dport", "sport")]
+            for chain, side in chains for p in ("dport", "sport")]
 
 
 class NamespaceIptables(Partitionable):
     """``Partitionable`` for a ``Cluster`` whose ``exec`` runs in the node's own namespace."""
 
-    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+    def drop(self, node: Node, peers: list[Node], port: int | None = None,
+             inbound_only: bool = False) -> None:
         for peer in peers:
-            for rule in drop_rules(peer, port):
+            for rule in drop_rules(peer, port, inbound_only):
                 res = self.exec(node, ["iptables", "-A", *rule])
                 if res.exit != 0:
                     raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)

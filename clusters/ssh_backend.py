@@ -266,10 +266,11 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
         return self._remote(node).run(argv, sudo=self.hosts[node.node_id].sudo,
                                       timeout_s=timeout_s)
 
-    def drop(self, node: Node, peers: list[Node], port: int | None = None) -> None:
+    def drop(self, node: Node, peers: list[Node], port: int | None = None,
+             inbound_only: bool = False) -> None:
         chains = _chains(self.prefix)
         cmds = [shlex.join(["iptables", "-A", chains[rule[0]], *rule[1:]])
-                for peer in peers for rule in drop_rules(peer, port)]
+                for peer in peers for rule in drop_rules(peer, port, inbound_only)]
         r = self._remote(node)
         self._check(r, r.script(" && ".join(cmds), sudo=self.hosts[node.node_id].sudo),
                     "adding iptables rules")

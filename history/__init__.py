@@ -6,9 +6,9 @@ not happen) or ``info`` (unknown: it may or may not have happened). The file for
 in ``docs/history-format.md``; ``history.validate`` checks a whole file, streaming.
 """
 
-from history.op import NEMESIS, Op, OpType
+from history.op import MONITOR, NEMESIS, SYSTEM_PROCESSES, Op, OpType
 from history.store import (FORMAT, HistoryError, HistoryWriter, Pairer, iter_history, pair_ops,
                            read_header, read_history)
 
-__all__ = ["Op", "OpType", "NEMESIS", "FORMAT", "HistoryWriter", "HistoryError", "Pairer",
+__all__ = ["Op", "OpType", "NEMESIS", "MONITOR", "SYSTEM_PROCESSES", "FORMAT", "HistoryWriter", "HistoryError", "Pairer",
            "iter_history", "read_header", "read_history", "pair_ops"]

@@ -8,6 +8,10 @@ from typing import Any
 
 #: Process name of fault-injection ops (Jepsen records the nemesis as a process too).
 NEMESIS = "nemesis"
+#: Process name of the cluster-state monitor's samples (``nemesis.monitor``).
+MONITOR = "monitor"
+#: The processes that are not clients: their ops are about the cluster, not the data.
+SYSTEM_PROCESSES = (NEMESIS, MONITOR)
 
 
 class OpType(str, Enum):
@@ -26,7 +30,7 @@ class Op:
     Fields:
         index: position in the history, 0, 1, 2, ... with no gaps.
         time: ns since the start of the run (monotonic clock).
-        process: client process id (int >= 0), or ``"nemesis"``.
+        process: client process id (int >= 0), ``"nemesis"`` or ``"monitor"``.
         type: ``invoke | ok | fail | info``.
         f: what the op does: ``send``, ``poll`` for clients; ``kill``, ``start``, ``partition``,
             ``heal``, ... for the nemesis.
@@ -56,5 +60,5 @@ class Op:
 
     @property
     def is_client(self) -> bool:
-        """True for ops of client processes, False for the nemesis."""
-        return self.process != NEMESIS
+        """True for ops of client processes, False for the nemesis and the monitor."""
+        return self.process not in SYSTEM_PROCESSES

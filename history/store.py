@@ -15,7 +15,7 @@ from typing import IO, Any, Iterable, Iterator
 
 import orjson
 
-from history.op import NEMESIS, Op, OpType
+from history.op import SYSTEM_PROCESSES, Op, OpType
 
 #: The format this version writes (line 1 of the file says so); format 1 has no header.
 FORMAT = 2
@@ -94,8 +94,9 @@ def _parse(raw: Any, lineno: int, expected_index: int) -> Op:
     if not _is_int(raw["time"]) or raw["time"] < 0:
         raise HistoryError(f"line {lineno}: field 'time' must be a non-negative integer (ns)")
     proc = raw["process"]
-    if not (proc == NEMESIS or (_is_int(proc) and 0 <= proc < 2**63)):
-        raise HistoryError(f"line {lineno}: field 'process' must be an int >= 0 or 'nemesis'")
+    if not (proc in SYSTEM_PROCESSES or (_is_int(proc) and 0 <= proc < 2**63)):
+        raise HistoryError(f"line {lineno}: field 'process' must be an int >= 0, 'nemesis' "
+                           "or 'monitor'")
     try:
         typ = OpType(raw["type"])
     except ValueError as exc:

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from history.op import NEMESIS, Op, OpType
+from history.op import SYSTEM_PROCESSES, Op, OpType
 from history.store import HistoryError, Pairer, iter_history, read_header
 
 #: Client ``f``s whose values are micro-op lists (format 2).
@@ -62,7 +62,7 @@ def validate(path: Path) -> HistoryInfo:
             lines[op.index] = lineno
         else:
             lines.pop(invoke.index, None)
-        if op.process == NEMESIS:
+        if op.process in SYSTEM_PROCESSES:
             continue
         try:
             if fmt == 1:

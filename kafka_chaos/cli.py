@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import signal
 import sys
+import threading
 import traceback
 from pathlib import Path
 from typing import Optional
@@ -22,6 +23,7 @@ from clusters.errors import ClusterError
 from kafka_chaos import plan as plan_file
 from kafka_chaos import report
 from kafka_chaos.config import RunConfig, parse_range
+from nemesis.scenarios import SCENARIO_SETTINGS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
@@ -72,9 +74,52 @@ def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None 
     except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
         _fail(f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
     result["fail_on"] = fail_on
-    report.write_results(run_dir, result, facts if facts is not None else report.run_facts(run_dir))
+    facts = facts if facts is not None else report.run_facts(run_dir)
+    report.judge_run(result, facts)
+    report.write_results(run_dir, result, facts)
     report.render(result, console, run_dir)
     return report.exit_code(result, fail_on)
+
+
+#: Runs at most this long get their analysis session started while the workload runs: their
+#: histories stay under ``SMALL_HISTORY_OPS`` lines at the rates measured here.
+WARM_UP_MAX_S = 120.0
+
+
+def _warm_up_spark(cfg: RunConfig) -> None:
+    """Start the analysis SparkSession on a background thread while a short run goes, so the
+    verdict does not wait for the JVM (about 4.5 s of launch on 2 cores). A failure here is
+    ignored: the analysis starts its own session and reports the error."""
+    if cfg.time_limit_s > WARM_UP_MAX_S or not cfg.spark_master.startswith("local"):
+        return
+
+    def warm() -> None:
+        try:
+            from analysis.spark import session
+            session(cfg.spark_master, small=True).range(1).count()
+        except Exception:
+            pass
+
+    threading.Thread(target=warm, name="spark-warm-up", daemon=True).start()
+
+
+def _scenario_settings(fields: dict, given: set[str]) -> dict:
+    """Apply the scenario's settings to ``fields`` except the options the user gave (command
+    line or plan), announcing each; returns the settings applied."""
+    applied = {}
+    for name, value in SCENARIO_SETTINGS[fields["scenario"]].items():
+        flag = "--" + name.replace("_", "-")
+        if name in given and fields.get(name) != value:
+            console.print(f"[yellow]scenario {fields['scenario']}[/]: keeping your {flag} "
+                          f"{fields[name]} (the scenario sets {value}; its preconditions may "
+                          "not happen)")
+            continue
+        fields[name] = value
+        applied[name] = value
+    if applied:
+        console.print(f"scenario {fields['scenario']} sets "
+                      + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in applied.items()))
+    return applied
 
 
 def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
@@ -162,7 +207,14 @@ def run_cmd(
         False, "--unclean-leader-election/--no-unclean-leader-election",
         help="unclean.leader.election.enable."),
     replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
-    nemesis: str = typer.Option("none", help="Faults: comma list of kill, pause, partition; or none."),
+    nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
+                                "partition; or none."),
+    nemesis_targets: str = typer.Option("", help="Comma list of targets the faults draw from: "
+                                        "one, leader, controller, follower, minority, majority, "
+                                        "all or node ids (kill, stop, pause); isolate-one, "
+                                        "halves, isolate-leader, isolate-controller, bridge, "
+                                        "leader-replication, zombie-leader (partition). "
+                                        "Default: each fault's own."),
     nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
     scenario: Optional[str] = typer.Option(None, help="Scripted scenario: isr-shrink-unclean."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
@@ -182,10 +234,6 @@ def run_cmd(
             span = parse_range(ops_per_txn)
         except ValueError as exc:
             raise ValueError(f"--ops-per-txn {exc}") from None
-        extra = {}
-        if scenario is not None:
-            # the scenario targets one partition and needs a fast ISR shrink
-            extra = {"keys": 1, "topics": 1, "replica_lag_time_max_ms": 3000}
         fields = {k: v for k, v in options.items() if k in RunConfig.model_fields}
         fields.update({
             "kafka_home": kafka_home and str(kafka_home), "time_limit_s": time_limit,
@@ -193,12 +241,15 @@ def run_cmd(
             "ops_per_txn": span, "crash_client_interval_s": crash_client_interval,
             "nemesis": packages, "nemesis_interval_s": nemesis_interval})
         fields = {k: v for k, v in fields.items() if v is not None}
+        given = {name for name in options
+                 if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
         if plan is not None:  # a plan's values give way to flags given on the command line
-            given = {name for name in options
-                     if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
             planned = plan_file.run_fields(plan_file.load(plan), plan)
             fields.update({k: v for k, v in planned.items() if k not in given})
-        cfg = RunConfig(**{**fields, **extra})
+            given |= set(planned)
+        if fields.get("scenario") in SCENARIO_SETTINGS:
+            fields["scenario_settings"] = _scenario_settings(fields, given)
+        cfg = RunConfig(**fields)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = "--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-") if err["loc"] else ""
@@ -220,7 +271,8 @@ def run_cmd(
             bar.update(task, completed=frac, description=f"workload {counts}")
 
         try:
-            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress)
+            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
+                        on_ready=lambda: _warm_up_spark(cfg))
         except KeyboardInterrupt:
             console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
                           f"re-analyse with: kafka-chaos analyze {run_dir}")

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
 from clusters import backends
 from clusters.dist import DEFAULT_KAFKA_VERSION
+from nemesis.scenarios import SCENARIO_SETTINGS
+from nemesis.schedule import parse_targets
 
-SCENARIOS = ("isr-shrink-unclean",)
+SCENARIOS = tuple(SCENARIO_SETTINGS)
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
 
 
@@ -88,7 +90,11 @@ class RunConfig(BaseModel):
     unclean_leader_election_interval_ms: int = Field(1000, ge=100)
     nemesis: list[str] = Field(default_factory=list)
     nemesis_interval_s: float = Field(10.0, gt=0)
+    #: ``--nemesis-targets`` as given ("" = each fault's default targets)
+    nemesis_targets: str = ""
     scenario: str | None = None
+    #: the options the scenario set (field -> value; options the user gave are kept)
+    scenario_settings: dict[str, Any] = Field(default_factory=dict)
     seed: int = 0
     spark_master: str = "local[2]"
     #: server properties for every broker beyond those the options above set (plan files)
@@ -132,6 +138,7 @@ class RunConfig(BaseModel):
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(f"--min-insync-replicas {self.min_insync_replicas} exceeds the "
                              f"replication factor {self.replication_factor}: no write could succeed")
+        parse_targets(self.nemesis_targets, self.nemesis)
         if self.scenario is not None and self.scenario not in SCENARIOS:
             raise ValueError(f"--scenario {self.scenario!r}: choose from {', '.join(SCENARIOS)}")
         if self.scenario is not None and self.nemesis:

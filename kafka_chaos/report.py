@@ -50,6 +50,22 @@ def run_facts(run_dir: Path) -> dict:
     return {}
 
 
+def judge_run(result: dict, facts: dict) -> dict:
+    """Merge what the run itself proved into the analysis verdict (Jepsen's ``checker/compose``
+    order, false > unknown > true): a scripted scenario whose precondition was not met
+    (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
+    ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
+    violations. Returns ``result``, changed in place."""
+    unmet = (facts.get("scenario") or {}).get("unmet")
+    if unmet:
+        reason = f"scenario precondition not met: {unmet}"
+        if reason not in result.setdefault("unknown_reasons", []):
+            result["unknown_reasons"].append(reason)
+        if result.get("valid") is True:
+            result["valid"] = "unknown"
+    return result
+
+
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
     """Write ``results.json`` (analysis + run facts) atomically; returns its path."""
     path = run_dir / "results.json"

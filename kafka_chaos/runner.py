@@ -24,8 +24,9 @@ from history import HistoryWriter
 from kafka_chaos import __version__
 from kafka_chaos.config import RunConfig
 from nemesis.faults import UncleanElectionNemesis
-from nemesis.scenarios import SCENARIO_BROKER_CONFIG, isr_shrink_unclean
-from nemesis.schedule import Scheduler, build_nemesis
+from nemesis.monitor import Monitor
+from nemesis.scenarios import isr_shrink_unclean
+from nemesis.schedule import Scheduler, build_nemesis, parse_targets
 from workloads.final_reads import final_reads
 from workloads.keys import KeySpace
 from workloads.queue import QueueWorkload
@@ -65,9 +66,11 @@ def _log_tail(cluster: Cluster, lines: int = 15) -> str:
 
 
 def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
-        progress: Callable[[float, dict], None] | None = None) -> dict:
+        progress: Callable[[float, dict], None] | None = None,
+        on_ready: Callable[[], None] | None = None) -> dict:
     """Execute the run described by ``cfg`` with ``kafka`` in ``run_dir``; return run facts
-    (not the verdict).
+    (not the verdict). ``on_ready`` is called once the cluster and topics are ready, before
+    the workload starts (it must return at once).
 
     Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
     config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
@@ -78,8 +81,6 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version}
     keys = KeySpace(TOPIC, cfg.keys, cfg.topics)
     broker_config = cfg.broker_config()
-    if cfg.scenario:
-        broker_config.update(SCENARIO_BROKER_CONFIG)
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
                                                cfg.controllers, broker_config,
                                                cfg.backend_options())
@@ -99,8 +100,12 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
                          timeout_s=60, log_tail=lambda: _log_tail(cluster))
         facts["cluster_ready_s"] = round(time.monotonic() - t0, 2)
         log(f"cluster ready in {facts['cluster_ready_s']} s at {cluster.bootstrap_servers}")
+        if on_ready:
+            on_ready()
         header = {"kafka_chaos": __version__, "kafka_version": kafka.version,
-                  "config": cfg.model_dump(mode="json"), "keys": keys.header()}
+                  "config": cfg.model_dump(mode="json"), "keys": keys.header(),
+                  "nodes": {str(n.node_id): {"name": n.name, "roles": list(n.roles)}
+                            for n in cluster.nodes}}
         with HistoryWriter(run_dir / "history.jsonl", header=header) as history:
             facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress))
     except KeyboardInterrupt:
@@ -122,18 +127,39 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     packages = list(cfg.nemesis)
     if cfg.scenario:
         packages = ["kill", "partition"]
+    # separate streams: the nodes the nemeses pick (which depend on the cluster) cannot shift
+    # the schedule of faults, so one seed records one sequence of nemesis invokes
+    schedule_rng = random.Random(rng.randrange(2**32))
     nemesis = build_nemesis(cluster, packages, rng, extra=(
         UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
+    monitor = Monitor(cluster, history, list(keys.topic_partitions))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
-                          cfg.nemesis_interval_s, rng, TOPIC, log=log)
+                          cfg.nemesis_interval_s, schedule_rng, TOPIC,
+                          targets=parse_targets(cfg.nemesis_targets, packages), log=log,
+                          after_op=lambda f: _sample(monitor, f"after {f}", log))
     workload = QueueWorkload(cluster.bootstrap_servers, history, cfg.workload_settings(), keys,
                              seed=rng.randrange(2**32))
+    monitor.start()
+    try:
+        _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler, workload,
+                facts)
+    finally:
+        # before the history closes: no sample may be left open in it
+        monitor.stop()
+        facts["monitor_samples"] = monitor.samples
+    return facts
+
+
+def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
+            stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
+            workload: QueueWorkload, facts: dict) -> None:
     start = time.monotonic()
     try:
         workload.start()
         scheduler.start()
         if cfg.scenario:
-            facts["scenario"] = isr_shrink_unclean(cluster, scheduler.run_op, TOPIC, stop, log)
+            facts["scenario"] = isr_shrink_unclean(cluster, scheduler.run_op, monitor, TOPIC,
+                                                   stop, log)
         else:
             while not stop.wait(0.5):
                 elapsed = time.monotonic() - start
@@ -162,4 +188,11 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
                                        isolation_level=cfg.isolation_level)
-    return facts
+
+
+def _sample(monitor: Monitor, trigger: str, log: Callable[[str], None]) -> None:
+    # a sample that fails is recorded as an info op; the fault sequence goes on
+    try:
+        monitor.sample(trigger)
+    except Exception as exc:
+        log(f"monitor sample failed: {type(exc).__name__}: {exc}")

@@ -1,7 +1,9 @@
-"""Process and network faults: ``kill``/``start``, ``pause``/``resume``, ``partition``/``heal``.
+"""Process and network faults: ``kill``/``stop``/``start``, ``pause``/``resume``,
+``partition``/``heal``.
 
-Targets are data, as in Jepsen's ``nemesis/combined``: ``{"target": "one"|"leader"|"minority"|
-"all"}`` for processes; ``{"target": "isolate-one"|"halves"|"leader-replication"}`` for the network.
+Targets are data, as in Jepsen's ``nemesis/combined``: ``{"target": "one"|"leader"|"controller"|
+"follower"|"minority"|"majority"|"all"|[node id, ...]}`` for processes; ``{"target":
+"isolate-one"|"halves"|"leader-replication"}`` for the network.
 """
 
 from __future__ import annotations
@@ -13,29 +15,18 @@ from clusters import admin
 from clusters.base import Killable, Node, Partitionable, Pausable
 from clusters.errors import ClusterError
 from nemesis.base import Nemesis, NemesisError
-
-
-def leader_of(cluster, topic: str, partition: int) -> Node | None:
-    """The broker currently leading ``topic``-``partition``, or None if unknown/offline."""
-    try:
-        states = admin.partitions(admin.client(cluster.bootstrap_servers, 3.0), topic, 3.0)
-    except Exception:
-        return None
-    for s in states:
-        if s.partition == partition and s.leader >= 0:
-            return cluster.node(s.leader)
-    return None
+from nemesis.targets import active_controller, leader_of, pick
 
 
 class ProcessNemesis(Nemesis):
-    """SIGKILL / SIGSTOP broker processes and bring them back.
+    """SIGKILL, SIGTERM or SIGSTOP Kafka processes and bring them back.
 
-    fs: ``kill`` -> ``start``; ``pause`` -> ``resume``. ``value`` is ``{"target": "one"|"leader"|
-    "minority"|"all", "topic": str, "partition": int}`` ("leader" needs topic and partition).
+    fs: ``kill`` (SIGKILL) and ``stop`` (SIGTERM, a clean shutdown) -> ``start``; ``pause``
+    -> ``resume``. ``value`` is ``{"target": see pick(), "topic": str, "partition": int}``.
     Raises ``NemesisError`` when the cluster lacks the ability.
     """
 
-    fs = frozenset({"kill", "start", "pause", "resume"})
+    fs = frozenset({"kill", "stop", "start", "pause", "resume"})
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
@@ -45,31 +36,22 @@ class ProcessNemesis(Nemesis):
     def _targets(self, value: dict) -> list[Node]:
         live = [n for n in self.cluster.nodes
                 if n.node_id not in self.killed | self.paused and self.cluster.is_running(n)]
-        target = (value or {}).get("target", "one")
-        if target == "leader":
-            node = leader_of(self.cluster, value["topic"], value.get("partition", 0))
-            return [node] if node is not None and node in live else []
-        if not live:
-            return []
-        if target == "one":
-            return [self.rng.choice(live)]
-        if target == "minority":
-            return self.rng.sample(live, max(1, (len(self.cluster.nodes) - 1) // 2))
-        if target == "all":
-            return live
-        raise NemesisError(f"unknown target {target!r}")
+        return pick(self.cluster, self.rng, live, value)
 
     def invoke(self, f: str, value: Any) -> Any:
-        if f in ("kill", "start") and not isinstance(self.cluster, Killable):
+        if f == "kill" and not isinstance(self.cluster, Killable):
             raise NemesisError("this cluster backend cannot kill nodes")
         if f in ("pause", "resume") and not isinstance(self.cluster, Pausable):
             raise NemesisError("this cluster backend cannot pause nodes")
-        if f == "kill":
+        if f in ("kill", "stop"):
             nodes = self._targets(value)
             for n in nodes:
-                self.cluster.kill(n)
+                if f == "kill":
+                    self.cluster.kill(n)
+                else:
+                    self.cluster.stop(n)
                 self.killed.add(n.node_id)
-            return {"killed": [n.name for n in nodes]}
+            return {"killed" if f == "kill" else "stopped": [n.name for n in nodes]}
         if f == "pause":
             nodes = self._targets(value)
             for n in nodes:
@@ -93,15 +75,37 @@ class ProcessNemesis(Nemesis):
         return {"resume": self.invoke("resume", None), "start": self.invoke("start", None)}
 
 
+#: Partition shapes (Jepsen's grudges, plus Kafka-specific cuts).
+PARTITION_TARGETS = ("isolate-one", "halves", "isolate-leader", "isolate-controller", "bridge",
+                     "majorities-ring", "one-way", "leader-replication", "zombie-leader")
+
+
 class PartitionNemesis(Nemesis):
-    """Network partitions with iptables rules on the nodes (the host/clients stay connected).
+    """Network partitions with iptables rules on the nodes (this host, where the clients and
+    the monitor run, stays connected to every node).
 
     fs: ``partition`` -> ``heal``. ``value["target"]``:
       - ``isolate-one``: one random node loses every other node;
       - ``halves``: nodes shuffled and split in two groups that cannot talk;
-      - ``leader-replication``: only the broker listener (``Node.broker_port``) between the leader of
-        ``value["topic"]``-``value["partition"]`` and the other brokers is cut, so the controller
-        quorum still reaches everyone and the leader can shrink its ISR through the controller.
+      - ``isolate-leader``: the leader of ``value["topic"]``-``value["partition"]`` loses every
+        other node;
+      - ``isolate-controller``: the active KRaft controller loses every other node;
+      - ``bridge``: two halves that cannot talk, and one node that talks to both (Jepsen's
+        ``bridge``);
+      - ``majorities-ring``: nodes in a shuffled ring; each receives only from itself and the
+        next ``n // 2`` nodes of the ring: every node hears a majority, no two the same one
+        (Jepsen's ``majorities-ring``, made of one-way drops);
+      - ``one-way``: what one random node sends to the others is dropped; what they send to it
+        still arrives;
+      - ``leader-replication``: only the broker listener (``Node.broker_port``) between the
+        leader and the other brokers is cut, so the controller quorum still reaches everyone
+        and the leader can shrink its ISR through the controller;
+      - ``zombie-leader``: only the controller listener (``Node.controller_port``) between the
+        leader and the controllers is cut: the quorum fences it and elects another leader,
+        while clients (and followers, until they learn of the new leader) still reach it.
+    The ``ok`` value: ``{"isolated": [[names], [names]], "port": int}`` (``port`` only for
+    port cuts); ``bridge`` adds ``"bridge": name``; ``one-way`` is ``{"dropped": [[from],
+    [to, ...]]}`` and ``majorities-ring`` ``{"hears": {name: [names]}}`` (one-way drops).
     """
 
     fs = frozenset({"partition", "heal"})
@@ -113,29 +117,57 @@ class PartitionNemesis(Nemesis):
             self.cluster.heal_network()
             return {"healed": True}
         nodes = list(self.cluster.nodes)
-        target = (value or {}).get("target", "isolate-one")
-        if target == "leader-replication":
-            leader = leader_of(self.cluster, value["topic"], value.get("partition", 0))
-            if leader is None:
-                raise NemesisError("partition has no leader to isolate")
-            others = [n for n in self.cluster.brokers if n != leader]
-            self.cluster.drop(leader, others, port=leader.broker_port)
-            return {"isolated": [[leader.name], [n.name for n in others]],
-                    "port": leader.broker_port}
-        if target == "isolate-one":
+        value = value or {}
+        target = value.get("target", "isolate-one")
+        if target in ("leader-replication", "zombie-leader", "isolate-leader"):
+            lone = leader_of(self.cluster, value["topic"], value.get("partition", 0))
+            if lone is None:
+                raise NemesisError("the partition has no leader to cut off")
+        elif target == "isolate-controller":
+            lone = active_controller(self.cluster)
+            if lone is None:
+                raise NemesisError("no active controller to cut off")
+        else:
             lone = self.rng.choice(nodes)
-            groups = [[lone], [n for n in nodes if n != lone]]
-        elif target == "halves":
+        if target in ("leader-replication", "zombie-leader"):
+            port_of = "broker_port" if target == "leader-replication" else "controller_port"
+            peers = [n for n in nodes if n != lone
+                     and (n.is_broker if target == "leader-replication" else n.is_controller)]
+            port = getattr(lone, port_of)
+            self.cluster.drop(lone, peers, port=port)
+            return {"isolated": [[lone.name], [n.name for n in peers]], "port": port}
+        if target == "one-way":
+            others = [n for n in nodes if n != lone]
+            for n in others:
+                self.cluster.drop(n, [lone], inbound_only=True)
+            return {"dropped": [[lone.name], [n.name for n in others]]}
+        if target == "majorities-ring":
             self.rng.shuffle(nodes)
+            hears = {}
+            for i, n in enumerate(nodes):
+                window = [nodes[(i + k) % len(nodes)] for k in range(len(nodes) // 2 + 1)]
+                deaf = [p for p in nodes if p not in window]
+                if deaf:
+                    self.cluster.drop(n, deaf, inbound_only=True)
+                hears[n.name] = sorted(p.name for p in window)
+            return {"hears": hears}
+        extra = {}
+        if target in ("isolate-one", "isolate-leader", "isolate-controller"):
+            groups = [[lone], [n for n in nodes if n != lone]]
+        elif target in ("halves", "bridge"):
+            self.rng.shuffle(nodes)
+            if target == "bridge":
+                extra["bridge"] = nodes.pop().name  # it keeps every link
             half = len(nodes) // 2
             groups = [nodes[:half], nodes[half:]]
         else:
-            raise NemesisError(f"unknown partition target {target!r}")
+            raise NemesisError(f"unknown partition target {target!r}; choose from "
+                               f"{', '.join(PARTITION_TARGETS)}")
         for a in groups[0]:
             self.cluster.drop(a, groups[1])
         for b in groups[1]:
             self.cluster.drop(b, groups[0])
-        return {"isolated": [[n.name for n in g] for g in groups]}
+        return {"isolated": [[n.name for n in g] for g in groups], **extra}
 
     def teardown(self) -> Any:
         return self.invoke("heal", None)

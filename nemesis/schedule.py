@@ -15,15 +15,47 @@ from typing import Any, Callable
 
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis
-from nemesis.faults import PartitionNemesis, ProcessNemesis
+from nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
+from nemesis.targets import PROCESS_TARGETS
 
-#: name -> start f, stop f, targets drawn from, plot colour.
+_PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
+#: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour
+#: (Jepsen's package colours where it has the package).
 PACKAGES: dict[str, dict[str, Any]] = {
-    "kill": {"start": "kill", "stop": "start", "targets": ["one", "leader"], "color": "#E9A4A0"},
-    "pause": {"start": "pause", "stop": "resume", "targets": ["one", "leader"], "color": "#C5A0E9"},
-    "partition": {"start": "partition", "stop": "heal",
-                  "targets": ["isolate-one", "halves", "leader-replication"], "color": "#A0C8E9"},
+    "kill": {"start": "kill", "stop": "start", "targets": _PROCESS_DEFAULT,
+             "accepts": PROCESS_TARGETS, "color": "#E9A4A0"},
+    "stop": {"start": "stop", "stop": "start", "targets": _PROCESS_DEFAULT,
+             "accepts": PROCESS_TARGETS, "color": "#E9C3A0"},
+    "pause": {"start": "pause", "stop": "resume", "targets": _PROCESS_DEFAULT,
+              "accepts": PROCESS_TARGETS, "color": "#C5A0E9"},
+    "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
+                  "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
 }
+
+
+def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
+    """``--nemesis-targets "controller,majority,halves,2"`` -> the targets each of
+    ``packages`` draws from: those it accepts (a number is a node id, accepted by process
+    faults), or its defaults when none given is of its kind. ``""`` -> every default.
+
+    Raises ``ValueError`` naming a target that no chosen package accepts.
+    """
+    given: list = [int(t) if t.strip().isdigit() else t.strip()
+                   for t in spec.split(",") if t.strip()]
+    out = {}
+    for name in packages:
+        pkg = PACKAGES[name]
+        mine = [t for t in given if t in pkg["accepts"]
+                or (isinstance(t, int) and name != "partition")]
+        out[name] = [[t] if isinstance(t, int) else t for t in mine] or list(pkg["targets"])
+    for t in given:
+        if not any(t in PACKAGES[n]["accepts"] or (isinstance(t, int) and n != "partition")
+                   for n in packages):
+            raise ValueError(f"--nemesis-targets: {t!r} is no target of "
+                             f"{', '.join(packages) or 'the chosen faults (none)'}; process "
+                             f"faults take {', '.join(PROCESS_TARGETS)} or node ids, partitions "
+                             f"{', '.join(PARTITION_TARGETS)}")
+    return out
 
 
 def parse_packages(spec: str) -> list[str]:
@@ -43,7 +75,7 @@ def build_nemesis(cluster, packages: list[str], rng: random.Random,
                   extra: tuple[Nemesis, ...] = ()) -> Composed:
     """One composed nemesis able to run ``packages`` (plus ``extra`` nemeses) on ``cluster``."""
     parts: list[Nemesis] = list(extra)
-    if {"kill", "pause"} & set(packages):
+    if {"kill", "stop", "pause"} & set(packages):
         parts.append(ProcessNemesis(cluster, rng))
     if "partition" in packages:
         parts.append(PartitionNemesis(cluster, rng))
@@ -58,18 +90,25 @@ class Scheduler:
         history: where nemesis ops are recorded.
         packages: names from ``PACKAGES``.
         interval_s: seconds between fault start and stop, and between faults.
-        rng: seeded source of every choice (fault, target).
+        rng: seeded source of the schedule's choices (fault, target): its own, so the nodes the
+            nemeses pick cannot shift it, and one seed gives one sequence of invokes.
+        targets: package -> the targets it draws from (``parse_targets``); defaults if None.
         topic: topic whose partition-0 leader the ``leader`` targets aim at.
         log: called with a one-line description of each completed nemesis op (for the user).
+        after_op: called with ``f`` after each nemesis op is recorded (``heal-all`` included).
     """
 
     def __init__(self, nemesis: Composed, history: HistoryWriter, packages: list[str],
                  interval_s: float, rng: random.Random, topic: str,
-                 log: Callable[[str], None] = lambda message: None) -> None:
+                 targets: dict[str, list] | None = None,
+                 log: Callable[[str], None] = lambda message: None,
+                 after_op: Callable[[str], Any] = lambda f: None) -> None:
         self.log = log
+        self.after_op = after_op
         self.nemesis = nemesis
         self.history = history
         self.packages = packages
+        self.targets = targets or parse_targets("", packages)
         self.interval_s = interval_s
         self.rng = rng
         self.topic = topic
@@ -83,23 +122,31 @@ class Scheduler:
             self._thread.start()
 
     def run_op(self, f: str, value: Any) -> Any:
-        """Invoke ``f`` now and record it; an exception completes the op as ``info``."""
+        """Invoke ``f`` now and record it; an exception completes the op as ``info`` (and a
+        ``KeyboardInterrupt`` is re-raised once the op is completed, so the history never holds
+        an open nemesis op that ``heal-all`` would collide with). Then ``after_op(f)`` runs
+        (the monitor samples the cluster)."""
         with self._lock:
             self.history.append(NEMESIS, OpType.INVOKE, f, value)
             try:
                 done = self.nemesis.invoke(f, value)
-            except Exception as exc:  # NemesisError or a backend error: the op is indeterminate
+            except BaseException as exc:  # NemesisError, a backend error, Ctrl-C: indeterminate
                 self.history.append(NEMESIS, OpType.INFO, f, value, f"{type(exc).__name__}: {exc}")
+                if not isinstance(exc, Exception):
+                    raise
                 self.log(f"nemesis {f} failed: {exc}")
-                return None
-            self.history.append(NEMESIS, OpType.OK, f, done)
-            self.log(f"nemesis {f}: {json.dumps(done)}")
+                done = None
+            else:
+                self.history.append(NEMESIS, OpType.OK, f, done)
+                self.log(f"nemesis {f}: {json.dumps(done)}")
+            self.after_op(f)
             return done
 
     def _loop(self) -> None:
         while not self._stop.wait(self.interval_s):
-            pkg = PACKAGES[self.rng.choice(self.packages)]
-            target = self.rng.choice(pkg["targets"])
+            name = self.rng.choice(self.packages)
+            pkg = PACKAGES[name]
+            target = self.rng.choice(self.targets[name])
             self.run_op(pkg["start"], {"target": target, "topic": self.topic, "partition": 0})
             if self._stop.wait(self.interval_s):
                 break
@@ -118,6 +165,7 @@ class Scheduler:
             healed = self.nemesis.teardown()
             try:
                 self.history.append(NEMESIS, OpType.OK, "heal-all", healed)
+                self.after_op("heal-all")
             except ValueError:
                 pass
         return healed

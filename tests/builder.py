@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from history import NEMESIS, HistoryWriter
+from history import MONITOR, NEMESIS, HistoryWriter
 
 _DEFAULT_ERROR = {"fail": "NOT_ENOUGH_REPLICAS", "info": "_MSG_TIMED_OUT"}
 
@@ -51,6 +51,11 @@ class Lines:
         self.invoke(NEMESIS, f, value)
         self.lines.append((NEMESIS, self.nemesis_type, f, result, None))
         return self
+
+    def monitor(self, state: dict, trigger: str = "period"):
+        """A cluster-state sample of the monitor (``nemesis.monitor``)."""
+        self.invoke(MONITOR, "cluster-state", {"trigger": trigger})
+        return self.complete(MONITOR, "ok", "cluster-state", state)
 
     def write(self, path: Path) -> Path:
         """Write the history to ``path`` (which must not exist) and return ``path``."""

@@ -56,9 +56,25 @@ def _reaches(cluster, src, dst) -> bool:
     return cluster.exec(src, ["timeout", "3", "bash", "-c", probe]).exit == 0
 
 
+def _udp_arrives(cluster, src, dst) -> bool:
+    """Datagrams from ``src`` to a closed port of ``dst`` reach ``dst``'s UDP layer: its
+    ``NoPorts`` counter (``/proc/net/snmp``, per network namespace) grows. TCP cannot show a
+    one-way cut: a handshake needs both directions."""
+    def no_ports() -> int:
+        rows = [line.split() for line in cluster.exec(dst, ["cat", "/proc/net/snmp"]).out
+                .splitlines() if line.startswith("Udp:")]
+        return int(rows[1][rows[0].index("NoPorts")])
+
+    before = no_ports()
+    for _ in range(3):
+        cluster.exec(src, ["bash", "-c", f"echo x > /dev/udp/{dst.host}/9"])
+    return _until(lambda: no_ports() > before, 2)
+
+
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_backend_conformance(request, tmp_path, name):
-    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it, logs are
+    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it, a one-way
+    cut drops one direction only, logs are
     collected, teardown leaves nothing the backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
@@ -125,6 +141,12 @@ def test_backend_conformance(request, tmp_path, name):
         assert not _reaches(cluster, n1, n2)
         cluster.heal_network()
         assert _reaches(cluster, n1, n2)
+        # one way: n2 drops what it receives from n1, n1 still hears n2
+        assert _udp_arrives(cluster, n1, n2) and _udp_arrives(cluster, n2, n1)
+        cluster.drop(n2, [n1], inbound_only=True)
+        assert not _udp_arrives(cluster, n1, n2) and _udp_arrives(cluster, n2, n1)
+        cluster.heal_network()
+        assert _udp_arrives(cluster, n1, n2)
 
         # logs are collected where the run directory can keep them
         for node in cluster.nodes:

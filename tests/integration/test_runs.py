@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from clusters import backends, dist
-from history import read_history
+from history import read_header, read_history
 from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
 
 pytestmark = pytest.mark.kafka
@@ -41,6 +41,36 @@ def _nemesis_done(ops) -> set[str]:
     return {op.f for op in ops if op.process == "nemesis" and op.type.value == "ok"}
 
 
+def _monitor(out: Path, silenced: dict[str, str] | None = None) -> list:
+    """Check the cluster-state monitor's samples in the run under ``out`` and return the ok
+    ones: paired, about every 500 ms, partitions described with leader epochs, and after each
+    nemesis op in ``silenced`` (f -> the completion's key listing nodes, e.g. kill -> killed)
+    a sample in which those nodes do not answer."""
+    path = out / "latest" / "history.jsonl"
+    ids = {v["name"]: k for k, v in read_header(path)["nodes"].items()}
+    ops = read_history(path)
+    invokes = [op for op in ops if op.process == "monitor" and op.type.value == "invoke"]
+    samples = [op for op in ops if op.process == "monitor" and op.type.value == "ok"]
+    assert len(samples) == len(invokes) > 10, (len(samples), len(invokes))
+    periodic = [op.time for op, inv in zip(samples, invokes) if inv.value["trigger"] == "period"]
+    gaps = sorted(b - a for a, b in zip(periodic, periodic[1:]))
+    assert 0.4e9 < gaps[len(gaps) // 2] < 1.0e9, gaps[len(gaps) // 2]
+    first = next(op.value for op in samples if op.value["partitions"])
+    p0 = first["partitions"]["kafka-chaos"][0]
+    assert p0["partition"] == 0 and p0["leader_epoch"] >= 0 and p0["leader"] in p0["isr"]
+    assert first["controller"]["leader"] > 0 and first["controller"]["voters"]
+    checked = 0
+    for f, key in (silenced or {}).items():
+        for op in ops:
+            if op.process == "nemesis" and op.f == f and op.type.value == "ok" and op.value[key]:
+                after = next(s for i, s in zip(invokes, samples) if i.index > op.index)
+                assert not any(after.value["answering"][ids[n]] for n in op.value[key]), \
+                    (op.value, after.value["answering"])
+                checked += 1
+    assert checked or not silenced, f"no {', '.join(silenced)} op to check the monitor against"
+    return samples
+
+
 def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     """The README's default run (idempotence off, acks=all, max.in.flight 5, retries) under
     kills and partitions: pipelined sends, a verdict judged against the configuration, and
@@ -58,6 +88,7 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
         assert res["anomalies"]["duplicate"]["rule"] == "retries-without-idempotence"
     ops = _ops(tmp_path)
     assert {"kill", "partition"} & _nemesis_done(ops) and "heal-all" in _nemesis_done(ops)
+    _monitor(tmp_path, {"kill": "killed"})
     # pipelining: ops whose sends were all produced before any was acknowledged, and acked
     pipelined = [op for op in ops if op.f == "send" and op.type.value == "ok"
                  and sum(1 for m in op.value if m[2][0] is not None) >= 2]
@@ -77,7 +108,7 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
 
 
 def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_path):
-    proc = kafka_chaos("run", "--idempotence", "--nemesis", "kill,partition",
+    proc = kafka_chaos("run", "--idempotence", "--nemesis", "kill,pause,partition",
                        "--nemesis-interval", "5", "--ops-per-txn", "2..10", "--time-limit", "30",
                        "--min-insync-replicas", "2", "--seed", "7", "--out", str(tmp_path))
     res = _results(tmp_path, proc)
@@ -86,8 +117,9 @@ def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_pat
                  "unseen", "inconsistent-offsets"):
         assert name not in found, (name, res["anomalies"][name]["examples"])
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout
-    assert {"kill", "partition"} & _nemesis_done(_ops(tmp_path))
+    assert {"kill", "pause", "partition"} & _nemesis_done(_ops(tmp_path))
     assert res["stats"]["acked_sends"] > 1000
+    _monitor(tmp_path, {"kill": "killed", "pause": "paused"})
 
 
 @pytest.mark.parametrize("name", ["docker", "ssh"])
@@ -105,6 +137,7 @@ def test_the_same_run_on_other_backends(request, tmp_path, name):
     assert res["anomalies"]["lost-write"]["count"] == 0
     ops = _ops(tmp_path / "runs")
     assert {"kill", "partition"} & _nemesis_done(ops) and "heal-all" in _nemesis_done(ops)
+    _monitor(tmp_path / "runs", {"kill": "killed"})
     assert any(m[0] == "poll" and m[1] for op in ops if op.f == "poll"
                and op.type.value == "ok" for m in op.value), "consumers read during the run"
     run_dir = (tmp_path / "runs" / "latest").resolve()
@@ -191,7 +224,21 @@ def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lo
     res = _results(tmp_path / "runs", proc)
     lost = res["anomalies"]["lost-write"]
     facts = res["run"]
-    assert facts["scenario"].get("new_leader"), facts["scenario"]
+    assert facts["scenario"].get("new_leader") and "unmet" not in facts["scenario"], facts
+    assert "scenario isr-shrink-unclean sets --keys 1, --topics 1" in proc.stdout
+    config = json.loads((tmp_path / "runs" / "latest" / "config.json").read_text())
+    assert config["scenario_settings"]["replica_lag_time_max_ms"] == 3000
+    assert config["replica_lag_time_max_ms"] == 3000 and config["keys"] == 1
+    # what the scenario claims, in the monitor's samples: the ISR shrank to the old leader,
+    # then another broker led partition 0 in a later leader epoch
+    ids = {v["name"]: int(k) for k, v in
+           read_header(tmp_path / "runs" / "latest" / "history.jsonl")["nodes"].items()}
+    p0 = [(op.index, op.value["partitions"]["kafka-chaos"][0])
+          for op in _monitor(tmp_path / "runs", {"kill": "killed"}) if op.value["partitions"]]
+    old, new = ids[facts["scenario"]["old_leader"]], ids[facts["scenario"]["new_leader"]]
+    shrunk = next((i, p["leader_epoch"]) for i, p in p0 if p["isr"] == [old])
+    assert any(i > shrunk[0] and p["leader"] == new and p["leader_epoch"] > shrunk[1]
+               for i, p in p0), p0[-1]
     if expect_lost:
         # Kafka documents this loss: min.insync.replicas=1, and unclean election enabled
         assert lost["count"] > 0, proc.stdout
@@ -199,6 +246,24 @@ def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lo
         assert proc.returncode == 0, proc.stdout
     else:
         assert lost["count"] == 0, lost
+
+
+def test_a_scenario_whose_precondition_fails_ends_unknown(tmp_path):
+    """A replica.lag.time.max.ms far above the scenario's wait: the ISR never shrinks, the
+    scenario stops at that step and names it, and the run is unknown (exit 2), never valid.
+    The option the user gave is kept, and that is announced."""
+    proc = kafka_chaos("run", "--scenario", "isr-shrink-unclean", "--replica-lag-time-max-ms",
+                       "600000", "--seed", "2", "--out", str(tmp_path))
+    res = _results(tmp_path, proc)
+    assert proc.returncode == 2 and res["valid"] == "unknown", proc.stdout
+    assert "keeping your --replica-lag-time-max-ms 600000" in proc.stdout
+    unmet = res["run"]["scenario"]["unmet"]
+    assert unmet.startswith("ISR of kafka-chaos-0 shrank to"), unmet
+    assert f"scenario precondition not met: {unmet}" in res["unknown_reasons"]
+    assert _counts(res).get("lost-write", 0) == 0 and res["stats"]["acked_sends"] > 100
+    ops = _ops(tmp_path)
+    assert "partition" in _nemesis_done(ops) and "kill" not in _nemesis_done(ops)
+    assert leftovers() == []
 
 
 def test_bad_options_are_refused_before_anything_starts(tmp_path):

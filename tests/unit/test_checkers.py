@@ -115,6 +115,8 @@ def test_clean_history_is_valid(run) -> None:
     q = (Q().assign(0, [0, 1]).assign(1, [1])
          .send(2, [(0, 1), (1, 2)]).poll(0, {0: [(0, 1)], 1: [(0, 2)]})
          .nemesis("kill", {"target": "one"}, {"killed": ["n2"]})
+         .monitor({"answering": {"1": True, "2": False}, "partitions": None,
+                   "controller": None, "took_ms": 3}, "after kill")
          .send(3, [(1, 3)], type="fail", error="MSG_SIZE_TOO_LARGE")
          .send(2, [(0, 4), (1, 5)]).poll(1, {1: [(1, 5)]}).poll(0, {0: [(1, 4)], 1: [(1, 5)]})
          .send(4, [(1, 6)], type="pending")
@@ -123,7 +125,8 @@ def test_clean_history_is_valid(run) -> None:
     assert result["valid"] is True, result["violations"] or result["unknown_reasons"]
     assert found(result) == {}
     assert result["stats"] == {
-        "ops": len(q.lines), "nemesis": 1, "acked_sends": 4, "records_read": 9, "keys": 2,
+        "ops": len(q.lines), "nemesis": 1, "monitor": 1, "acked_sends": 4, "records_read": 9,
+        "keys": 2,
         "by_f": {"assign": {"ok": 2, "fail": 0, "info": 0, "pending": 0},
                  "poll": {"ok": 5, "fail": 0, "info": 0, "pending": 0},
                  "send": {"ok": 2, "fail": 1, "info": 0, "pending": 1}}}

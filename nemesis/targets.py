@@ -1,0 +1,74 @@
+"""Who a fault aims at: the targets of process faults and the nodes Kafka's roles name at
+this moment (a partition's leader and followers, the active KRaft controller).
+
+Roles are read when the fault starts, not from the monitor's last sample: a sample can be up
+to ``nemesis.monitor.PERIOD_S`` old, and the leader may have moved since.
+"""
+
+from __future__ import annotations
+
+from clusters import admin, wire
+from clusters.base import Node
+from nemesis.base import NemesisError
+
+#: Process targets (besides an explicit list of node ids).
+PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
+
+
+def active_controller(cluster) -> Node | None:
+    """The KRaft quorum leader (the active controller), asked of each controller in turn
+    (``DescribeQuorum``, ``clusters.wire``); None if none answers as leader."""
+    for node in (n for n in cluster.nodes if n.is_controller):
+        try:
+            leader = wire.describe_quorum(f"{node.host}:{node.controller_port}")["leader"]
+        except wire.WireError:
+            continue
+        if leader >= 0:
+            return cluster.node(leader)
+    return None
+
+
+def pick(cluster, rng, live: list[Node], value: dict | None) -> list[Node]:
+    """The nodes a process fault aims at, among ``live`` ones (``PROCESS_TARGETS`` or a list
+    of node ids in ``value["target"]``; ``leader`` and ``follower`` of ``value["topic"]``-
+    ``value["partition"]``). Empty when the target is not there (no leader, not live).
+    ``minority`` is ``(n - 1) // 2`` nodes of all ``n``, ``majority`` ``n // 2 + 1``, both
+    drawn from the live ones. Raises ``NemesisError`` for an unknown target."""
+    value = value or {}
+    target = value.get("target", "one")
+    if isinstance(target, list):
+        return [n for n in live if n.node_id in target]
+    if target in ("leader", "follower"):
+        state = partition_of(cluster, value["topic"], value.get("partition", 0))
+        if state is None:
+            return []
+        if target == "leader":
+            return [n for n in live if n.node_id == state.leader]
+        followers = [n for n in live if n.node_id in state.replicas and n.node_id != state.leader]
+        return [rng.choice(followers)] if followers else []
+    if target == "controller":
+        node = active_controller(cluster)
+        return [node] if node in live else []
+    if not live:
+        return []
+    n = len(cluster.nodes)
+    sizes = {"one": 1, "minority": max(1, (n - 1) // 2), "majority": n // 2 + 1, "all": n}
+    if target not in sizes:
+        raise NemesisError(f"unknown target {target!r}; choose from {', '.join(PROCESS_TARGETS)} "
+                           "or a list of node ids")
+    return sorted(rng.sample(live, min(sizes[target], len(live))), key=lambda n: n.node_id)
+
+
+def partition_of(cluster, topic: str, partition: int) -> admin.PartitionState | None:
+    """Leader, replicas and ISR of ``topic``-``partition`` as the metadata reports them."""
+    try:
+        states = admin.partitions(admin.client(cluster.bootstrap_servers, 3.0), topic, 3.0)
+    except Exception:
+        return None
+    return next((s for s in states if s.partition == partition), None)
+
+
+def leader_of(cluster, topic: str, partition: int) -> Node | None:
+    """The broker currently leading ``topic``-``partition``, or None if unknown/offline."""
+    state = partition_of(cluster, topic, partition)
+    return cluster.node(state.leader) if state is not None and state.leader >= 0 else None

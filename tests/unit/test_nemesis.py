@@ -1,0 +1,226 @@
+"""The scheduler's history bookkeeping, the cluster-state monitor and the scenario verdict,
+without Kafka: what they write must stay a readable history whatever interrupts them."""
+
+from __future__ import annotations
+
+import random
+import socket
+import threading
+
+import pytest
+
+from clusters.base import Node, Partitionable
+from history import HistoryWriter, read_history
+from kafka_chaos.report import exit_code, judge_run
+from nemesis.base import Composed, Nemesis, NemesisError
+from nemesis.monitor import Monitor, partition_state
+from nemesis.schedule import PACKAGES, Scheduler, parse_targets
+from nemesis.targets import pick
+
+
+class _Interrupted(Nemesis):
+    fs = frozenset({"kill", "start"})
+
+    def __init__(self):
+        super().__init__(cluster=None, rng=random.Random(0))
+        self.healed = 0
+
+    def invoke(self, f, value):
+        raise KeyboardInterrupt
+
+    def teardown(self):
+        self.healed += 1
+        return {"started": []}
+
+
+def test_ctrl_c_during_a_nemesis_op_completes_it_before_heal_all(tmp_path):
+    """Ctrl-C while a scenario step runs used to leave the op open, and heal-all then made
+    the history unreadable ("invoked again while op 2 is still open")."""
+    nemesis = _Interrupted()
+    samples = []
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path, header={"config": {}}) as history:
+        scheduler = Scheduler(Composed([nemesis]), history, [], 1.0, random.Random(0), "t",
+                              after_op=samples.append)
+        with pytest.raises(KeyboardInterrupt):
+            scheduler.run_op("kill", {"target": "leader"})
+        scheduler.finish()
+    ops = read_history(path)
+    assert [(op.f, op.type.value) for op in ops] == [
+        ("kill", "invoke"), ("kill", "info"), ("heal-all", "invoke"), ("heal-all", "ok")]
+    assert ops[1].error == "KeyboardInterrupt: "
+    assert nemesis.healed == 1
+    assert samples == ["heal-all"]  # the interrupted op gets no sample: Ctrl-C goes on up
+
+
+class _Cluster:
+    """Two nodes on ports of this host: one answers nothing (a closed port), one accepts TCP
+    but never replies (like a paused JVM, whose kernel still completes handshakes)."""
+
+    def __init__(self, silent_port: int, closed_port: int) -> None:
+        self.nodes = [Node(1, "n1", "127.0.0.1", ("broker", "controller"), closed_port, 1),
+                      Node(2, "n2", "127.0.0.1", ("broker",), silent_port)]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_monitor_records_paired_samples_and_a_silent_node_does_not_answer(tmp_path):
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # accepts, never replies
+    cluster = _Cluster(silent.getsockname()[1], _free_port())
+    path = tmp_path / "history.jsonl"
+    stop = threading.Event()
+    with HistoryWriter(path, header={"config": {}}) as history:
+        monitor = Monitor(cluster, history, ["t"], period_s=0.05)
+        monitor.start()
+        state = monitor.wait_for(lambda s: True, 5.0, stop)
+        assert monitor.wait_for(lambda s: False, 0.3, stop) is None  # times out
+        stop.set()
+        assert monitor.wait_for(lambda s: True, 5.0, stop) is None  # stopped: returns at once
+        monitor.sample("after kill")
+        monitor.stop()
+        assert monitor.sample("late") is None
+    silent.close()
+    assert state["answering"] == {"1": False, "2": False}
+    assert state["partitions"] is None and state["controller"] is None
+    ops = read_history(path)
+    assert len(ops) == 2 * monitor.samples >= 6
+    assert {op.process for op in ops} == {"monitor"}
+    assert [op.type.value for op in ops[:2]] == ["invoke", "ok"]
+    assert {"trigger": "after kill"} in [op.value for op in ops]
+    assert not any(op.value == {"trigger": "late"} for op in ops)
+
+
+def test_partition_state_picks_the_partition():
+    state = {"partitions": {"t": [{"partition": 0, "leader": 2}, {"partition": 1, "leader": 3}]}}
+    assert partition_state(state, "t", 1)["leader"] == 3
+    assert partition_state(state, "t", 7) is None and partition_state({}, "t", 0) is None
+
+
+@pytest.mark.parametrize("valid, expected, code", [
+    (True, "unknown", 2), (False, False, 1), ("unknown", "unknown", 2)])
+def test_an_unmet_scenario_precondition_is_never_valid(valid, expected, code):
+    result = {"valid": valid, "unknown_reasons": [], "anomaly_types": []}
+    facts = {"scenario": {"old_leader": "n1", "unmet": "ISR of t-0 shrank to [1]"}}
+    judge_run(result, facts)
+    judge_run(result, facts)  # re-analysing adds the reason once
+    assert result["valid"] == expected and exit_code(result) == code
+    assert result["unknown_reasons"] == ["scenario precondition not met: ISR of t-0 shrank to [1]"]
+    assert judge_run({"valid": True}, {"scenario": {"new_leader": "n2"}})["valid"] is True
+
+
+class _Net:
+    """A cluster view that records cuts instead of making them (shapes are pure logic)."""
+
+    def __init__(self, n: int = 5) -> None:
+        self.nodes = [Node(i, f"n{i}", f"10.0.0.{i}", ("broker", "controller"))
+                      for i in range(1, n + 1)]
+        self.cuts: set[tuple[int, int, int | None]] = set()
+        self.one_way: set[tuple[int, int]] = set()  # (from, to) whose packets are dropped
+
+    def drop(self, node, peers, port=None, inbound_only=False):
+        self.cuts |= {(node.node_id, p.node_id, port) for p in peers}
+        self.one_way |= {(p.node_id, node.node_id) for p in peers if inbound_only}
+
+
+def _shape(target: str, seed: int = 1, net: _Net | None = None) -> tuple[dict, set]:
+    from nemesis.faults import PartitionNemesis
+
+    Partitionable.register(_Net)
+    net = net or _Net()
+    nemesis = PartitionNemesis(net, random.Random(seed))
+    return nemesis.invoke("partition", {"target": target}), net.cuts
+
+
+def test_partition_shapes_cut_exactly_between_their_groups():
+    for target in ("isolate-one", "halves", "bridge"):
+        done, cuts = _shape(target)
+        a, b = done["isolated"]
+        ids = {n: int(n[1:]) for n in a + b}
+        expected = {(ids[x], ids[y], None) for x in a for y in b}
+        assert cuts == expected | {(y, x, None) for x, y, _ in expected}, target
+        assert len(a) + len(b) == (4 if target == "bridge" else 5) and a and b
+        if target == "bridge":
+            assert done["bridge"] not in a + b  # it keeps every link
+    with pytest.raises(NemesisError, match="choose from isolate-one"):
+        _shape("majorities-sphere")
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 7])
+def test_majorities_ring_each_node_hears_a_majority_no_two_the_same(n):
+    net = _Net(n)
+    done, _ = _shape("majorities-ring", seed=n, net=net)
+    hears = {name: frozenset(h) for name, h in done["hears"].items()}
+    assert all(len(h) > n // 2 for h in hears.values()) and len(set(hears.values())) == n
+    for name, h in hears.items():  # exactly the others it does not hear are dropped
+        me = int(name[1:])
+        deaf = {int(x.name[1:]) for x in net.nodes} - {int(x[1:]) for x in h}
+        assert {f for f, to in net.one_way if to == me} == deaf
+
+
+def test_one_way_drops_only_what_one_node_sends():
+    net = _Net()
+    done, _ = _shape("one-way", net=net)
+    [[src], dsts] = done["dropped"]
+    assert net.one_way == {(int(src[1:]), int(d[1:])) for d in dsts} and len(dsts) == 4
+
+
+def test_process_targets_are_drawn_among_live_nodes():
+    net = _Net()
+    live = net.nodes[:4]  # n5 is down
+    rng = random.Random(3)
+    assert len(pick(net, rng, live, {"target": "minority"})) == 2
+    assert len(pick(net, rng, live, {"target": "majority"})) == 3
+    assert pick(net, rng, live, {"target": "all"}) == live  # all that are up
+    assert [n.name for n in pick(net, rng, live, {"target": [2, 5]})] == ["n2"]
+    assert set(pick(net, rng, live, {"target": "one"})) <= set(live)
+    with pytest.raises(NemesisError, match="or a list of node ids"):
+        pick(net, rng, live, {"target": "primaries"})
+
+
+def test_targets_option_routes_each_target_to_the_faults_that_take_it():
+    out = parse_targets("controller, 2, halves", ["kill", "partition"])
+    assert out == {"kill": ["controller", [2]], "partition": ["halves"]}
+    assert parse_targets("", ["pause"])["pause"] == PACKAGES["pause"]["targets"]
+    assert parse_targets("majority", ["kill", "partition"])["partition"] == \
+        PACKAGES["partition"]["targets"]  # none of its kind given: its defaults
+    with pytest.raises(ValueError, match="'halves' is no target of kill"):
+        parse_targets("halves", ["kill"])
+    with pytest.raises(ValueError, match="no target of partition"):
+        parse_targets("3", ["partition"])
+
+
+class _Recorder(Nemesis):
+    fs = frozenset({"kill", "start", "pause", "resume", "partition", "heal"})
+
+    def __init__(self, rng):
+        super().__init__(cluster=None, rng=rng)
+
+    def invoke(self, f, value):
+        self.rng.random()  # node picks consume the nemeses' stream a varying number of times
+        return {"f": f}
+
+
+def _schedule(seed: int, tmp_path, name: str) -> list:
+    path = tmp_path / name
+    with HistoryWriter(path, header={"config": {}}) as history:
+        scheduler = Scheduler(Composed([_Recorder(random.Random())]), history,
+                              ["kill", "pause", "partition"], 0.002, random.Random(seed), "t",
+                              targets=parse_targets("", ["kill", "pause", "partition"]))
+        scheduler.start()
+        while sum(1 for op in read_history(path) if op.type.value == "invoke") < 40:
+            pass
+        scheduler.finish()
+    return [(op.f, op.value) for op in read_history(path) if op.type.value == "invoke"][:40]
+
+
+def test_one_seed_gives_one_sequence_of_nemesis_invokes(tmp_path):
+    first = _schedule(7, tmp_path, "a.jsonl")
+    assert first == _schedule(7, tmp_path, "b.jsonl")
+    assert first != _schedule(8, tmp_path, "c.jsonl")
+    assert {f for f, _ in first} >= {"kill", "pause", "partition", "start", "resume", "heal"}
