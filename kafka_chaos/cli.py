@@ -22,8 +22,7 @@ from clusters import dist
 from clusters.errors import ClusterError
 from kafka_chaos import plan as plan_file
 from kafka_chaos import report
-from kafka_chaos.config import RunConfig, parse_range
-from nemesis.scenarios import SCENARIO_SETTINGS
+from kafka_chaos.config import SCENARIOS, RunConfig, load_scenario, parse_range
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
@@ -107,8 +106,12 @@ def _scenario_settings(fields: dict, given: set[str]) -> dict:
     """Apply the scenario's settings to ``fields`` except the options the user gave (command
     line or plan), announcing each; returns the settings applied."""
     applied = {}
-    for name, value in SCENARIO_SETTINGS[fields["scenario"]].items():
+    settings = load_scenario(fields["scenario"]).settings
+    for name, value in settings.items():
         flag = "--" + name.replace("_", "-")
+        if name not in RunConfig.model_fields or name.startswith("scenario"):
+            raise ValueError(f"--scenario {fields['scenario']}: settings.{name} is no run "
+                             "option")
         if name in given and fields.get(name) != value:
             console.print(f"[yellow]scenario {fields['scenario']}[/]: keeping your {flag} "
                           f"{fields[name]} (the scenario sets {value}; its preconditions may "
@@ -216,7 +219,9 @@ def run_cmd(
                                         "leader-replication, zombie-leader (partition). "
                                         "Default: each fault's own."),
     nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
-    scenario: Optional[str] = typer.Option(None, help="Scripted scenario: isr-shrink-unclean."),
+    scenario: Optional[str] = typer.Option(None, help="Scripted scenario: a built-in one ("
+                                           "isr-shrink-unclean, zombie-leader) or a schedule "
+                                           "file (YAML, see docs/scenarios.md)."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
     spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
     fail_on: str = FAIL_ON,
@@ -247,7 +252,9 @@ def run_cmd(
             planned = plan_file.run_fields(plan_file.load(plan), plan)
             fields.update({k: v for k, v in planned.items() if k not in given})
             given |= set(planned)
-        if fields.get("scenario") in SCENARIO_SETTINGS:
+        if fields.get("scenario") is not None:
+            if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
+                fields["scenario"] = str(Path(fields["scenario"]).resolve())
             fields["scenario_settings"] = _scenario_settings(fields, given)
         cfg = RunConfig(**fields)
     except ValidationError as exc:

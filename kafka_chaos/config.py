@@ -15,10 +15,10 @@ from pydantic import BaseModel, Field, model_validator
 
 from clusters import backends
 from clusters.dist import DEFAULT_KAFKA_VERSION
-from nemesis.scenarios import SCENARIO_SETTINGS
+from nemesis import script
 from nemesis.schedule import parse_targets
 
-SCENARIOS = tuple(SCENARIO_SETTINGS)
+SCENARIOS = tuple(script.names())
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
 
 
@@ -43,6 +43,17 @@ _GENERATED_PROPERTIES = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
     "listener.security.protocol.map", "log.dirs", "listeners", "advertised.listeners",
     "inter.broker.listener.name"})
+
+
+def load_scenario(spec: str) -> script.Script:
+    """``--scenario``: a built-in scenario's name, or the path of a schedule file (YAML,
+    ``nemesis.script``). Raises ``ValueError`` naming the choices, or the file, line and key."""
+    if spec in SCENARIOS:
+        return script.built_in(spec)
+    if not spec.endswith((".yaml", ".yml")) and not Path(spec).exists():
+        raise ValueError(f"--scenario {spec!r}: choose from {', '.join(SCENARIOS)}, or give a "
+                         "schedule file (.yaml)")
+    return script.load(Path(spec))
 
 
 class RunConfig(BaseModel):
@@ -139,8 +150,8 @@ class RunConfig(BaseModel):
             raise ValueError(f"--min-insync-replicas {self.min_insync_replicas} exceeds the "
                              f"replication factor {self.replication_factor}: no write could succeed")
         parse_targets(self.nemesis_targets, self.nemesis)
-        if self.scenario is not None and self.scenario not in SCENARIOS:
-            raise ValueError(f"--scenario {self.scenario!r}: choose from {', '.join(SCENARIOS)}")
+        if self.scenario is not None:
+            load_scenario(self.scenario)
         if self.scenario is not None and self.nemesis:
             raise ValueError("--scenario runs its own faults: use it with --nemesis none")
         if self.scenario == "isr-shrink-unclean" and (self.brokers < 3 or self.acks != "all"):

@@ -22,11 +22,11 @@ from clusters.base import Cluster
 from clusters.dist import KafkaDist
 from history import HistoryWriter
 from kafka_chaos import __version__
-from kafka_chaos.config import RunConfig
+from kafka_chaos.config import RunConfig, load_scenario
 from nemesis.faults import UncleanElectionNemesis
 from nemesis.monitor import Monitor
-from nemesis.scenarios import isr_shrink_unclean
-from nemesis.schedule import Scheduler, build_nemesis, parse_targets
+from nemesis.script import Runner
+from nemesis.schedule import Scheduler, build_nemesis, parse_targets, schedule_rng
 from workloads.final_reads import final_reads
 from workloads.keys import KeySpace
 from workloads.queue import QueueWorkload
@@ -77,6 +77,9 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     for cluster trouble; faults are healed and the cluster removed in every case.
     """
     (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
+    if cfg.scenario:  # the steps as run, whatever happens to the file later
+        (run_dir / "scenario.json").write_text(load_scenario(cfg.scenario).model_dump_json(
+            indent=2))
     (run_dir / "command.txt").write_text(shlex.join(["kafka-chaos", *sys.argv[1:]]) + "\n")
     facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version}
     keys = KeySpace(TOPIC, cfg.keys, cfg.topics)
@@ -126,15 +129,12 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     facts: dict = {}
     packages = list(cfg.nemesis)
     if cfg.scenario:
-        packages = ["kill", "partition"]
-    # separate streams: the nodes the nemeses pick (which depend on the cluster) cannot shift
-    # the schedule of faults, so one seed records one sequence of nemesis invokes
-    schedule_rng = random.Random(rng.randrange(2**32))
+        packages = ["kill", "stop", "pause", "partition"]  # any a script may ask for
     nemesis = build_nemesis(cluster, packages, rng, extra=(
         UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
     monitor = Monitor(cluster, history, list(keys.topic_partitions))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
-                          cfg.nemesis_interval_s, schedule_rng, TOPIC,
+                          cfg.nemesis_interval_s, schedule_rng(cfg.seed), TOPIC,
                           targets=parse_targets(cfg.nemesis_targets, packages), log=log,
                           after_op=lambda f: _sample(monitor, f"after {f}", log))
     workload = QueueWorkload(cluster.bootstrap_servers, history, cfg.workload_settings(), keys,
@@ -158,8 +158,10 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         workload.start()
         scheduler.start()
         if cfg.scenario:
-            facts["scenario"] = isr_shrink_unclean(cluster, scheduler.run_op, monitor, TOPIC,
-                                                   stop, log)
+            scenario = load_scenario(cfg.scenario)
+            log(f"scenario {scenario.name}: {scenario.about}")
+            facts["scenario"] = Runner(cluster, scheduler.run_op, monitor, TOPIC, stop,
+                                       log).run(scenario)
         else:
             while not stop.wait(0.5):
                 elapsed = time.monotonic() - start

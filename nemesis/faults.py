@@ -2,8 +2,8 @@
 ``partition``/``heal``.
 
 Targets are data, as in Jepsen's ``nemesis/combined``: ``{"target": "one"|"leader"|"controller"|
-"follower"|"minority"|"majority"|"all"|[node id, ...]}`` for processes; ``{"target":
-"isolate-one"|"halves"|"leader-replication"}`` for the network.
+"follower"|"minority"|"majority"|"all"|[node id, ...]}`` for processes (``nemesis.targets``);
+``{"target": <one of PARTITION_TARGETS>}`` for the network.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ and an ``ok`` whose value is::
 
 ``answering``: the node's Kafka process replied to ``ApiVersions`` within 300 ms (a paused or
 killed node does not, a node cut from its peers still does: the monitor reaches every node
-from this host). ``partitions``: ``DescribeTopicPartitions`` (KIP-966) as the first answering
-broker sees it, ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
+from this host). ``partitions``: ``DescribeTopicPartitions`` (KIP-966) asked of every
+answering broker, per partition the answer with the highest leader epoch (a broker cut from
+the controllers keeps an old view), ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
 no eligible leader replicas. ``controller``: the KRaft quorum as its leader (the active
 controller) reports it through ``DescribeQuorum``, ``null`` when no controller answered as
 leader. Sources: ``clusters.wire``.
@@ -115,15 +116,9 @@ class Monitor:
         nodes = list(self.cluster.nodes)
         up = dict(zip([n.node_id for n in nodes],
                       self._pool.map(lambda n: wire.answers(_endpoint(n)), nodes)))
-        partitions = None
-        for node in (n for n in nodes if n.is_broker and up[n.node_id]):
-            try:
-                described = wire.describe_topic_partitions(node.client_endpoint, self.topics)
-            except wire.WireError:
-                continue
-            partitions = {t: [{k: v for k, v in p.items() if k != "error" or v}
-                              for p in parts] for t, parts in described.items()}
-            break
+        brokers = [n for n in nodes if n.is_broker and up[n.node_id]]
+        views = [v for v in self._pool.map(self._describe, brokers) if v is not None]
+        partitions = _freshest(views) if views else None
         controller = None
         for node in (n for n in nodes if n.is_controller and up[n.node_id]):
             try:
@@ -135,6 +130,12 @@ class Monitor:
         return {"answering": {str(k): v for k, v in up.items()}, "partitions": partitions,
                 "controller": controller,
                 "took_ms": round((time.monotonic() - start) * 1000)}
+
+    def _describe(self, node) -> dict | None:
+        try:
+            return wire.describe_topic_partitions(node.client_endpoint, self.topics)
+        except wire.WireError:
+            return None
 
     def wait_for(self, condition: Callable[[dict[str, Any]], bool], timeout_s: float,
                  stop: threading.Event) -> dict[str, Any] | None:
@@ -150,6 +151,23 @@ class Monitor:
             if state is not None and condition(state):
                 return state
         return None
+
+
+def _freshest(views: list[dict[str, list[dict]]]) -> dict[str, list[dict]]:
+    # Each broker answers from its own copy of the metadata; one cut from the controllers
+    # (a zombie leader) still names itself leader. Per partition, the view with the highest
+    # leader epoch is the newest the cluster has.
+    out: dict[str, list[dict]] = {}
+    for topic in views[0]:
+        parts: dict[int, dict] = {}
+        for view in views:
+            for p in view.get(topic, []):
+                known = parts.get(p["partition"])
+                if known is None or p["leader_epoch"] > known["leader_epoch"]:
+                    parts[p["partition"]] = p
+        out[topic] = [{k: v for k, v in p.items() if k != "error" or v}
+                      for _, p in sorted(parts.items())]
+    return out
 
 
 def partition_state(state: dict[str, Any], topic: str, partition: int) -> dict[str, Any] | None:

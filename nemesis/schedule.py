@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import random
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis
@@ -69,6 +69,24 @@ def parse_packages(spec: str) -> list[str]:
             raise ValueError(f"--nemesis: unknown fault {name!r}; choose from "
                              f"{', '.join(PACKAGES)} or none")
     return names
+
+
+def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
+         topic: str) -> Iterator[tuple[str, Any]]:
+    """The endless schedule of nemesis invokes ``(f, value)`` the ``Scheduler`` runs, in order:
+    a fault's start, then its stop. A pure function of ``rng``'s seed, so a run's recorded
+    nemesis invokes can be checked against it."""
+    while True:
+        name = rng.choice(packages)
+        pkg = PACKAGES[name]
+        yield pkg["start"], {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
+        yield pkg["stop"], None
+
+
+def schedule_rng(seed: int) -> random.Random:
+    """The schedule's own random stream for run seed ``seed`` (the nodes nemeses pick depend
+    on the cluster; drawing them from another stream cannot shift the schedule)."""
+    return random.Random(random.Random(f"schedule-{seed}").randrange(2**32))
 
 
 def build_nemesis(cluster, packages: list[str], rng: random.Random,
@@ -143,14 +161,10 @@ class Scheduler:
             return done
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.interval_s):
-            name = self.rng.choice(self.packages)
-            pkg = PACKAGES[name]
-            target = self.rng.choice(self.targets[name])
-            self.run_op(pkg["start"], {"target": target, "topic": self.topic, "partition": 0})
+        for f, value in plan(self.rng, self.packages, self.targets, self.topic):
             if self._stop.wait(self.interval_s):
                 break
-            self.run_op(pkg["stop"], None)
+            self.run_op(f, value)
 
     def finish(self) -> Any:
         """Stop scheduling and heal everything (Jepsen's final generator). Never raises."""

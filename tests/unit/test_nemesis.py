@@ -3,6 +3,7 @@ without Kafka: what they write must stay a readable history whatever interrupts 
 
 from __future__ import annotations
 
+import itertools
 import random
 import socket
 import threading
@@ -14,7 +15,7 @@ from history import HistoryWriter, read_history
 from kafka_chaos.report import exit_code, judge_run
 from nemesis.base import Composed, Nemesis, NemesisError
 from nemesis.monitor import Monitor, partition_state
-from nemesis.schedule import PACKAGES, Scheduler, parse_targets
+from nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng
 from nemesis.targets import pick
 
 
@@ -223,4 +224,8 @@ def test_one_seed_gives_one_sequence_of_nemesis_invokes(tmp_path):
     first = _schedule(7, tmp_path, "a.jsonl")
     assert first == _schedule(7, tmp_path, "b.jsonl")
     assert first != _schedule(8, tmp_path, "c.jsonl")
+    packages = ["kill", "pause", "partition"]
+    assert first == list(itertools.islice(plan(random.Random(7), packages,
+                                               parse_targets("", packages), "t"), 40))
+    assert schedule_rng(3).random() == schedule_rng(3).random() != schedule_rng(4).random()
     assert {f for f, _ in first} >= {"kill", "pause", "partition", "start", "resume", "heal"}

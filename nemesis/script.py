@@ -1,0 +1,275 @@
+"""Scripted schedules: a fixed fault sequence whose every step proves it happened.
+
+A schedule file (YAML; built-in scenarios live in ``nemesis/scenarios/``) is validated with
+pydantic, unknown keys refused with the key path and line (``clusters.yamlfile``)::
+
+    name: isr-shrink-unclean
+    about: one line for the user
+    settings: {keys: 1, replica_lag_time_max_ms: 3000}   # run options the scenario needs
+    steps:
+      - name: cut replication from the leader
+        after: 5                 # seconds after the previous step (or ``at``: since the start)
+        mark: L                  # remember the current leader of ``partition`` as L
+        do: partition            # nemesis f, or a list of them, run in order
+        target: leader-replication   # a target of that fault, or a mark (its node)
+        until: {isr: [L]}        # wait for a monitor sample showing this ...
+        timeout: 40              # ... for at most this long, else the run ends unknown
+      - do: [unclean-on, elect-unclean]
+        until: {leader: not L}
+        retry_every: 2           # run ``do`` again every 2 s until ``until`` holds
+        timeout: 60
+      - do: kill
+        target: L
+        expect: {answering: {L: false}}   # must show in the next sample taken after ``do``
+
+Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
+of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
+mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}). A step whose
+``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
+naming the step (a "0 lost writes" after a fault that never happened proves nothing).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from clusters import yamlfile
+from nemesis.faults import PARTITION_TARGETS
+from nemesis.monitor import Monitor, partition_state
+from nemesis.targets import PROCESS_TARGETS
+
+#: Where the built-in scenarios are (``<name>.yaml``).
+BUILT_IN = Path(__file__).with_name("scenarios")
+#: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
+_TARGETED = {"kill", "stop", "pause", "partition"}
+_TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
+_NO_VALUE = {"start", "resume", "heal"}
+_TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS)
+
+
+class Condition(BaseModel):
+    """What one monitor sample must show (every given key must hold)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    isr: list[str | int] | None = None
+    leader: str | int | None = None
+    answering: dict[str, bool] | None = None
+
+
+class Step(BaseModel):
+    """One step; see the module docstring."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = None
+    at: float | None = Field(None, ge=0)
+    after: float = Field(0.0, ge=0)
+    mark: str | None = None
+    do: list[str] = []
+    target: str | int | list[int] | None = None
+    partition: int = Field(0, ge=0)
+    until: Condition | None = None
+    expect: Condition | None = None
+    timeout: float = Field(30.0, gt=0)
+    retry_every: float | None = Field(None, gt=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_f(cls, data: Any) -> Any:
+        if isinstance(data, dict) and isinstance(data.get("do"), str):
+            data = {**data, "do": [data["do"]]}
+        return data
+
+    @model_validator(mode="after")
+    def _combinations(self) -> "Step":
+        unknown = [f for f in self.do if f not in _TARGETED | _TOPIC_ONLY | _NO_VALUE]
+        if unknown:
+            raise ValueError(f"do: unknown fault {unknown[0]!r}; choose from "
+                             f"{', '.join(sorted(_TARGETED | _TOPIC_ONLY | _NO_VALUE))}")
+        if self.retry_every is not None and self.until is None:
+            raise ValueError("retry_every needs until (what to retry for)")
+        if self.at is not None and self.after:
+            raise ValueError("give at or after, not both")
+        return self
+
+    def label(self, i: int) -> str:
+        """How the step is named to the user: its name, else its number and faults."""
+        return self.name or f"step {i + 1} ({', '.join(self.do) or 'wait'})"
+
+
+class Script(BaseModel):
+    """A whole schedule file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    about: str = ""
+    settings: dict[str, Any] = {}
+    steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _marks_before_use(self) -> "Script":
+        marks: set[str] = set()
+        for i, step in enumerate(self.steps):
+            if step.mark:
+                marks.add(step.mark)
+            if isinstance(step.target, str) and step.target not in marks | _TARGET_NAMES:
+                raise ValueError(f"steps.{i}.target: {step.target!r} is no mark made before it "
+                                 f"nor a target ({', '.join(sorted(_TARGET_NAMES))})")
+            for cond in (step.until, step.expect):
+                for ref in _refs(cond):
+                    if not (ref in marks or ref == "none" or ref.isdigit()
+                            or re.fullmatch(r"n[0-9]+", ref)):
+                        raise ValueError(f"steps.{i}: {ref!r} is no mark made before it "
+                                         "(nor a node name like n2, a node id or none)")
+        return self
+
+
+def _refs(cond: Condition | None) -> list[str]:
+    if cond is None:
+        return []
+    refs = [str(x) for x in cond.isr or []] + list(cond.answering or {})
+    if cond.leader is not None:
+        refs.append(str(cond.leader).removeprefix("not ").strip())
+    return refs
+
+
+def load(path: Path) -> Script:
+    """Read and validate a schedule file. Raises ``ValueError`` naming file, line and key."""
+    try:
+        return yamlfile.load(Path(path), Script)
+    except yamlfile.YamlFileError as exc:
+        raise ValueError(f"--scenario {exc}") from None
+
+
+def built_in(name: str) -> Script:
+    """The built-in scenario ``name``; ``KeyError`` if there is none."""
+    path = BUILT_IN / f"{name}.yaml"
+    if not path.is_file():
+        raise KeyError(name)
+    return load(path)
+
+
+def names() -> list[str]:
+    """The built-in scenarios, sorted."""
+    return sorted(p.stem for p in BUILT_IN.glob("*.yaml"))
+
+
+class Runner:
+    """Runs a ``Script`` against a cluster while the workload writes.
+
+    Args:
+        cluster: the cluster (marks become its nodes).
+        run_op: ``Scheduler.run_op`` (each fault recorded as a nemesis op).
+        monitor: the run's cluster-state monitor.
+        topic: the workload topic whose partitions steps aim at.
+        stop: set on Ctrl-C: the script returns at the next wait.
+        log: progress messages for the user.
+    """
+
+    def __init__(self, cluster, run_op: Callable, monitor: Monitor, topic: str,
+                 stop: threading.Event, log: Callable[[str], None]) -> None:
+        self.cluster, self.run_op, self.monitor = cluster, run_op, monitor
+        self.topic, self.stop, self.log = topic, stop, log
+        self.marks: dict[str, int] = {}
+
+    def run(self, script: Script) -> dict[str, Any]:
+        """Returns ``{"steps_done": n, "marks": {mark: node name}, "unmet": label}`` (``unmet``
+        only when a step's ``until``/``expect``/``mark`` did not hold; absent when interrupted)."""
+        seen: dict[str, Any] = {"steps_done": 0, "marks": {}}
+        start = time.monotonic()
+        for i, step in enumerate(script.steps):
+            wait = step.after if step.at is None else max(0.0, start + step.at - time.monotonic())
+            if self.stop.wait(wait):
+                return seen
+            problem = self._step(step)
+            seen["marks"] = {k: self.cluster.node(v).name for k, v in self.marks.items()}
+            if self.stop.is_set():
+                return seen
+            if problem:
+                seen["unmet"] = f"{step.label(i)}: {problem}"
+                self.log(f"scenario precondition not met: {seen['unmet']}")
+                return seen
+            seen["steps_done"] = i + 1
+        return seen
+
+    def _step(self, step: Step) -> str | None:
+        if step.mark:
+            state = self.monitor.wait_for(
+                lambda s: (partition_state(s, self.topic, step.partition) or {})
+                .get("leader", -1) >= 0, 10.0, self.stop)
+            if state is None:
+                return f"{self.topic}-{step.partition} had no leader to mark as {step.mark}"
+            self.marks[step.mark] = partition_state(state, self.topic, step.partition)["leader"]
+        deadline = time.monotonic() + step.timeout
+        while True:
+            before = self.monitor.samples
+            for f in step.do:
+                self.run_op(f, self._value(f, step))
+            if step.expect is not None:
+                state = self.monitor.wait_for(lambda s: self.monitor.samples > before, 5.0,
+                                              self.stop)
+                if state is None or not self._holds(step.expect, state, step.partition):
+                    return f"expected {_show(step.expect)}"
+            if step.until is None:
+                return None
+            left = deadline - time.monotonic()
+            wait_s = left if step.retry_every is None else min(step.retry_every, left)
+            if self.monitor.wait_for(lambda s: self.monitor.samples > before
+                                     and self._holds(step.until, s, step.partition),
+                                     max(wait_s, 0.0), self.stop) is not None:
+                return None
+            if (self.stop.is_set() or step.retry_every is None
+                    or time.monotonic() >= deadline):
+                return f"{_show(step.until)} not seen within {step.timeout:g} s"
+
+    def _value(self, f: str, step: Step) -> Any:
+        if f in _NO_VALUE:
+            return None
+        if f in _TOPIC_ONLY:
+            return {"topic": self.topic}
+        target = step.target
+        if isinstance(target, str) and target in self.marks:
+            target = [self.marks[target]]
+        elif isinstance(target, int):
+            target = [target]
+        return {"target": target if target is not None else "one", "topic": self.topic,
+                "partition": step.partition}
+
+    def _node_id(self, ref: str | int) -> int | None:
+        ref = str(ref)
+        if ref in self.marks:
+            return self.marks[ref]
+        if ref.isdigit():
+            return int(ref)
+        return next((n.node_id for n in self.cluster.nodes if n.name == ref), None)
+
+    def _holds(self, cond: Condition, state: dict, partition: int) -> bool:
+        p = partition_state(state, self.topic, partition)
+        if cond.isr is not None:
+            if p is None or sorted(p.get("isr") or []) != sorted(self._node_id(x) for x in cond.isr):
+                return False
+        if cond.leader is not None:
+            want = str(cond.leader)
+            negate = want.startswith("not ")
+            want = want.removeprefix("not ").strip()
+            leader = -1 if p is None else p.get("leader", -1)
+            is_it = leader < 0 if want == "none" else leader == self._node_id(want)
+            if is_it == negate or (negate and leader < 0):
+                return False
+        for ref, answers in (cond.answering or {}).items():
+            node = self._node_id(ref)
+            if state["answering"].get(str(node)) != answers:
+                return False
+        return True
+
+
+def _show(cond: Condition) -> str:
+    return ", ".join(f"{k} {v}" for k, v in cond.model_dump(exclude_none=True).items())

@@ -1,0 +1,123 @@
+"""Schedule files: validation names the key path and line; the runner proves each step from
+monitor samples and stops at the first that does not hold."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from clusters.base import Node
+from kafka_chaos.config import load_scenario
+from nemesis import script
+
+
+def _write(tmp_path, text: str):
+    path = tmp_path / "s.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name: x\nsteps:\n  - do: kill\n    targte: one\n", ["line 4", "steps.0.targte", "Extra"]),
+    ("name: x\nsteps:\n  - do: explode\n", ["line 3", "unknown fault 'explode'"]),
+    ("name: x\nsteps:\n  - do: kill\n    until: {leader: not L}\n",
+     ["'L' is no mark made before it"]),
+    ("name: x\nsteps:\n  - do: kill\n    target: M\n", ["steps.0.target", "'M' is no mark"]),
+    ("name: x\nsteps:\n  - do: heal\n    retry_every: 2\n", ["retry_every needs until"]),
+    ("name: x\nsteps:\n  - after: -1\n", ["steps.0.after", "greater than or equal to 0"]),
+    ("name: x\nsteps: []\n", ["steps", "at least 1"]),
+])
+def test_bad_schedule_files_are_refused_naming_where(tmp_path, text, words):
+    with pytest.raises(ValueError) as err:
+        load_scenario(str(_write(tmp_path, text)))
+    assert all(w in str(err.value) for w in words), str(err.value)
+    assert str(err.value).startswith("--scenario ")
+
+
+def test_built_in_scenarios_load_and_unknown_names_are_refused():
+    assert {"isr-shrink-unclean", "zombie-leader"} <= set(script.names())
+    for name in script.names():
+        assert load_scenario(name).name == name
+    with pytest.raises(ValueError, match="choose from isr-shrink-unclean"):
+        load_scenario("split-brain")
+
+
+class _Cluster:
+    nodes = [Node(i, f"n{i}", "127.0.0.1", ("broker", "controller")) for i in (1, 2, 3)]
+
+    def node(self, node_id):
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+
+class _Monitor:
+    """Serves one scripted state per nemesis op (the state the cluster is in after it)."""
+
+    def __init__(self, states):
+        self.states = list(states)
+        self.samples = 1
+
+    @property
+    def state(self):
+        return self.states[0]
+
+    def advance(self):
+        if len(self.states) > 1:
+            self.states.pop(0)
+        self.samples += 1
+
+    def wait_for(self, condition, timeout_s, stop):
+        return self.state if not stop.is_set() and condition(self.state) else None
+
+
+def _state(leader, isr, answering=(1, 2, 3)):
+    return {"answering": {str(i): i in answering for i in (1, 2, 3)}, "controller": None,
+            "partitions": {"t": [{"partition": 0, "leader": leader, "leader_epoch": 0,
+                                  "isr": list(isr)}]}}
+
+
+def _run(states, steps):
+    monitor = _Monitor(states)
+    ops = []
+
+    def run_op(f, value):
+        ops.append((f, value))
+        monitor.advance()
+
+    s = script.Script(name="x", steps=steps)
+    seen = script.Runner(_Cluster(), run_op, monitor, "t", threading.Event(),
+                         lambda m: None).run(s)
+    return seen, ops
+
+
+def test_marks_target_nodes_and_conditions_hold_in_order():
+    steps = [{"mark": "L", "do": "partition", "target": "leader-replication",
+              "until": {"isr": ["L"]}},
+             {"do": ["kill", "heal"], "target": "L", "expect": {"answering": {"L": False}}},
+             {"do": ["unclean-on", "elect-unclean"], "until": {"leader": "not L"},
+              "retry_every": 0.01, "timeout": 5},
+             {"do": "start"}]
+    states = [_state(2, [1, 2, 3]), _state(2, [2]), _state(2, [2], (1, 3)),
+              _state(2, [2], (1, 3)), _state(-1, [2], (1, 3)), _state(-1, [2], (1, 3)),
+              _state(3, [3], (1, 3))]
+    seen, ops = _run(states, steps)
+    assert seen == {"steps_done": 4, "marks": {"L": "n2"}}
+    assert ops[0] == ("partition", {"target": "leader-replication", "topic": "t", "partition": 0})
+    assert ops[1] == ("kill", {"target": [2], "topic": "t", "partition": 0})
+    assert ops[2] == ("heal", None) and ops[3] == ("unclean-on", {"topic": "t"})
+    assert [f for f, _ in ops[3:]] == ["unclean-on", "elect-unclean"] * 2 + ["start"]
+
+
+def test_a_step_that_does_not_happen_ends_the_script_naming_it():
+    steps = [{"name": "shrink", "mark": "L", "do": "partition", "until": {"isr": ["L"]},
+              "timeout": 0.05},
+             {"do": "kill", "target": "L"}]
+    seen, ops = _run([_state(1, [1, 2, 3])], steps)
+    assert seen["unmet"] == "shrink: isr ['L'] not seen within 0.05 s"
+    assert seen["steps_done"] == 0 and [f for f, _ in ops] == ["partition"]
+    seen, _ = _run([_state(1, [1, 2, 3])],
+                   [{"mark": "L", "do": "kill", "target": "L",
+                     "expect": {"answering": {"L": False}}}])
+    assert seen["unmet"] == "step 1 (kill): expected answering {'L': False}"
+    seen, ops = _run([_state(-1, [])], [{"mark": "L", "do": "kill"}])
+    assert seen["unmet"].endswith("t-0 had no leader to mark as L") and ops == []
