@@ -99,14 +99,21 @@ def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: 
 
 def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
                      timeout_s: float = 15.0) -> None:
-    """Incrementally set topic configs (KIP-339), e.g. ``unclean.leader.election.enable``."""
-    res = ConfigResource(ResourceType.TOPIC, topic, incremental_configs=[
+    """Incrementally set topic configs (KIP-339), e.g. ``unclean.leader.election.enable``.
+    Raises ``ClusterError``."""
+    _alter(admin, ResourceType.TOPIC, topic, settings, timeout_s)
+
+
+def _alter(admin: AdminClient, kind: ResourceType, name: str, settings: dict[str, str],
+           timeout_s: float) -> None:
+    res = ConfigResource(kind, name, incremental_configs=[
         ConfigEntry(k, v, incremental_operation=AlterConfigOpType.SET) for k, v in settings.items()])
     try:
         for fut in admin.incremental_alter_configs([res], request_timeout=timeout_s).values():
             fut.result(timeout=timeout_s + 5)
     except KafkaException as exc:
-        raise ClusterError(f"altering configs of {topic} failed: {exc.args[0].str()}") from exc
+        raise ClusterError(f"altering configs of {name or 'the cluster'} failed: "
+                           f"{exc.args[0].str()}") from exc
 
 
 def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float = 10.0) -> str | None:
@@ -115,12 +122,24 @@ def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float = 10
 
     Raises ``ClusterError`` when the request fails.
     """
-    res = ConfigResource(ResourceType.TOPIC, topic)
+    return _describe(admin, ResourceType.TOPIC, topic, key, timeout_s)
+
+
+def broker_config(admin: AdminClient, broker_id: int, key: str,
+                  timeout_s: float = 10.0) -> str | None:
+    """The effective value of broker config ``key`` on broker ``broker_id`` (dynamic cluster
+    defaults included). Raises ``ClusterError`` when the request fails."""
+    return _describe(admin, ResourceType.BROKER, str(broker_id), key, timeout_s)
+
+
+def _describe(admin: AdminClient, kind: ResourceType, name: str, key: str,
+              timeout_s: float) -> str | None:
+    res = ConfigResource(kind, name)
     try:
         entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
             timeout=timeout_s + 5)
     except KafkaException as exc:
-        raise ClusterError(f"describing configs of {topic} failed: {exc.args[0].str()}") from exc
+        raise ClusterError(f"describing configs of {name} failed: {exc.args[0].str()}") from exc
     entry = entries.get(key)
     return None if entry is None else entry.value
 

@@ -1,4 +1,4 @@
-"""Three Kafka requests that confluent-kafka does not expose, spoken on a plain socket.
+"""Four Kafka requests that confluent-kafka does not expose, spoken on a plain socket.
 
 The cluster-state monitor needs a partition's leader epoch and eligible leader replicas (ELR,
 KIP-966) and the active KRaft controller; librdkafka's admin API gives leader, replicas and ISR
@@ -12,7 +12,9 @@ only. So this module encodes exactly three requests of the Kafka protocol
   leader, leader epoch, replicas, ISR, ELR, last known ELR and offline replicas;
 - ``DescribeQuorum`` v1 (key 55, KIP-595/KIP-836; controllers answer it on their listener from
   3.7, KIP-919): the quorum leader (the active controller), its epoch and high watermark, and
-  each voter's log end offset.
+  each voter's log end offset;
+- ``IncrementalAlterConfigs`` v1 (key 44, KIP-339) on the cluster-wide broker default, the
+  BROKER resource named ``""``, which librdkafka refuses to name.
 
 Every call opens one connection, sends one request, reads one reply and closes: a monitor that
 polls every 500 ms cannot be left holding a socket to a node that a fault made silent. Errors
@@ -175,6 +177,29 @@ def describe_topic_partitions(endpoint: str, topics: list[str],
         return name, sorted(parts, key=lambda p: p["partition"])
 
     return {name: parts for name, parts in r.compact_array(topic) or [] if name is not None}
+
+
+def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: float = 10.0) -> None:
+    """``IncrementalAlterConfigs`` v1 SET of ``settings`` on the cluster-wide dynamic broker
+    default (resource BROKER ``""``), sent to the broker at ``endpoint`` (it forwards to the
+    controller). Raises ``WireError`` (also for an error code in the reply)."""
+    configs = b"".join(_compact_string(k) + struct.pack(">b", 0) + _compact_string(v) + b"\x00"
+                       for k, v in settings.items())
+    body = (_uvarint(2) + struct.pack(">b", 4) + _compact_string("")
+            + _uvarint(len(settings) + 1) + configs + b"\x00" + b"\x00" + b"\x00")
+    r = _call(endpoint, 44, 1, body, True, timeout_s)
+    r.int32()  # throttle time
+
+    def response() -> tuple[int, str | None]:
+        code, message = r.int16(), r.compact_string()
+        r.int8()
+        r.compact_string()
+        r.tagged_fields()
+        return code, message
+
+    for code, message in r.compact_array(response) or []:
+        if code:
+            raise WireError(f"{endpoint}: IncrementalAlterConfigs error code {code}: {message}")
 
 
 def describe_quorum(endpoint: str, timeout_s: float = 1.0) -> dict[str, Any]:

@@ -211,17 +211,18 @@ def run_cmd(
         help="unclean.leader.election.enable."),
     replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
     nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
-                                "partition; or none."),
+                                "partition, unclean; or none."),
     nemesis_targets: str = typer.Option("", help="Comma list of targets the faults draw from: "
                                         "one, leader, controller, follower, minority, majority, "
                                         "all or node ids (kill, stop, pause); isolate-one, "
                                         "halves, isolate-leader, isolate-controller, bridge, "
-                                        "leader-replication, zombie-leader (partition). "
+                                        "leader-replication, zombie-leader, majorities-ring, "
+                                        "one-way (partition); topic, cluster (unclean). "
                                         "Default: each fault's own."),
     nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
     scenario: Optional[str] = typer.Option(None, help="Scripted scenario: a built-in one ("
-                                           "isr-shrink-unclean, zombie-leader) or a schedule "
-                                           "file (YAML, see docs/scenarios.md)."),
+                                           f"{', '.join(SCENARIOS)}) or a schedule file (YAML, "
+                                           "see docs/scenarios.md)."),
     seed: int = typer.Option(0, help="Seed of every random choice."),
     spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
     fail_on: str = FAIL_ON,
@@ -366,6 +367,10 @@ def cluster_up(
         options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
         chosen.check_environment(options, brokers, controllers)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+        old = sorted(dir.glob("*/data/meta.properties"))
+        if old:  # formatting would refuse it: another cluster id (and it is someone's data)
+            _fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
+                  f"remove it (rm -r {dir}) or choose another --dir")
         cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)

@@ -55,10 +55,14 @@ def judge_run(result: dict, facts: dict) -> dict:
     order, false > unknown > true): a scripted scenario whose precondition was not met
     (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
-    violations. Returns ``result``, changed in place."""
-    unmet = (facts.get("scenario") or {}).get("unmet")
-    if unmet:
-        reason = f"scenario precondition not met: {unmet}"
+    violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
+    that could not be undone, a node not running). Returns ``result``, changed in place."""
+    reasons = []
+    if unmet := (facts.get("scenario") or {}).get("unmet"):
+        reasons.append(f"scenario precondition not met: {unmet}")
+    if left := facts.get("heal_left"):
+        reasons.append(f"the final heal did not complete: {'; '.join(left)}")
+    for reason in reasons:
         if reason not in result.setdefault("unknown_reasons", []):
             result["unknown_reasons"].append(reason)
         if result.get("valid") is True:

@@ -26,7 +26,8 @@ from kafka_chaos.config import RunConfig, load_scenario
 from nemesis.faults import UncleanElectionNemesis
 from nemesis.monitor import Monitor
 from nemesis.script import Runner
-from nemesis.schedule import Scheduler, build_nemesis, parse_targets, schedule_rng
+from nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
+                              unhealed)
 from workloads.final_reads import final_reads
 from workloads.keys import KeySpace
 from workloads.queue import QueueWorkload
@@ -172,6 +173,9 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     finally:
         log("healing all faults")
         facts["healed"] = scheduler.finish()
+        facts["heal_left"] = unhealed(cluster, facts["healed"])
+        if facts["heal_left"]:
+            log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()
     facts["workload_s"] = round(time.monotonic() - start, 2)
     facts["ops"] = dict(workload.counts)

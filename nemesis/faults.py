@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clusters import admin
+from clusters import admin, wire
 from clusters.base import Killable, Node, Partitionable, Pausable
 from clusters.errors import ClusterError
 from nemesis.base import Nemesis, NemesisError
@@ -180,33 +180,39 @@ ALTER_TIMEOUT_S = 30.0
 
 
 class UncleanElectionNemesis(Nemesis):
-    """Toggles ``unclean.leader.election.enable`` on a topic at runtime and forces elections.
+    """Toggles ``unclean.leader.election.enable`` at runtime and forces elections.
 
-    fs: ``unclean-on``, ``unclean-off`` (dynamic topic config, KIP-339 IncrementalAlterConfigs),
-    ``elect-unclean`` (KIP-460 ElectLeaders with type UNCLEAN on every partition that has no
-    leader). KRaft controllers only re-check offline partitions for unclean election every
-    ``unclean.leader.election.interval.ms``, hence the explicit election. ``value`` is
-    ``{"topic": str}``. A toggle completes ``ok`` only when the value the brokers report
-    (DescribeConfigs) is the one asked for, recorded as ``read_back``; a lost reply to a change
-    that was applied still counts. ``teardown`` restores ``restore_value``.
+    fs: ``unclean-on``, ``unclean-off`` (KIP-339 IncrementalAlterConfigs) with ``value``
+    ``{"target": "topic" | "cluster"}``: the topic's own config, or the cluster-wide dynamic
+    broker default (which a topic override still overrides); ``elect-unclean`` (KIP-460
+    ElectLeaders with type UNCLEAN on every partition that has no leader). KRaft controllers
+    re-check leaderless partitions every ``unclean.leader.election.interval.ms`` once allowed;
+    the forced election does not wait for that. A toggle completes ``ok`` only when the value
+    a broker then reports (DescribeConfigs of the topic, or of a live broker for the cluster)
+    is the one asked for, recorded as ``read_back``; a lost reply to a change that was applied
+    still counts. ``teardown`` restores ``restore_value`` at every scope toggled.
     """
 
     fs = frozenset({"unclean-on", "unclean-off", "elect-unclean"})
+    KEY = "unclean.leader.election.enable"
 
     def __init__(self, cluster, rng, topic: str, restore_value: bool) -> None:
         super().__init__(cluster, rng)
         self.topic = topic
         self.restore_value = restore_value
-        self.toggled = False
+        self.toggled: set[str] = set()
 
-    def _admin(self, timeout_s: float = 5.0):
+    def _live(self) -> list[Node]:
         # only live brokers: a killed container's or host's address does not refuse, it stays
         # silent, and a request routed there times out (seen on the docker backend)
-        live = [n.client_endpoint for n in self.cluster.brokers if self.cluster.is_running(n)]
-        return admin.client(",".join(live) or self.cluster.bootstrap_servers, timeout_s)
+        return [n for n in self.cluster.brokers if self.cluster.is_running(n)]
 
-    def _set_and_read_back(self, key: str, want: str) -> str:
-        """Set topic config ``key`` to ``want`` and return the value brokers then report;
+    def _admin(self, timeout_s: float = 5.0):
+        live = ",".join(n.client_endpoint for n in self._live())
+        return admin.client(live or self.cluster.bootstrap_servers, timeout_s)
+
+    def _set_and_read_back(self, scope: str, want: str) -> str:
+        """Set the config at ``scope`` to ``want`` and return the value a broker then reports;
         retried for up to ``ALTER_TIMEOUT_S`` s, then the last error is raised."""
         deadline = time.monotonic() + ALTER_TIMEOUT_S
         while True:
@@ -215,14 +221,21 @@ class UncleanElectionNemesis(Nemesis):
             # decides. A fresh client each time: it looks for the controller anew.
             a = self._admin(10.0)
             try:
-                admin.set_topic_config(a, self.topic, {key: want}, timeout_s=10.0)
-            except ClusterError as exc:
+                if scope == "cluster":
+                    live = self._live() or self.cluster.brokers
+                    wire.set_cluster_default(live[0].client_endpoint, {self.KEY: want})
+                else:
+                    admin.set_topic_config(a, self.topic, {self.KEY: want}, timeout_s=10.0)
+            except (ClusterError, wire.WireError) as exc:
                 error = exc
             try:
-                effective = admin.topic_config(a, self.topic, key, timeout_s=5.0)
+                live = self._live()
+                effective = (admin.broker_config(a, live[0].node_id, self.KEY, timeout_s=5.0)
+                             if scope == "cluster" and live else
+                             admin.topic_config(a, self.topic, self.KEY, timeout_s=5.0))
                 if effective == want:
                     return effective
-                error = ClusterError(f"{key} of {self.topic} reads back {effective}")
+                error = ClusterError(f"{self.KEY} ({scope}) reads back {effective}")
             except ClusterError as exc:
                 error = exc
             if time.monotonic() > deadline:
@@ -231,10 +244,14 @@ class UncleanElectionNemesis(Nemesis):
 
     def invoke(self, f: str, value: Any) -> Any:
         if f in ("unclean-on", "unclean-off"):
-            key, want = "unclean.leader.election.enable", str(f == "unclean-on").lower()
-            self.toggled = True
-            effective = self._set_and_read_back(key, want)
-            return {"topic": self.topic, key: want == "true", "read_back": effective}
+            scope = (value or {}).get("target") or "topic"
+            if scope not in ("topic", "cluster"):
+                raise NemesisError(f"unknown target {scope!r} of {f}: choose topic or cluster")
+            want = str(f == "unclean-on").lower()
+            self.toggled.add(scope)
+            effective = self._set_and_read_back(scope, want)
+            return {"target": scope, "topic": self.topic, self.KEY: want == "true",
+                    "read_back": effective}
         a = self._admin()
         offline = [s.partition for s in admin.partitions(a, self.topic) if s.leader < 0]
         if not offline:
@@ -243,6 +260,5 @@ class UncleanElectionNemesis(Nemesis):
                                                 admin.elect_unclean(a, self.topic, offline).items()}}
 
     def teardown(self) -> Any:
-        if not self.toggled:
-            return None
-        return self.invoke("unclean-on" if self.restore_value else "unclean-off", None)
+        f = "unclean-on" if self.restore_value else "unclean-off"
+        return {scope: self.invoke(f, {"target": scope}) for scope in sorted(self.toggled)} or None

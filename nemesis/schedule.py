@@ -30,6 +30,9 @@ PACKAGES: dict[str, dict[str, Any]] = {
               "accepts": PROCESS_TARGETS, "color": "#C5A0E9"},
     "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
                   "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
+    # unclean leader election allowed for a while, on the topic or cluster-wide
+    "unclean": {"start": "unclean-on", "stop": "unclean-off", "targets": ["topic", "cluster"],
+                "accepts": ("topic", "cluster"), "color": "#E9E3A0", "stop_at_target": True},
 }
 
 
@@ -46,15 +49,16 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
     for name in packages:
         pkg = PACKAGES[name]
         mine = [t for t in given if t in pkg["accepts"]
-                or (isinstance(t, int) and name != "partition")]
+                or (isinstance(t, int) and pkg["accepts"] is PROCESS_TARGETS)]
         out[name] = [[t] if isinstance(t, int) else t for t in mine] or list(pkg["targets"])
     for t in given:
-        if not any(t in PACKAGES[n]["accepts"] or (isinstance(t, int) and n != "partition")
+        if not any(t in PACKAGES[n]["accepts"]
+                   or (isinstance(t, int) and PACKAGES[n]["accepts"] is PROCESS_TARGETS)
                    for n in packages):
             raise ValueError(f"--nemesis-targets: {t!r} is no target of "
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
                              f"faults take {', '.join(PROCESS_TARGETS)} or node ids, partitions "
-                             f"{', '.join(PARTITION_TARGETS)}")
+                             f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster")
     return out
 
 
@@ -74,19 +78,31 @@ def parse_packages(spec: str) -> list[str]:
 def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
          topic: str) -> Iterator[tuple[str, Any]]:
     """The endless schedule of nemesis invokes ``(f, value)`` the ``Scheduler`` runs, in order:
-    a fault's start, then its stop. A pure function of ``rng``'s seed, so a run's recorded
-    nemesis invokes can be checked against it."""
+    a fault's start, then its stop (aimed where the start was for packages with
+    ``stop_at_target``). A pure function of ``rng``'s seed, so a run's recorded nemesis invokes
+    can be checked against it."""
     while True:
         name = rng.choice(packages)
         pkg = PACKAGES[name]
-        yield pkg["start"], {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
-        yield pkg["stop"], None
+        value = {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
+        yield pkg["start"], value
+        yield pkg["stop"], value if pkg.get("stop_at_target") else None
 
 
 def schedule_rng(seed: int) -> random.Random:
     """The schedule's own random stream for run seed ``seed`` (the nodes nemeses pick depend
     on the cluster; drawing them from another stream cannot shift the schedule)."""
     return random.Random(random.Random(f"schedule-{seed}").randrange(2**32))
+
+
+def unhealed(cluster, healed: dict[str, Any]) -> list[str]:
+    """What the final heal left behind, as sentences: each nemesis whose teardown raised
+    (``Composed.teardown`` records ``"error: ..."``), each node whose process is not running.
+    Empty when the heal is verified."""
+    left = [f"{name}: {what}" for name, what in (healed or {}).items()
+            if isinstance(what, str) and what.startswith("error: ")]
+    left += [f"{n.name} is not running" for n in cluster.nodes if not cluster.is_running(n)]
+    return left
 
 
 def build_nemesis(cluster, packages: list[str], rng: random.Random,

@@ -50,7 +50,7 @@ BUILT_IN = Path(__file__).with_name("scenarios")
 _TARGETED = {"kill", "stop", "pause", "partition"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
 _NO_VALUE = {"start", "resume", "heal"}
-_TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS)
+_TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
 
 
 class Condition(BaseModel):
@@ -233,8 +233,9 @@ class Runner:
     def _value(self, f: str, step: Step) -> Any:
         if f in _NO_VALUE:
             return None
-        if f in _TOPIC_ONLY:
-            return {"topic": self.topic}
+        if f in _TOPIC_ONLY:  # unclean toggles aim at the topic or the whole cluster
+            return {"topic": self.topic, **({"target": step.target} if step.target in
+                                            ("topic", "cluster") else {})}
         target = step.target
         if isinstance(target, str) and target in self.marks:
             target = [self.marks[target]]

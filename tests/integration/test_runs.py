@@ -91,6 +91,7 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     ops = _ops(tmp_path)
     assert {"kill", "partition"} & _nemesis_done(ops) and "heal-all" in _nemesis_done(ops)
     _monitor(tmp_path, {"kill": "killed"})
+    assert res["run"]["heal_left"] == []
     # the seed fixes the schedule: the recorded nemesis invokes are its first ones
     invokes = [(op.f, op.value) for op in ops if op.process == "nemesis"
                and op.type.value == "invoke" and op.f != "heal-all"]
@@ -255,6 +256,24 @@ def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lo
         assert proc.returncode == 0, proc.stdout
     else:
         assert lost["count"] == 0, lost
+
+
+def test_the_unclean_toggle_alone_elects_and_loses_writes(tmp_path):
+    """No forced election: while unclean election is off, the dead leader's partition has no
+    leader (a step of the scenario checks it); turned on at runtime, the controller elects an
+    out-of-sync follower by itself (unclean.leader.election.interval.ms) and the writes only
+    the old leader had are lost."""
+    proc = kafka_chaos("run", "--scenario", "unclean-toggle", "--seed", "8", "--out",
+                       str(tmp_path))
+    res = _results(tmp_path, proc)
+    assert proc.returncode == 0 and res["run"]["scenario"]["steps_done"] == 6, proc.stdout
+    lost = res["anomalies"]["lost-write"]
+    assert lost["count"] > 0 and lost["rule"] == "unclean-leader-election", lost
+    done = [op for op in _ops(tmp_path) if op.process == "nemesis" and op.type.value == "ok"]
+    assert "elect-unclean" not in {op.f for op in done}
+    assert [(op.value["target"], op.value["read_back"]) for op in done
+            if op.f == "unclean-on"] == [("cluster", "true")]
+    assert res["run"]["heal_left"] == []
 
 
 def test_a_zombie_leader_acknowledges_writes_its_successor_never_had(tmp_path):

@@ -15,7 +15,7 @@ from history import HistoryWriter, read_history
 from kafka_chaos.report import exit_code, judge_run
 from nemesis.base import Composed, Nemesis, NemesisError
 from nemesis.monitor import Monitor, partition_state
-from nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng
+from nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng, unhealed
 from nemesis.targets import pick
 
 
@@ -113,6 +113,23 @@ def test_an_unmet_scenario_precondition_is_never_valid(valid, expected, code):
     assert result["valid"] == expected and exit_code(result) == code
     assert result["unknown_reasons"] == ["scenario precondition not met: ISR of t-0 shrank to [1]"]
     assert judge_run({"valid": True}, {"scenario": {"new_leader": "n2"}})["valid"] is True
+
+
+def test_a_heal_that_leaves_something_is_never_valid():
+    class Cluster:
+        nodes = [Node(1, "n1", "h", ("broker",)), Node(2, "n2", "h", ("broker",))]
+
+        def is_running(self, node):
+            return node.node_id == 1
+
+    healed = {"ProcessNemesis": {"start": {"started": ["n2"]}},
+              "PartitionNemesis": "error: CommandFailed: iptables on n1 failed"}
+    left = unhealed(Cluster(), healed)
+    assert left == ["PartitionNemesis: error: CommandFailed: iptables on n1 failed",
+                    "n2 is not running"]
+    result = judge_run({"valid": True, "unknown_reasons": []}, {"heal_left": left})
+    assert result["valid"] == "unknown" and exit_code(result) == 2
+    assert result["unknown_reasons"][0].startswith("the final heal did not complete: ")
 
 
 class _Net:
@@ -229,3 +246,11 @@ def test_one_seed_gives_one_sequence_of_nemesis_invokes(tmp_path):
                                                parse_targets("", packages), "t"), 40))
     assert schedule_rng(3).random() == schedule_rng(3).random() != schedule_rng(4).random()
     assert {f for f, _ in first} >= {"kill", "pause", "partition", "start", "resume", "heal"}
+
+
+def test_unclean_election_is_turned_off_where_it_was_turned_on():
+    ops = list(itertools.islice(plan(random.Random(1), ["unclean"],
+                                     parse_targets("", ["unclean"]), "t"), 20))
+    for (on, value), (off, undo) in zip(ops[::2], ops[1::2]):
+        assert (on, off) == ("unclean-on", "unclean-off") and undo == value
+    assert {v["target"] for _, v in ops} == {"topic", "cluster"}
