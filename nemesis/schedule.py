@@ -45,16 +45,17 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
     """
     given: list = [int(t) if t.strip().isdigit() else t.strip()
                    for t in spec.split(",") if t.strip()]
+
+    def accepts(name: str, t) -> bool:
+        pkg = PACKAGES[name]
+        return t in pkg["accepts"] or (isinstance(t, int) and pkg["accepts"] is PROCESS_TARGETS)
+
     out = {}
     for name in packages:
-        pkg = PACKAGES[name]
-        mine = [t for t in given if t in pkg["accepts"]
-                or (isinstance(t, int) and pkg["accepts"] is PROCESS_TARGETS)]
-        out[name] = [[t] if isinstance(t, int) else t for t in mine] or list(pkg["targets"])
+        mine = [[t] if isinstance(t, int) else t for t in given if accepts(name, t)]
+        out[name] = mine or list(PACKAGES[name]["targets"])
     for t in given:
-        if not any(t in PACKAGES[n]["accepts"]
-                   or (isinstance(t, int) and PACKAGES[n]["accepts"] is PROCESS_TARGETS)
-                   for n in packages):
+        if not any(accepts(n, t) for n in packages):
             raise ValueError(f"--nemesis-targets: {t!r} is no target of "
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
                              f"faults take {', '.join(PROCESS_TARGETS)} or node ids, partitions "
