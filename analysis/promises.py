@@ -14,6 +14,9 @@ from typing import Any, Callable
 #: Reported among the nemesis ``f``s that completed ``ok`` (``analysis.stats.count_ops``) when
 #: an ``elect-unclean`` op elected at least one leader: an unclean election happened.
 UNCLEAN_ELECTED = "elect-unclean:elected"
+#: Reported likewise when a ``lose-unfsynced`` op hit a node that was the only in-sync replica
+#: of a partition: a power loss took every in-sync copy.
+LAST_IN_SYNC_LOST = "lose-unfsynced:last-in-sync"
 
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that
@@ -45,6 +48,14 @@ def _unclean(c: dict) -> bool:
     return bool(c.get("unclean_leader_election") or c.get("unclean_at_runtime"))
 
 
+def _kafka_before(c: dict, major: int, minor: int) -> bool:
+    try:
+        have = tuple(int(x) for x in str(c.get("kafka_version", "")).split(".")[:2])
+    except ValueError:
+        return False
+    return len(have) == 2 and have < (major, minor)
+
+
 def _retrying_without_idempotence(c: dict) -> bool:
     return not (c.get("idempotence") or c.get("txn")) and int(c.get("retries", 0)) > 0
 
@@ -64,6 +75,15 @@ RULES: tuple[Rule, ...] = (
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
          "writes; a committed record survives only \"as long as one in-sync replica is alive\"",
          "Kafka topic configs, `min.insync.replicas`; design doc, Replication; KIP-966"),
+    Rule("last-in-sync-replica-lost-power", TRUNCATION,
+         lambda c: c.get("last_in_sync_lost") and _kafka_before(c, 4, 1),
+         "Kafka does not fsync each write; its guarantee \"is predicated on at least one replica "
+         "remaining in sync. If all the nodes replicating a partition die, this guarantee no "
+         "longer holds\": the only in-sync replica lost its un-flushed writes in a power loss "
+         "and, with no eligible leader replicas (before Kafka 4.1), came back as the one "
+         "electable leader with a shorter log",
+         "Kafka design doc, Replication; KIP-966 (eligible leader replicas, on for new "
+         "clusters from 4.1)"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "without idempotence \"producer retries due to broker failures, etc., may write "
          "duplicates of the retried message in the stream\"",
@@ -104,12 +124,14 @@ RULES: tuple[Rule, ...] = (
 
 def facts_of(config: dict[str, Any] | None, nemesis_ok: set[str]) -> dict[str, Any] | None:
     """The facts rules are judged on: ``config`` plus ``unclean_at_runtime`` (an ``unclean-on``
-    nemesis op completed ``ok``, or a forced unclean ElectLeaders elected a leader, KIP-460).
-    None when the configuration is unknown."""
+    nemesis op completed ``ok``, or a forced unclean ElectLeaders elected a leader, KIP-460)
+    and ``last_in_sync_lost`` (a power loss hit a partition's only in-sync replica). None when
+    the configuration is unknown."""
     if config is None:
         return None
     forced = UNCLEAN_ELECTED in nemesis_ok
-    return {**config, "unclean_at_runtime": "unclean-on" in nemesis_ok or forced}
+    return {**config, "unclean_at_runtime": "unclean-on" in nemesis_ok or forced,
+            "last_in_sync_lost": LAST_IN_SYNC_LOST in nemesis_ok}
 
 
 def judge(name: str, facts: dict[str, Any] | None) -> dict[str, Any]:

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F
 
 from analysis.checkers.versions import Versions
 from analysis.load import History
-from analysis.promises import UNCLEAN_ELECTED
+from analysis.promises import LAST_IN_SYNC_LOST, UNCLEAN_ELECTED
 from history import MONITOR, NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
@@ -17,7 +17,8 @@ _OUTCOMES = ("ok", "fail", "info", "pending")
 def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[str]]:
     """Op counts, the keys whose writes cannot be fully judged, and the nemesis ``f``s that
     completed ``ok`` (an ``elect-unclean`` that elected a leader counts as
-    ``UNCLEAN_ELECTED``). One Spark job.
+    ``UNCLEAN_ELECTED``, a ``lose-unfsynced`` that hit a partition's only in-sync replica as
+    ``LAST_IN_SYNC_LOST``). One Spark job.
 
     Returns ``(stats, keys_without_final_read, nemesis_ok)``:
 
@@ -37,7 +38,11 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     # a forced unclean ElectLeaders that elected a leader is an unclean election (KIP-460)
     elected = (nemesis & (F.col("f") == "elect-unclean") & (F.col("type") == "ok")
                & F.coalesce(F.get_json_object("done", "$.elected").contains('"OK"'), F.lit(False)))
-    f = F.when(elected, F.lit(UNCLEAN_ELECTED)).otherwise(F.col("f")).alias("f")
+    last_in_sync = (nemesis & (F.col("f") == "lose-unfsynced") & (F.col("type") == "ok")
+                    & F.coalesce(F.col("done").rlike('"sole_in_sync_replica_of":\\["'),
+                                 F.lit(False)))
+    f = (F.when(elected, F.lit(UNCLEAN_ELECTED)).when(last_in_sync, F.lit(LAST_IN_SYNC_LOST))
+         .otherwise(F.col("f")).alias("f"))
     parts = [
         h.pairs.groupBy(F.when(nemesis, NEMESIS).when(F.col("process") == MONITOR, MONITOR)
                         .otherwise("op").alias("what"), f, "type")

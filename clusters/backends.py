@@ -26,11 +26,14 @@ class BackendOptions:
         inventory: ssh: the inventory YAML (``clusters/inventory.py``); required to create a
             cluster, optional for ``cleanup`` (reaches hosts no state file records).
         accept_unknown_host_keys: ssh: accept (and log) host keys ``known_hosts`` lacks.
+        lossy_fs: give each node's data directory a filesystem that can lose what was not
+            fsynced (``clusters.lossyfs``), for the ``LosesUnsynced`` ability; local only.
     """
 
     image: str | None = None
     inventory: Path | None = None
     accept_unknown_host_keys: bool = False
+    lossy_fs: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +61,11 @@ class Backend:
 
 
 def _no_options(backend: str, options: BackendOptions) -> None:
+    if options.lossy_fs and backend != "local":
+        raise EnvironmentUnsupported(
+            f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
+            "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
+            "the Kafka image and the ssh hosts do not run")
     if options.image is not None:
         raise EnvironmentUnsupported(f"--image needs --backend docker, not {backend}")
     if options.inventory is not None:
@@ -75,7 +83,7 @@ def _local() -> Backend:
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         _no_options("local", options)
         return local.LocalCluster(dist, work_dir, brokers=brokers, controllers=controllers,
-                                  broker_config=broker_config)
+                                  broker_config=broker_config, lossy_fs=options.lossy_fs)
 
     return Backend("local", check, create, lambda options: local.recorded_state(),
                    lambda options: local.cleanup_leftovers())
@@ -114,6 +122,7 @@ def _ssh() -> Backend:
         return found
 
     def check(options: BackendOptions, brokers: int, controllers: int) -> None:
+        _no_options("ssh", dataclasses.replace(options, inventory=None))
         hosts(options, brokers, controllers)
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,

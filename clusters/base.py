@@ -155,3 +155,15 @@ class Partitionable(abc.ABC):
     @abc.abstractmethod
     def heal_network(self) -> None:
         """Remove every rule ``drop`` added, on every node."""
+
+
+class LosesUnsynced(abc.ABC):
+    """Ability: a node's power loss: its process dies and every write its filesystem was not
+    asked to fsync is gone (``clusters.lossyfs``; Jepsen's ``lazyfs`` idea, wired to Kafka)."""
+
+    @abc.abstractmethod
+    def lose_unsynced(self, node: Node) -> dict:
+        """SIGKILL ``node``'s process, then truncate each of its files to the length it had at
+        its last fsync. Returns ``{"files": {path: [synced_bytes, lost_bytes]}, "lost_bytes":
+        int}`` (paths relative to the data directory). Raises ``ClusterError`` when the cluster
+        was set up without the lossy filesystem."""

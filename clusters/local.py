@@ -16,8 +16,8 @@ import time
 import uuid
 from pathlib import Path
 
-from clusters import netns
-from clusters.base import Cluster, ExecResult, Killable, Node, Pausable
+from clusters import lossymount, netns
+from clusters.base import Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable
 from clusters.dist import KafkaDist, check_java
 from clusters.errors import ClusterError, CommandFailed
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
@@ -56,7 +56,7 @@ def kafka_uuid() -> str:
             return text
 
 
-class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
+class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -68,6 +68,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
         broker_config: server properties overriding ``kafka_config.TEST_DEFAULTS``.
         prefix: names of namespaces/bridge/veths start with it; one live cluster per prefix.
         heap_mb: JVM heap per node in MiB.
+        lossy_fs: mount ``clusters.lossyfs`` on each node's ``data/`` (``lose_unsynced``).
     Raises:
         EnvironmentUnsupported: not root / no namespaces / no iptables (from ``setup``).
         DistributionError: Java missing or too old.
@@ -76,7 +77,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
 
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, prefix: str = DEFAULT_PREFIX,
-                 heap_mb: int = 512) -> None:
+                 heap_mb: int = 512, lossy_fs: bool = False) -> None:
         if brokers < 1:
             raise ValueError("brokers must be >= 1")
         self.dist = dist
@@ -84,6 +85,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
         self.prefix = prefix
         self.broker_config = dict(broker_config or {})
         self.heap_mb = heap_mb
+        self.lossy_fs = lossy_fs
         broker_roles = ("broker",) if controllers else ("broker", "controller")
         self.nodes = [Node(i, f"n{i}", f"{netns.SUBNET}.{10 + i}", broker_roles)
                       for i in range(1, brokers + 1)]
@@ -91,6 +93,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
                             ("controller",)) for j in range(1, controllers + 1)]
         self._procs: dict[int, subprocess.Popen] = {}
         self._host_rules: list[list[str]] = []
+        self._mounts: list[str] = []
         self._created = False
 
     # -- state ---------------------------------------------------------------------------
@@ -100,6 +103,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
             "work_dir": str(self.work_dir),
             "host_rules": self._host_rules,
             "pids": {str(nid): p.pid for nid, p in self._procs.items()},
+            "mounts": self._mounts,
             "nodes": [{"node_id": n.node_id, "name": n.name, "host": n.host, "roles": list(n.roles)}
                       for n in self.nodes],
             "bootstrap_servers": self.bootstrap_servers,
@@ -122,6 +126,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
         cluster with this prefix) or ``CommandFailed`` (formatting failed; output included).
         """
         netns.check_environment()
+        if self.lossy_fs:
+            lossymount.check_environment()
         java = check_java()
         state = recorded_state(self.prefix)
         if state is not None and any(state["alive"].values()):
@@ -137,6 +143,10 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
             netns.add_host(self.prefix, node.name, index)
             d = self.node_dir(node)
             (d / "logs").mkdir(parents=True, exist_ok=True)
+            if self.lossy_fs:
+                self._mounts.append(str(d / "data"))
+                self._save_state()
+                lossymount.mount(d / "data.disk", d / "data", d / "logs" / "lossyfs.log")
             (d / "server.properties").write_text(
                 server_properties(node, self.nodes, str(d / "data"), self.broker_config))
             (d / "log4j2.properties").write_text(LOG4J2)
@@ -149,6 +159,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
             if fmt.returncode != 0:
                 raise CommandFailed(f"formatting storage of {node.name} failed: "
                                     f"{(fmt.stdout + fmt.stderr).strip()[-2000:]}", fmt)
+            if self.lossy_fs:  # the formatted storage counts as on disk
+                lossymount.command(d / "data", "sync")
         for node in self.nodes:
             self.start(node)
 
@@ -162,6 +174,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
                 self.stop(node, timeout_s=5.0)
         cleanup_leftovers(self.prefix)
         self._procs.clear()
+        self._mounts.clear()
 
     def _jvm_props(self, node: Node) -> list[str]:
         d = self.node_dir(node)
@@ -210,6 +223,13 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables):
         proc = self._procs[node.node_id]
         proc.kill()
         proc.wait()
+
+    def lose_unsynced(self, node: Node) -> dict:
+        if not self.lossy_fs:
+            raise ClusterError("this cluster has no lossy filesystem: set it up with "
+                               "lossy_fs (the lose-unfsynced fault)")
+        self.kill(node)  # the process first: nothing may write after the loss
+        return lossymount.command(self.node_dir(node) / "data", "lose")
 
     def pause(self, node: Node) -> None:
         if self.is_running(node):
@@ -267,5 +287,7 @@ def cleanup_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
                 time.sleep(0.05)
             removed.append(f"broker process {pid} (node {nid})")
     removed += netns.remove_all(prefix, state.get("host_rules") or [])
+    removed += [f"lossy filesystem at {m}" for m in state.get("mounts") or []
+                if lossymount.unmount(Path(m))]
     path.unlink(missing_ok=True)
     return removed

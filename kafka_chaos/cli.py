@@ -211,10 +211,12 @@ def run_cmd(
         help="unclean.leader.election.enable."),
     replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
     nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
-                                "partition, unclean; or none."),
+                                "partition, unclean, lose-unfsynced (power loss; local "
+                                "backend); or none."),
     nemesis_targets: str = typer.Option("", help="Comma list of targets the faults draw from: "
                                         "one, leader, controller, follower, minority, majority, "
-                                        "all or node ids (kill, stop, pause); isolate-one, "
+                                        "all or node ids (kill, stop, pause, "
+                                        "lose-unfsynced); isolate-one, "
                                         "halves, isolate-leader, isolate-controller, bridge, "
                                         "leader-replication, zombie-leader, majorities-ring, "
                                         "one-way (partition); topic, cluster (unclean). "

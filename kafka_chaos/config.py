@@ -154,8 +154,9 @@ class RunConfig(BaseModel):
             load_scenario(self.scenario)
         if self.scenario is not None and self.nemesis:
             raise ValueError("--scenario runs its own faults: use it with --nemesis none")
-        if self.scenario == "isr-shrink-unclean" and (self.brokers < 3 or self.acks != "all"):
-            raise ValueError("--scenario isr-shrink-unclean needs --brokers >= 3 and --acks all")
+        if (self.scenario in ("isr-shrink-unclean", "last-replica-standing")
+                and (self.brokers < 3 or self.acks != "all")):
+            raise ValueError(f"--scenario {self.scenario} needs --brokers >= 3 and --acks all")
         return self
 
     @property
@@ -167,7 +168,14 @@ class RunConfig(BaseModel):
         """The ``clusters.backends.BackendOptions`` of this run."""
         return backends.BackendOptions(
             image=self.image, inventory=Path(self.inventory) if self.inventory else None,
-            accept_unknown_host_keys=self.accept_unknown_host_keys)
+            accept_unknown_host_keys=self.accept_unknown_host_keys,
+            lossy_fs="lose-unfsynced" in self.faults())
+
+    def faults(self) -> set[str]:
+        """Every nemesis ``f`` this run may start: its packages', or its scenario's steps'."""
+        if self.scenario:
+            return {f for step in load_scenario(self.scenario).steps for f in step.do}
+        return set(self.nemesis)
 
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""

@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from clusters import admin, wire
-from clusters.base import Killable, Node, Partitionable, Pausable
+from clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
 from clusters.errors import ClusterError
 from nemesis.base import Nemesis, NemesisError
 from nemesis.targets import active_controller, leader_of, pick
@@ -21,12 +21,20 @@ from nemesis.targets import active_controller, leader_of, pick
 class ProcessNemesis(Nemesis):
     """SIGKILL, SIGTERM or SIGSTOP Kafka processes and bring them back.
 
-    fs: ``kill`` (SIGKILL) and ``stop`` (SIGTERM, a clean shutdown) -> ``start``; ``pause``
-    -> ``resume``. ``value`` is ``{"target": see pick(), "topic": str, "partition": int}``.
-    Raises ``NemesisError`` when the cluster lacks the ability.
+    fs: ``kill`` (SIGKILL), ``stop`` (SIGTERM, a clean shutdown) and ``lose-unfsynced`` (a
+    power loss: SIGKILL, then every write the node's filesystem was not asked to fsync is
+    dropped; ``clusters.base.LosesUnsynced``) -> ``start``; ``pause`` -> ``resume``. ``value``
+    is ``{"target": see pick(), "topic": str, "partition": int}``; ``start`` with a list
+    target starts those nodes only, else every node found dead. ``lose-unfsynced`` completes
+    with ``{"lost": {name: {"truncated_files": n, "logs": {"<topic>-<p>/<segment>.log":
+    bytes lost}, "sole_in_sync_replica_of": ["<topic>-<p>", ...]}}}`` (every file truncated is
+    counted, but only segment data is listed: index files are preallocated and rebuilt by
+    recovery; the partitions of ``value["topic"]`` whose ISR was that node alone just before).
+    Raises ``NemesisError`` when the
+    cluster lacks the ability.
     """
 
-    fs = frozenset({"kill", "stop", "start", "pause", "resume"})
+    fs = frozenset({"kill", "stop", "start", "pause", "resume", "lose-unfsynced"})
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
@@ -43,6 +51,20 @@ class ProcessNemesis(Nemesis):
             raise NemesisError("this cluster backend cannot kill nodes")
         if f in ("pause", "resume") and not isinstance(self.cluster, Pausable):
             raise NemesisError("this cluster backend cannot pause nodes")
+        if f == "lose-unfsynced":
+            if not (isinstance(self.cluster, LosesUnsynced) and getattr(self.cluster,
+                                                                        "lossy_fs", False)):
+                raise NemesisError("this cluster has no filesystem that can lose un-fsynced "
+                                   "writes (the local backend, set up for lose-unfsynced)")
+            lost = {}
+            for n in self._targets(value):
+                sole = self._sole_in_sync(n, (value or {}).get("topic"))
+                report = self.cluster.lose_unsynced(n)
+                self.killed.add(n.node_id)
+                lost[n.name] = {"truncated_files": len(report["files"]), "logs": {
+                    path.lstrip("/"): gone for path, (_, gone) in report["files"].items()
+                    if path.endswith(".log")}, "sole_in_sync_replica_of": sole}
+            return {"lost": lost}
         if f in ("kill", "stop"):
             nodes = self._targets(value)
             for n in nodes:
@@ -64,12 +86,26 @@ class ProcessNemesis(Nemesis):
                 self.cluster.resume(n)
             self.paused.clear()
             return {"resumed": [n.name for n in nodes]}
-        # start: bring back every killed node (and any node found dead)
-        nodes = [n for n in self.cluster.nodes if not self.cluster.is_running(n)]
+        # start: bring back the given nodes, or every killed node (and any node found dead)
+        chosen = (value or {}).get("target")
+        nodes = [n for n in self.cluster.nodes if not self.cluster.is_running(n)
+                 and (not isinstance(chosen, list) or n.node_id in chosen)]
         for n in nodes:
             self.cluster.start(n)
-        self.killed.clear()
+            self.killed.discard(n.node_id)
         return {"started": [n.name for n in nodes]}
+
+    def _sole_in_sync(self, node: Node, topic: str | None) -> list[str]:
+        """The partitions of ``topic`` whose ISR is ``node`` alone, as the metadata reports
+        them just before the fault (the power loss then takes every in-sync copy)."""
+        if not topic:
+            return []
+        try:
+            states = admin.partitions(admin.client(self.cluster.bootstrap_servers, 3.0), topic,
+                                      3.0)
+        except Exception:
+            return []
+        return [f"{topic}-{s.partition}" for s in states if list(s.isr) == [node.node_id]]
 
     def teardown(self) -> Any:
         return {"resume": self.invoke("resume", None), "start": self.invoke("start", None)}

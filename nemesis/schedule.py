@@ -30,6 +30,9 @@ PACKAGES: dict[str, dict[str, Any]] = {
               "accepts": PROCESS_TARGETS, "color": "#C5A0E9"},
     "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
                   "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
+    # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
+    "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _PROCESS_DEFAULT,
+                       "accepts": PROCESS_TARGETS, "color": "#E9A0C8"},
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": {"start": "unclean-on", "stop": "unclean-off", "targets": ["topic", "cluster"],
                 "accepts": ("topic", "cluster"), "color": "#E9E3A0", "stop_at_target": True},
@@ -110,7 +113,7 @@ def build_nemesis(cluster, packages: list[str], rng: random.Random,
                   extra: tuple[Nemesis, ...] = ()) -> Composed:
     """One composed nemesis able to run ``packages`` (plus ``extra`` nemeses) on ``cluster``."""
     parts: list[Nemesis] = list(extra)
-    if {"kill", "stop", "pause"} & set(packages):
+    if {"kill", "stop", "pause", "lose-unfsynced"} & set(packages):
         parts.append(ProcessNemesis(cluster, rng))
     if "partition" in packages:
         parts.append(PartitionNemesis(cluster, rng))

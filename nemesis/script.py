@@ -47,7 +47,7 @@ from nemesis.targets import PROCESS_TARGETS
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
 #: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
-_TARGETED = {"kill", "stop", "pause", "partition"}
+_TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
 _NO_VALUE = {"start", "resume", "heal"}
 _TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
@@ -212,7 +212,11 @@ class Runner:
         while True:
             before = self.monitor.samples
             for f in step.do:
-                self.run_op(f, self._value(f, step))
+                done = self.run_op(f, self._value(f, step))
+                if f == "lose-unfsynced" and not _lost_partition_data(done, self.topic,
+                                                                      step.partition):
+                    return (f"no un-fsynced write of {self.topic}-{step.partition} was lost "
+                            f"({done})")
             if step.expect is not None:
                 state = self.monitor.wait_for(lambda s: self.monitor.samples > before, 5.0,
                                               self.stop)
@@ -231,8 +235,8 @@ class Runner:
                 return f"{_show(step.until)} not seen within {step.timeout:g} s"
 
     def _value(self, f: str, step: Step) -> Any:
-        if f in _NO_VALUE:
-            return None
+        if f in _NO_VALUE and (f != "start" or step.target is None):
+            return None  # start takes a target (those nodes only), else brings back all
         if f in _TOPIC_ONLY:  # unclean toggles aim at the topic or the whole cluster
             return {"topic": self.topic, **({"target": step.target} if step.target in
                                             ("topic", "cluster") else {})}
@@ -270,6 +274,15 @@ class Runner:
             if state["answering"].get(str(node)) != answers:
                 return False
         return True
+
+
+def _lost_partition_data(done: Any, topic: str, partition: int) -> bool:
+    """Whether a ``lose-unfsynced`` completion shows bytes of ``topic``-``partition``'s log
+    lost on some node (the power loss had something to lose)."""
+    prefix = f"{topic}-{partition}/"
+    return any(gone > 0 and path.startswith(prefix)
+               for node in ((done or {}).get("lost") or {}).values()
+               for path, gone in (node.get("logs") or {}).items())
 
 
 def _show(cond: Condition) -> str:

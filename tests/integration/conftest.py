@@ -34,6 +34,11 @@ def leftovers() -> list[str]:
     found += [f"rule {r}" for r in rules.splitlines() if "kc-" in r]
     pids = subprocess.run(["pgrep", "-f", "kafka.Kafka"], capture_output=True, text=True).stdout
     found += [f"broker pid {p}" for p in pids.split()]
+    mounts = Path("/proc/mounts").read_text().splitlines()
+    found += [f"mount {line.split()[1]}" for line in mounts if "kafka-chaos-lossyfs" in line]
+    pids = subprocess.run(["pgrep", "-f", "clusters.lossyfs"], capture_output=True,
+                          text=True).stdout
+    found += [f"lossyfs daemon pid {p}" for p in pids.split()]
     for host in [line.split()[0] for line in ns.splitlines() if line.startswith(SSH_PREFIX)]:
         rules = subprocess.run(["ip", "netns", "exec", host, "iptables", "-S"],
                                capture_output=True, text=True).stdout

@@ -223,3 +223,14 @@ def test_only_rejected_commits_are_fail():
 
     assert classify_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS)) == "fail"
     assert classify_commit(KafkaError(KafkaError._TIMED_OUT)) == "info"
+
+
+def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has():
+    assert not RunConfig().backend_options().lossy_fs
+    assert RunConfig(nemesis=["kill", "lose-unfsynced"]).backend_options().lossy_fs
+    assert RunConfig(scenario="last-replica-standing").backend_options().lossy_fs
+    assert not RunConfig(scenario="isr-shrink-unclean").backend_options().lossy_fs
+    options = backends.BackendOptions(lossy_fs=True)
+    for name in ("docker", "ssh"):
+        with pytest.raises(EnvironmentUnsupported, match=f"needs --backend local, not {name}"):
+            backends.get(name).check_environment(options, 3, 0)

@@ -86,3 +86,16 @@ def test_an_unknown_configuration_permits_nothing():
     for name in ANOMALIES:
         verdict = judge(name, None)
         assert verdict["permitted"] is False and "unknown" in verdict["because"]
+
+
+def test_a_power_loss_of_the_only_in_sync_replica_permits_loss_before_elr_only():
+    from analysis.promises import LAST_IN_SYNC_LOST
+
+    def lost_write(nemesis_ok, version):
+        return judge("lost-write", facts(nemesis_ok, kafka_version=version))["rule"]
+
+    hit = (LAST_IN_SYNC_LOST,)
+    assert lost_write(hit, "3.9.1") == "last-in-sync-replica-lost-power"
+    assert lost_write(hit, "4.0.0") == "last-in-sync-replica-lost-power"
+    assert lost_write(hit, "4.1.0") is None  # ELR: a promise kept
+    assert lost_write(("lose-unfsynced",), "3.9.1") is None

@@ -121,3 +121,27 @@ def test_a_step_that_does_not_happen_ends_the_script_naming_it():
     assert seen["unmet"] == "step 1 (kill): expected answering {'L': False}"
     seen, ops = _run([_state(-1, [])], [{"mark": "L", "do": "kill"}])
     assert seen["unmet"].endswith("t-0 had no leader to mark as L") and ops == []
+
+
+def test_a_power_loss_step_needs_lost_log_bytes_and_a_targeted_start_aims_at_its_node():
+    lost = {"lost": {"n2": {"truncated_files": 3, "logs": {"t-0/00000000000000000000.log": 120},
+                            "sole_in_sync_replica_of": ["t-0"]}}}
+    for done, unmet in ((lost, None), ({"lost": {"n2": {"truncated_files": 1, "logs": {}}}},
+                                       "no un-fsynced write of t-0 was lost"), (None, "was lost")):
+        monitor = _Monitor([_state(2, [2])])
+        ops = []
+
+        def run_op(f, value):
+            ops.append((f, value))
+            monitor.advance()
+            return done if f == "lose-unfsynced" else {}
+
+        steps = [{"mark": "L", "do": "lose-unfsynced", "target": "L"},
+                 {"do": "start", "target": "L"}, {"do": "start"}]
+        seen = script.Runner(_Cluster(), run_op, monitor, "t", threading.Event(),
+                             lambda m: None).run(script.Script(name="x", steps=steps))
+        if unmet is None:
+            assert seen["steps_done"] == 3 and ops[1:] == [("start", {
+                "target": [2], "topic": "t", "partition": 0}), ("start", None)]
+        else:
+            assert unmet in seen["unmet"] and [f for f, _ in ops] == ["lose-unfsynced"]

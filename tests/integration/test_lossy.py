@@ -1,0 +1,145 @@
+"""Losing un-fsynced writes for real: the FUSE filesystem under a real broker, and KIP-966's
+"last replica standing" on Kafka 3.9 (no eligible leader replicas) and 4.x (with them)."""
+
+from __future__ import annotations
+
+import json
+import mmap
+import os
+import random
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer, TopicPartition
+from confluent_kafka import Consumer
+
+from clusters import admin, dist, lossymount
+from clusters.backends import BackendOptions, get
+from clusters.lossyfs import CONTROL
+from history import read_header, read_history
+from nemesis.faults import ProcessNemesis
+from tests.integration.conftest import kafka_chaos, leftovers
+
+pytestmark = pytest.mark.kafka
+
+
+def _mounted(path: Path) -> bool:
+    return any(line.split()[1] == str(path) for line in
+               Path("/proc/mounts").read_text().splitlines())
+
+
+def test_the_mount_drops_exactly_what_was_not_fsynced(tmp_path):
+    """Through the kernel: write(2), fsync(2), a shared writable mmap flushed with msync, a
+    rename; then ``lose``. Unmounting leaves no mount and no daemon."""
+    mnt = tmp_path / "mnt"
+    lossymount.mount(tmp_path / "disk", mnt, tmp_path / "lossyfs.log")
+    try:
+        assert _mounted(mnt) and CONTROL not in os.listdir(mnt)
+        fd = os.open(mnt / "seg.log", os.O_CREAT | os.O_WRONLY)
+        os.write(fd, b"a" * 1000)
+        os.fsync(fd)
+        os.write(fd, b"b" * 234)
+        os.close(fd)
+        fd = os.open(mnt / "idx", os.O_CREAT | os.O_RDWR)
+        os.ftruncate(fd, 4096)
+        with mmap.mmap(fd, 4096) as m:
+            m[:4] = b"idx!"
+            m.flush()  # msync: reaches the filesystem as an fsync
+        os.close(fd)
+        (mnt / "tmp.ckpt").write_bytes(b"c" * 10)
+        os.rename(mnt / "tmp.ckpt", mnt / "final.ckpt")
+        report = lossymount.command(mnt, "lose")
+        assert report == {"files": {"/seg.log": [1000, 234], "/final.ckpt": [0, 10]},
+                          "lost_bytes": 244}
+        assert (mnt / "seg.log").read_bytes() == b"a" * 1000  # not the kernel's stale cache
+        assert (tmp_path / "disk" / "idx").read_bytes()[:4] == b"idx!"
+        assert (mnt / "final.ckpt").stat().st_size == 0
+    finally:
+        assert lossymount.unmount(mnt)
+    assert not _mounted(mnt) and leftovers() == []
+
+
+def test_a_power_loss_brings_a_broker_back_with_a_shorter_log_than_it_acknowledged(tmp_path):
+    """One broker, a topic with one replica: every write it acknowledged (acks=1) is in the page
+    cache only. ``lose-unfsynced`` (as the nemesis runs it) kills it and drops that; the broker
+    recovers from its shorter log and reports a smaller log end offset."""
+    kafka = dist.resolve()
+    cluster = get("local").create(kafka, tmp_path / "nodes", 1, 0, {},
+                                  BackendOptions(lossy_fs=True))
+    try:
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, 1, [], timeout_s=90)
+        admin.create_topic(admin.client(cluster.bootstrap_servers), "t", 1, 1)
+        admin.wait_ready(cluster.bootstrap_servers, 1, ["t"], timeout_s=60)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"})
+        acked = []
+        for i in range(2000):
+            producer.produce("t", value=str(i).encode(),
+                             on_delivery=lambda err, msg: err is None and acked.append(msg))
+        producer.flush(30)
+        assert len(acked) == 2000 and acked[-1].offset() == 1999
+        assert _end_offset(cluster.bootstrap_servers) == 2000
+        done = ProcessNemesis(cluster, random.Random(1)).invoke(
+            "lose-unfsynced", {"target": [1], "topic": "t", "partition": 0})
+        lost = done["lost"]["n1"]
+        assert lost["sole_in_sync_replica_of"] == ["t-0"]
+        assert lost["logs"]["t-0/00000000000000000000.log"] > 0, done
+        assert not cluster.is_running(cluster.node(1))
+        cluster.start(cluster.node(1))
+        admin.wait_ready(cluster.bootstrap_servers, 1, ["t"], timeout_s=90)
+        assert _end_offset(cluster.bootstrap_servers) < 2000
+        log = (cluster.node_dir(cluster.node(1)) / "logs" / "server.log").read_text()
+        assert "unflushed" in log or "Recovering" in log  # recovery after an unclean shutdown
+    finally:
+        cluster.teardown()
+    assert leftovers() == []
+
+
+def _end_offset(bootstrap: str) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    try:
+        return consumer.get_watermark_offsets(TopicPartition("t", 0), timeout=10)[1]
+    finally:
+        consumer.close()
+
+
+def _partition0(op) -> dict:
+    return op.value["partitions"]["kafka-chaos"][0]
+
+
+@pytest.mark.parametrize("version", ["3.9.1", dist.DEFAULT_KAFKA_VERSION])
+def test_last_replica_standing(tmp_path, version):
+    """The ISR shrinks to the leader (min.insync.replicas=2, acks=all), the leader loses power
+    and comes back. Kafka 3.9 has no eligible leader replicas: the leader is elected again with
+    its shorter log and acknowledged writes are lost (permitted: every in-sync copy died).
+    Kafka 4.x keeps the followers that left the ISR eligible (ELR, KIP-966) and elects one
+    while the leader is down: nothing acknowledged is lost."""
+    proc = kafka_chaos("run", "--scenario", "last-replica-standing", "--seed", "3",
+                       "--kafka-version", version, "--out", str(tmp_path))
+    res = json.loads((tmp_path / "latest" / "results.json").read_text())
+    assert proc.returncode == 0 and res["run"]["scenario"]["steps_done"] == 5, proc.stdout
+    path = tmp_path / "latest" / "history.jsonl"
+    ops = read_history(path)
+    ids = {v["name"]: int(k) for k, v in read_header(path)["nodes"].items()}
+    last = ids[res["run"]["scenario"]["marks"]["L"]]
+    [loss] = [op for op in ops if op.f == "lose-unfsynced" and op.type.value == "ok"]
+    lost = loss.value["lost"][res["run"]["scenario"]["marks"]["L"]]
+    assert lost["sole_in_sync_replica_of"] == ["kafka-chaos-0"] and sum(lost["logs"].values()) > 0
+    samples = [op for op in ops if op.process == "monitor" and op.type.value == "ok"
+               and op.value["partitions"]]
+    before = [_partition0(op) for op in samples if op.index < loss.index]
+    after = [(_partition0(op), op.value["answering"]) for op in samples if op.index > loss.index]
+    assert before[-1]["isr"] == [last]
+    # who led while the last replica standing was down
+    stand_in = {p["leader"] for p, answering in after if not answering[str(last)]} - {-1, last}
+    writes = res["anomalies"]["lost-write"]
+    if version.startswith("3."):
+        assert before[-1]["elr"] == [] and stand_in == set()
+        assert writes["count"] > 0 and writes["permitted"], writes
+        assert writes["rule"] == "last-in-sync-replica-lost-power"
+    else:
+        assert sorted(before[-1]["elr"]) == sorted(set(ids.values()) - {last})
+        assert stand_in
+        assert writes["count"] == 0 and res["valid"] is True
+        assert res["stats"]["acked_sends"] > 100
+    assert leftovers() == []

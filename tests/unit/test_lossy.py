@@ -1,0 +1,60 @@
+"""The lossy filesystem's bookkeeping (``clusters.lossyfs.Lossy``) on a plain directory: what a
+power loss keeps and drops. The FUSE mount itself is exercised in tests/integration."""
+
+from __future__ import annotations
+
+import os
+
+from clusters.lossyfs import Lossy
+
+
+def _write(lossy: Lossy, path: str, data: bytes, new: bool = False) -> None:
+    real = lossy.real(path)
+    if new:
+        lossy.created(path)
+    size = os.path.getsize(real) if os.path.exists(real) else 0
+    lossy.before_write(path, size)
+    with open(real, "ab") as f:
+        f.write(data)
+
+
+def test_appends_after_the_last_fsync_are_lost_and_new_files_come_back_empty(tmp_path):
+    (tmp_path / "old.log").write_bytes(b"a" * 100)  # on disk before the mount: synced
+    lossy = Lossy(str(tmp_path))
+    _write(lossy, "/old.log", b"b" * 50)
+    _write(lossy, "/new.log", b"c" * 70, new=True)
+    _write(lossy, "/synced.log", b"d" * 30, new=True)
+    lossy.fsynced("/synced.log")
+    _write(lossy, "/synced.log", b"e" * 5)
+    report = lossy.lose()
+    assert report == {"files": {"/new.log": [0, 70], "/old.log": [100, 50],
+                                "/synced.log": [30, 5]}, "lost_bytes": 125}
+    assert (tmp_path / "old.log").read_bytes() == b"a" * 100
+    assert (tmp_path / "new.log").read_bytes() == b""
+    assert (tmp_path / "synced.log").read_bytes() == b"d" * 30
+    assert lossy.lose() == {"files": {}, "lost_bytes": 0}  # nothing left to lose
+
+
+def test_renames_carry_the_synced_length_and_deletions_forget_it(tmp_path):
+    (tmp_path / "d").mkdir()
+    lossy = Lossy(str(tmp_path))
+    _write(lossy, "/d/x.tmp", b"x" * 10, new=True)
+    os.rename(lossy.real("/d"), lossy.real("/e"))
+    lossy.renamed("/d", "/e")  # a partition directory renamed (e.g. for deletion)
+    _write(lossy, "/gone", b"y", new=True)
+    os.unlink(lossy.real("/gone"))
+    lossy.removed("/gone")
+    assert lossy.lose()["files"] == {"/e/x.tmp": [0, 10]}
+
+
+def test_truncation_is_kept_and_sync_all_makes_everything_durable(tmp_path):
+    lossy = Lossy(str(tmp_path))
+    _write(lossy, "/a", b"a" * 40, new=True)
+    lossy.fsynced("/a")
+    _write(lossy, "/a", b"b" * 10)
+    os.truncate(lossy.real("/a"), 20)
+    lossy.truncated("/a", 20)  # below the synced 40: only 20 can come back
+    assert lossy.lose()["files"] == {}
+    _write(lossy, "/b", b"b" * 10, new=True)
+    lossy.sync_all()
+    assert lossy.lose()["lost_bytes"] == 0 and os.path.getsize(lossy.real("/b")) == 10
