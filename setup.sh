@@ -15,6 +15,8 @@ for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+# libfaketime, preloaded into broker JVMs for the clock faults
+compgen -G "/usr/lib/*/faketime/libfaketime.so.1" >/dev/null || need+=(libfaketime)
 if [ ${#need[@]} -gt 0 ]; then
   echo "setup: installing ${need[*]}"
   apt-get update -qq

@@ -149,6 +149,16 @@ def elect_unclean(admin: AdminClient, topic: str, partition_ids: list[int],
     """Trigger an unclean leader election (KIP-460 ElectLeaders, type UNCLEAN).
 
     Returns ``{partition: None | error name}``; ``ELECTION_NOT_NEEDED`` means it had a leader.
+    See ``elect``."""
+    return elect(admin, topic, partition_ids, "unclean", timeout_s)
+
+
+def elect(admin: AdminClient, topic: str, partition_ids: list[int], kind: str,
+          timeout_s: float = 15.0) -> dict[int, str | None]:
+    """ElectLeaders (KIP-460) of ``kind`` ``"preferred"`` (the first replica becomes leader if
+    it is in the ISR) or ``"unclean"``, on ``topic``'s ``partition_ids``.
+
+    Returns ``{partition: None | error name}`` (``ELECTION_NOT_NEEDED``: nothing to change).
     The request timeout is the client's ``socket.timeout.ms``: confluent-kafka 2.16's
     ``elect_leaders`` raises ``SystemError`` when given ``request_timeout``/``operation_timeout``.
     """
@@ -159,8 +169,9 @@ def elect_unclean(admin: AdminClient, topic: str, partition_ids: list[int],
         return err.name() if isinstance(err, KafkaError) else err.args[0].name()
 
     tps = [TopicPartition(topic, p) for p in partition_ids]
+    election = {"preferred": ElectionType.PREFERRED, "unclean": ElectionType.UNCLEAN}[kind]
     try:
-        result = admin.elect_leaders(ElectionType.UNCLEAN, tps).result(timeout=timeout_s + 5)
+        result = admin.elect_leaders(election, tps).result(timeout=timeout_s + 5)
     except KafkaException as exc:
         return {p: name(exc) for p in partition_ids}
     return {tp.partition: None if err is None else name(err) for tp, err in result.items()}

@@ -28,12 +28,15 @@ class BackendOptions:
         accept_unknown_host_keys: ssh: accept (and log) host keys ``known_hosts`` lacks.
         lossy_fs: give each node's data directory a filesystem that can lose what was not
             fsynced (``clusters.lossyfs``), for the ``LosesUnsynced`` ability; local only.
+        clock: run each broker under libfaketime (``clusters.faketime``), for the
+            ``Skewable`` ability.
     """
 
     image: str | None = None
     inventory: Path | None = None
     accept_unknown_host_keys: bool = False
     lossy_fs: bool = False
+    clock: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -66,6 +69,10 @@ def _no_options(backend: str, options: BackendOptions) -> None:
             f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
             "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
             "the Kafka image and the ssh hosts do not run")
+    if options.clock and backend != "local":
+        raise EnvironmentUnsupported(
+            f"clock faults need --backend local, not {backend}: they preload libfaketime into "
+            "each broker JVM, which this backend does not do yet")
     if options.image is not None:
         raise EnvironmentUnsupported(f"--image needs --backend docker, not {backend}")
     if options.inventory is not None:
@@ -83,7 +90,8 @@ def _local() -> Backend:
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         _no_options("local", options)
         return local.LocalCluster(dist, work_dir, brokers=brokers, controllers=controllers,
-                                  broker_config=broker_config, lossy_fs=options.lossy_fs)
+                                  broker_config=broker_config, lossy_fs=options.lossy_fs,
+                                  clock=options.clock)
 
     return Backend("local", check, create, lambda options: local.recorded_state(),
                    lambda options: local.cleanup_leftovers())

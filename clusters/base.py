@@ -167,3 +167,14 @@ class LosesUnsynced(abc.ABC):
         its last fsync. Returns ``{"files": {path: [synced_bytes, lost_bytes]}, "lost_bytes":
         int}`` (paths relative to the data directory). Raises ``ClusterError`` when the cluster
         was set up without the lossy filesystem."""
+
+
+class Skewable(abc.ABC):
+    """Ability: move a node's wall clock (``clusters.faketime``: libfaketime under the broker
+    JVM; the monotonic clock, the kernel and other processes keep true time)."""
+
+    @abc.abstractmethod
+    def set_clock(self, node: Node, offset_s: float) -> None:
+        """Make ``node``'s Kafka process read wall-clock time ``offset_s`` seconds ahead
+        (negative: behind); 0 resets it. Shows within about a second. Raises
+        ``ClusterError`` when the cluster was set up without clock control."""

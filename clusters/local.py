@@ -16,8 +16,9 @@ import time
 import uuid
 from pathlib import Path
 
-from clusters import lossymount, netns
-from clusters.base import Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable
+from clusters import faketime, lossymount, netns
+from clusters.base import (Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable,
+                           Skewable)
 from clusters.dist import KafkaDist, check_java
 from clusters.errors import ClusterError, CommandFailed
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
@@ -56,7 +57,7 @@ def kafka_uuid() -> str:
             return text
 
 
-class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced):
+class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -69,6 +70,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         prefix: names of namespaces/bridge/veths start with it; one live cluster per prefix.
         heap_mb: JVM heap per node in MiB.
         lossy_fs: mount ``clusters.lossyfs`` on each node's ``data/`` (``lose_unsynced``).
+        clock: run each JVM under libfaketime, its offset in ``<node>/faketime`` (``set_clock``).
     Raises:
         EnvironmentUnsupported: not root / no namespaces / no iptables (from ``setup``).
         DistributionError: Java missing or too old.
@@ -77,7 +79,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
 
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, prefix: str = DEFAULT_PREFIX,
-                 heap_mb: int = 512, lossy_fs: bool = False) -> None:
+                 heap_mb: int = 512, lossy_fs: bool = False, clock: bool = False) -> None:
         if brokers < 1:
             raise ValueError("brokers must be >= 1")
         self.dist = dist
@@ -86,6 +88,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         self.broker_config = dict(broker_config or {})
         self.heap_mb = heap_mb
         self.lossy_fs = lossy_fs
+        self.clock = clock
         broker_roles = ("broker",) if controllers else ("broker", "controller")
         self.nodes = [Node(i, f"n{i}", f"{netns.SUBNET}.{10 + i}", broker_roles)
                       for i in range(1, brokers + 1)]
@@ -128,6 +131,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         netns.check_environment()
         if self.lossy_fs:
             lossymount.check_environment()
+        if self.clock:
+            faketime.check_environment()
         java = check_java()
         state = recorded_state(self.prefix)
         if state is not None and any(state["alive"].values()):
@@ -151,6 +156,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                 server_properties(node, self.nodes, str(d / "data"), self.broker_config))
             (d / "log4j2.properties").write_text(LOG4J2)
             (d / "log4j.properties").write_text(LOG4J1)
+            if self.clock:
+                faketime.write_offset(d / "faketime", 0.0)
             fmt = subprocess.run(
                 [java, *self._jvm_props(node), "-cp", self.dist.classpath,
                  "kafka.tools.StorageTool", "format", "-t", cluster_id,
@@ -192,10 +199,11 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                 "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                 "-Djava.net.preferIPv4Stack=true", *self._jvm_props(node),
                 "-cp", self.dist.classpath, "kafka.Kafka", str(d / "server.properties")]
+        env = {**os.environ, **faketime.env(d / "faketime")} if self.clock else None
         with open(d / "server.out", "ab") as out:
             # own session: a Ctrl-C to the runner must not reach the brokers before teardown
             self._procs[node.node_id] = subprocess.Popen(
-                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                argv, stdout=out, stderr=subprocess.STDOUT, start_new_session=True, env=env)
         self._save_state()
 
     def _wait_exit(self, node: Node, timeout_s: float) -> bool:
@@ -230,6 +238,12 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                                "lossy_fs (the lose-unfsynced fault)")
         self.kill(node)  # the process first: nothing may write after the loss
         return lossymount.command(self.node_dir(node) / "data", "lose")
+
+    def set_clock(self, node: Node, offset_s: float) -> None:
+        if not self.clock:
+            raise ClusterError("this cluster's brokers do not run under libfaketime: set it "
+                               "up with clock (the clock fault)")
+        faketime.write_offset(self.node_dir(node) / "faketime", offset_s)
 
     def pause(self, node: Node) -> None:
         if self.is_running(node):

@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field, model_validator
 from clusters import backends
 from clusters.dist import DEFAULT_KAFKA_VERSION
 from nemesis import script
-from nemesis.schedule import parse_targets
+from nemesis.schedule import PACKAGES, parse_packages, parse_targets
 
 SCENARIOS = tuple(script.names())
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
@@ -149,6 +149,7 @@ class RunConfig(BaseModel):
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(f"--min-insync-replicas {self.min_insync_replicas} exceeds the "
                              f"replication factor {self.replication_factor}: no write could succeed")
+        parse_packages(",".join(self.nemesis))  # a plan's nemesis list, checked as --nemesis is
         parse_targets(self.nemesis_targets, self.nemesis)
         if self.scenario is not None:
             load_scenario(self.scenario)
@@ -169,13 +170,15 @@ class RunConfig(BaseModel):
         return backends.BackendOptions(
             image=self.image, inventory=Path(self.inventory) if self.inventory else None,
             accept_unknown_host_keys=self.accept_unknown_host_keys,
-            lossy_fs="lose-unfsynced" in self.faults())
+            lossy_fs="lose-unfsynced" in self.faults(),
+            clock=bool({"clock-bump", "clock-strobe"} & self.faults()))
 
     def faults(self) -> set[str]:
         """Every nemesis ``f`` this run may start: its packages', or its scenario's steps'."""
         if self.scenario:
             return {f for step in load_scenario(self.scenario).steps for f in step.do}
-        return set(self.nemesis)
+        starts = [PACKAGES[name]["start"] for name in self.nemesis]
+        return {f for start in starts for f in ([start] if isinstance(start, str) else start)}
 
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""

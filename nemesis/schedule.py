@@ -1,7 +1,7 @@
 """Nemesis packages and the seeded scheduler that runs them (Jepsen ``nemesis/combined``).
 
-A package names the ``f`` that starts a fault, the ``f`` that ends it, the targets to draw from
-and a colour for plots. The scheduler alternates: wait ``interval_s``, start a random fault from
+A package names the ``f`` that starts a fault (or several, one drawn each time), the ``f`` that
+ends it, the targets to draw from and a colour for plots. The scheduler alternates: wait ``interval_s``, start a random fault from
 the chosen packages, wait ``interval_s``, end it. Every nemesis op is recorded in the history as
 process ``"nemesis"``; ``finish()`` always ends with every fault healed.
 """
@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterator
 
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis
+from nemesis.clock import ClockNemesis
 from nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
 from nemesis.targets import PROCESS_TARGETS
 
@@ -33,6 +34,9 @@ PACKAGES: dict[str, dict[str, Any]] = {
     # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
     "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _PROCESS_DEFAULT,
                        "accepts": PROCESS_TARGETS, "color": "#E9A0C8"},
+    # a node's wall clock bumped or strobed, then reset (libfaketime; local backend)
+    "clock": {"start": ("clock-bump", "clock-strobe"), "stop": "clock-reset",
+              "targets": _PROCESS_DEFAULT, "accepts": PROCESS_TARGETS, "color": "#A0E9C8"},
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": {"start": "unclean-on", "stop": "unclean-off", "targets": ["topic", "cluster"],
                 "accepts": ("topic", "cluster"), "color": "#E9E3A0", "stop_at_target": True},
@@ -88,8 +92,9 @@ def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
     while True:
         name = rng.choice(packages)
         pkg = PACKAGES[name]
+        start = pkg["start"] if isinstance(pkg["start"], str) else rng.choice(pkg["start"])
         value = {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
-        yield pkg["start"], value
+        yield start, value
         yield pkg["stop"], value if pkg.get("stop_at_target") else None
 
 
@@ -117,6 +122,8 @@ def build_nemesis(cluster, packages: list[str], rng: random.Random,
         parts.append(ProcessNemesis(cluster, rng))
     if "partition" in packages:
         parts.append(PartitionNemesis(cluster, rng))
+    if "clock" in packages:
+        parts.append(ClockNemesis(cluster, rng))
     return Composed(parts)
 
 

@@ -47,9 +47,10 @@ from nemesis.targets import PROCESS_TARGETS
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
 #: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
-_TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced"}
+_TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced", "clock-bump",
+             "clock-strobe"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
-_NO_VALUE = {"start", "resume", "heal"}
+_NO_VALUE = {"start", "resume", "heal", "clock-reset"}
 _TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
 
 

@@ -117,16 +117,21 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
 
 
 def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_path):
-    proc = kafka_chaos("run", "--idempotence", "--nemesis", "kill,pause,partition",
+    """Seed 20 draws a clock bump, a partition and a kill: every broker runs under libfaketime."""
+    proc = kafka_chaos("run", "--idempotence", "--nemesis", "kill,pause,partition,clock",
                        "--nemesis-interval", "5", "--ops-per-txn", "2..10", "--time-limit", "30",
-                       "--min-insync-replicas", "2", "--seed", "7", "--out", str(tmp_path))
+                       "--min-insync-replicas", "2", "--seed", "20", "--out", str(tmp_path))
     res = _results(tmp_path, proc)
     found = _counts(res)
     for name in ("duplicate", "nonmonotonic-send", "int-nonmonotonic-send", "lost-write",
                  "unseen", "inconsistent-offsets"):
         assert name not in found, (name, res["anomalies"][name]["examples"])
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout
-    assert {"kill", "pause", "partition"} & _nemesis_done(_ops(tmp_path))
+    ops = _ops(tmp_path)
+    assert {"clock-bump", "clock-reset", "partition", "kill"} <= _nemesis_done(ops)
+    [bump] = [op.value for op in ops if op.f == "clock-bump" and op.type.value == "ok"]
+    [reset] = [op.value for op in ops if op.f == "clock-reset" and op.type.value == "ok"]
+    assert reset["reset"] == list(bump["offsets_s"]) and res["run"]["heal_left"] == []
     assert res["stats"]["acked_sends"] > 1000
     _monitor(tmp_path, {"kill": "killed", "pause": "paused"})
 

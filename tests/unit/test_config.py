@@ -234,3 +234,12 @@ def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has()
     for name in ("docker", "ssh"):
         with pytest.raises(EnvironmentUnsupported, match=f"needs --backend local, not {name}"):
             backends.get(name).check_environment(options, 3, 0)
+
+
+def test_clock_faults_ask_for_libfaketime_which_only_local_preloads():
+    assert RunConfig(nemesis=["clock"]).backend_options().clock
+    assert not RunConfig(nemesis=["kill"]).backend_options().clock
+    with pytest.raises(EnvironmentUnsupported, match="clock faults need --backend local"):
+        backends.get("ssh").check_environment(backends.BackendOptions(clock=True), 3, 0)
+    with pytest.raises(ValueError, match="unknown fault 'nope'"):
+        RunConfig(nemesis=["nope"])

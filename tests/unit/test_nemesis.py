@@ -254,3 +254,56 @@ def test_unclean_election_is_turned_off_where_it_was_turned_on():
     for (on, value), (off, undo) in zip(ops[::2], ops[1::2]):
         assert (on, off) == ("unclean-on", "unclean-off") and undo == value
     assert {v["target"] for _, v in ops} == {"topic", "cluster"}
+
+
+class _Clocks:
+    """A cluster that records clock offsets (the ``Skewable`` ability) and nothing else."""
+
+    clock = True
+
+    def __init__(self):
+        self.nodes = [Node(i, f"n{i}", f"10.0.0.{i}", ("broker", "controller"))
+                      for i in (1, 2, 3)]
+        self.offsets = {n.node_id: [] for n in self.nodes}
+
+    def node(self, node_id):
+        return next(n for n in self.nodes if n.node_id == node_id)
+
+    def is_running(self, node):
+        return True
+
+    def set_clock(self, node, offset_s):
+        self.offsets[node.node_id].append(offset_s)
+
+
+def test_clock_faults_bump_strobe_and_reset_only_what_they_skewed(monkeypatch):
+    from clusters.base import Skewable
+    from nemesis import clock
+
+    Skewable.register(_Clocks)
+    cluster = _Clocks()
+    nemesis = clock.ClockNemesis(cluster, random.Random(3))
+    done = nemesis.invoke("clock-bump", {"target": [2]})
+    offset = done["offsets_s"]["n2"]
+    assert 0.1 <= abs(offset) <= clock.MAX_BUMP_S and cluster.offsets[2] == [offset]
+    monkeypatch.setattr(clock.time, "sleep", lambda s: None)
+    ticks = itertools.count()
+    monkeypatch.setattr(clock.time, "monotonic", lambda: next(ticks) * 1.0)
+    strobe = nemesis.invoke("clock-strobe", {"target": [3]})
+    delta = strobe["strobed"]["n3"]
+    assert clock.STROBE_PERIOD_S[0] <= strobe["period_s"] <= clock.STROBE_PERIOD_S[1]
+    assert cluster.offsets[3][:2] == [delta, 0.0] and cluster.offsets[3][-1] == 0.0
+    assert strobe["flips"] == len(cluster.offsets[3]) - 1 >= 2
+    assert nemesis.teardown() == {"reset": ["n2", "n3"]} and cluster.offsets[2][-1] == 0.0
+    assert nemesis.teardown() is None and cluster.offsets[1] == []  # nothing left to reset
+    with pytest.raises(NemesisError, match="cannot skew clocks"):
+        clock.ClockNemesis(object(), random.Random(0)).invoke("clock-bump", {})
+
+
+def test_a_package_with_several_starts_draws_one_and_the_plan_stays_seeded():
+    targets = parse_targets("", ["clock"])
+    starts = [f for f, _ in itertools.islice(plan(schedule_rng(1), ["clock"], targets, "t"), 40)]
+    assert set(starts[0::2]) == {"clock-bump", "clock-strobe"}
+    assert set(starts[1::2]) == {"clock-reset"}
+    again = [f for f, _ in itertools.islice(plan(schedule_rng(1), ["clock"], targets, "t"), 40)]
+    assert again == starts
