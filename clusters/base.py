@@ -156,6 +156,11 @@ class Partitionable(abc.ABC):
     def heal_network(self) -> None:
         """Remove every rule ``drop`` added, on every node."""
 
+    @abc.abstractmethod
+    def rules_left(self) -> list[str]:
+        """The rules of ours still in place on running nodes, as ``"<name>: <rule>"`` (empty
+        once ``heal_network`` worked): how a heal is verified, not assumed."""
+
 
 class LosesUnsynced(abc.ABC):
     """Ability: a node's power loss: its process dies and every write its filesystem was not
@@ -176,5 +181,9 @@ class Skewable(abc.ABC):
     @abc.abstractmethod
     def set_clock(self, node: Node, offset_s: float) -> None:
         """Make ``node``'s Kafka process read wall-clock time ``offset_s`` seconds ahead
-        (negative: behind); 0 resets it. Shows within about a second. Raises
-        ``ClusterError`` when the cluster was set up without clock control."""
+        (negative: behind); 0 resets it. Raises ``ClusterError`` when the cluster was set up
+        without clock control."""
+
+    @abc.abstractmethod
+    def clock_offset(self, node: Node) -> float:
+        """The offset ``node``'s process reads now, seconds (0.0 without clock control)."""

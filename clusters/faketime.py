@@ -58,3 +58,11 @@ def write_offset(offset_file: Path, offset_s: float) -> None:
     tmp = offset_file.with_suffix(".tmp")
     tmp.write_text(offset_text(offset_s))
     tmp.replace(offset_file)
+
+
+def read_offset(offset_file: Path) -> float:
+    """The offset in ``offset_file``, seconds (0.0 when there is none)."""
+    try:
+        return float(Path(offset_file).read_text().strip() or 0)
+    except (OSError, ValueError):
+        return 0.0

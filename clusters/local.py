@@ -245,6 +245,11 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                                "up with clock (the clock fault)")
         faketime.write_offset(self.node_dir(node) / "faketime", offset_s)
 
+    def clock_offset(self, node: Node) -> float:
+        if not self.clock:
+            return 0.0
+        return faketime.read_offset(self.node_dir(node) / "faketime")
+
     def pause(self, node: Node) -> None:
         if self.is_running(node):
             os.kill(self._procs[node.node_id].pid, signal.SIGSTOP)

@@ -35,3 +35,14 @@ class NamespaceIptables(Partitionable):
         for node in self.nodes:
             self.exec(node, ["iptables", "-F", "INPUT"])
             self.exec(node, ["iptables", "-F", "OUTPUT"])
+
+    def rules_left(self) -> list[str]:
+        left = []
+        for node in self.nodes:
+            if not self.is_running(node):
+                continue
+            for chain in ("INPUT", "OUTPUT"):
+                res = self.exec(node, ["iptables", "-S", chain])
+                left += [f"{node.name}: {line}" for line in res.out.splitlines()
+                         if line.startswith("-A ")]
+        return left

@@ -282,6 +282,16 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
             self._check(r, r.script(flush, sudo=self.hosts[node.node_id].sudo),
                         "flushing the tool's iptables chains")
 
+    def rules_left(self) -> list[str]:
+        show = " && ".join(f"iptables -S {q(c)}" for c in _chains(self.prefix).values())
+        left = []
+        for node in self.nodes:
+            r = self._remote(node)
+            res = r.script(show, sudo=self.hosts[node.node_id].sudo)
+            left += [f"{node.name}: {line}" for line in res.out.splitlines()
+                     if line.startswith("-A ")]
+        return left
+
     def log_files(self, node: Node) -> list[Path]:
         """Fetch ``logs/server.log`` and ``server.out`` back into ``node_dir`` (once the
         remote directory is gone, the copies fetched at teardown)."""

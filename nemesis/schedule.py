@@ -13,6 +13,7 @@ import random
 import threading
 from typing import Any, Callable, Iterator
 
+from clusters.base import Partitionable, Skewable
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis
 from nemesis.clock import ClockNemesis
@@ -105,12 +106,21 @@ def schedule_rng(seed: int) -> random.Random:
 
 
 def unhealed(cluster, healed: dict[str, Any]) -> list[str]:
-    """What the final heal left behind, as sentences: each nemesis whose teardown raised
-    (``Composed.teardown`` records ``"error: ..."``), each node whose process is not running.
-    Empty when the heal is verified."""
+    """What the final heal left behind, read back from the cluster, as sentences: each nemesis
+    whose teardown raised (``Composed.teardown`` records ``"error: ..."``), each node whose
+    process is not running, each iptables rule of ours still in place, each clock still
+    skewed. Empty when the heal is verified."""
     left = [f"{name}: {what}" for name, what in (healed or {}).items()
             if isinstance(what, str) and what.startswith("error: ")]
     left += [f"{n.name} is not running" for n in cluster.nodes if not cluster.is_running(n)]
+    try:
+        if isinstance(cluster, Partitionable):
+            left += [f"rule left on {rule}" for rule in cluster.rules_left()]
+        if isinstance(cluster, Skewable):
+            left += [f"{n.name}'s clock is {cluster.clock_offset(n):+g} s off"
+                     for n in cluster.nodes if cluster.clock_offset(n)]
+    except Exception as exc:  # what cannot be read back is not verified
+        left.append(f"the heal could not be checked: {type(exc).__name__}: {exc}")
     return left
 
 

@@ -352,10 +352,12 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path):
         assert leftovers() == []
 
 
-def test_ctrl_c_heals_and_tears_down(tmp_path):
-    runner = subprocess.Popen([sys.executable, "-m", "kafka_chaos", "run", "--time-limit", "120",
-                               "--nemesis", "partition", "--nemesis-interval", "2",
-                               "--out", str(tmp_path)],
+def test_ctrl_c_in_a_scenario_step_heals_and_tears_down(tmp_path):
+    """SIGINT while a scenario step waits for the ISR to shrink, with a partition in place and
+    every broker on the lossy filesystem: exit 2, every nemesis op completed, heal-all last,
+    nothing left (rules, JVMs, namespaces, FUSE mounts), and the history still analysable."""
+    runner = subprocess.Popen([sys.executable, "-m", "kafka_chaos", "run", "--scenario",
+                               "last-replica-standing", "--out", str(tmp_path)],
                               cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     history = tmp_path / "latest" / "history.jsonl"
     deadline = time.monotonic() + 120
@@ -363,11 +365,16 @@ def test_ctrl_c_heals_and_tears_down(tmp_path):
         if history.exists() and any('"f":"partition"' in line and '"ok"' in line
                                     for line in history.read_text().splitlines()):
             break
-        time.sleep(1)
+        time.sleep(0.2)
     runner.send_signal(signal.SIGINT)
     out, _ = runner.communicate(timeout=120)
     assert runner.returncode == 2, out
     assert leftovers() == []
-    assert read_history(history)  # the history of an interrupted run stays readable
+    ops = read_history(history)  # the history of an interrupted run stays readable
+    nemesis = [op for op in ops if op.process == "nemesis"]
+    assert [op.f for op in nemesis[:2]] == ["partition", "partition"]
+    assert [(op.f, op.type.value) for op in nemesis[-2:]] == [("heal-all", "invoke"),
+                                                              ("heal-all", "ok")]
+    assert "lose-unfsynced" not in {op.f for op in nemesis}  # interrupted before it
     again = kafka_chaos("analyze", str((tmp_path / "latest").resolve()))
     assert again.returncode in (0, 1, 2) and "Verdict" in again.stdout, again.stdout

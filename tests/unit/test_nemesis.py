@@ -132,6 +132,29 @@ def test_a_heal_that_leaves_something_is_never_valid():
     assert result["unknown_reasons"][0].startswith("the final heal did not complete: ")
 
 
+def test_the_heal_is_read_back_rules_and_clocks_included():
+    from clusters.base import Skewable
+
+    class Leaky(_Clocks):
+        def rules_left(self):
+            return ["n2: -A INPUT -s 10.0.0.1/32 -j DROP"]
+
+        def clock_offset(self, node):
+            return {3: -12.5}.get(node.node_id, 0.0)
+
+    Partitionable.register(Leaky)
+    Skewable.register(Leaky)
+    assert unhealed(Leaky(), {}) == ["rule left on n2: -A INPUT -s 10.0.0.1/32 -j DROP",
+                                     "n3's clock is -12.5 s off"]
+
+    class Unreadable(Leaky):
+        def rules_left(self):
+            raise OSError("ssh connection lost")
+
+    assert unhealed(Unreadable(), {}) == [
+        "the heal could not be checked: OSError: ssh connection lost"]
+
+
 class _Net:
     """A cluster view that records cuts instead of making them (shapes are pure logic)."""
 
