@@ -1,8 +1,8 @@
-"""Four Kafka requests that confluent-kafka does not expose, spoken on a plain socket.
+"""Five Kafka requests that confluent-kafka does not expose, spoken on a plain socket.
 
 The cluster-state monitor needs a partition's leader epoch and eligible leader replicas (ELR,
 KIP-966) and the active KRaft controller; librdkafka's admin API gives leader, replicas and ISR
-only. So this module encodes exactly three requests of the Kafka protocol
+only. So this module encodes exactly these requests of the Kafka protocol
 (https://kafka.apache.org/protocol, message schemas in Kafka's
 ``clients/src/main/resources/common/message``):
 
@@ -14,7 +14,9 @@ only. So this module encodes exactly three requests of the Kafka protocol
   3.7, KIP-919): the quorum leader (the active controller), its epoch and high watermark, and
   each voter's log end offset;
 - ``IncrementalAlterConfigs`` v1 (key 44, KIP-339) on the cluster-wide broker default, the
-  BROKER resource named ``""``, which librdkafka refuses to name.
+  BROKER resource named ``""``, which librdkafka refuses to name;
+- ``AlterPartitionReassignments`` v0 (key 45, KIP-455): a partition's replica list, whose first
+  replica is the preferred leader.
 
 Every call opens one connection, sends one request, reads one reply and closes: a monitor that
 polls every 500 ms cannot be left holding a socket to a node that a fault made silent. Errors
@@ -243,3 +245,36 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0) -> dict[str, Any]:
     state = parts[0]
     del state["error"]
     return state
+
+
+def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int, list[int]],
+                                  timeout_s: float = 10.0) -> None:
+    """``AlterPartitionReassignments`` v0: give each partition of ``topic`` in ``replicas``
+    (``{partition: [broker id, ...]}``) that replica list, sent to the broker at ``endpoint``
+    (it forwards to the controller). The same set in another order moves no data and changes
+    only the preferred leader. Raises ``WireError`` (also for an error code in the reply)."""
+    parts = b"".join(struct.pack(">i", p) + _uvarint(len(ids) + 1)
+                     + b"".join(struct.pack(">i", i) for i in ids) + b"\x00"
+                     for p, ids in replicas.items())
+    body = (struct.pack(">i", int(timeout_s * 1000)) + _uvarint(2) + _compact_string(topic)
+            + _uvarint(len(replicas) + 1) + parts + b"\x00" + b"\x00")
+    r = _call(endpoint, 45, 0, body, True, timeout_s + 5)
+    r.int32()  # throttle time
+    code, message = r.int16(), r.compact_string()
+    if code:
+        raise WireError(f"{endpoint}: AlterPartitionReassignments error code {code}: {message}")
+
+    def partition() -> tuple[int, int, str | None]:
+        out = (r.int32(), r.int16(), r.compact_string())
+        r.tagged_fields()
+        return out
+
+    def topic_reply() -> list[tuple[int, int, str | None]]:
+        r.compact_string()
+        out = r.compact_array(partition) or []
+        r.tagged_fields()
+        return out
+
+    for p, code, message in [x for t in r.compact_array(topic_reply) or [] for x in t]:
+        if code:
+            raise WireError(f"{endpoint}: reassigning {topic}-{p}: error code {code}: {message}")

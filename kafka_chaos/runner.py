@@ -130,7 +130,8 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     facts: dict = {}
     packages = list(cfg.nemesis)
     if cfg.scenario:
-        packages = ["kill", "stop", "pause", "partition", "clock"]  # any a script may ask for
+        # any a script may ask for
+        packages = ["kill", "stop", "pause", "partition", "clock", "leader"]
     nemesis = build_nemesis(cluster, packages, rng, extra=(
         UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
     monitor = Monitor(cluster, history, list(keys.topic_partitions))

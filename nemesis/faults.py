@@ -30,11 +30,14 @@ class ProcessNemesis(Nemesis):
     bytes lost}, "sole_in_sync_replica_of": ["<topic>-<p>", ...]}}}`` (every file truncated is
     counted, but only segment data is listed: index files are preallocated and rebuilt by
     recovery; the partitions of ``value["topic"]`` whose ISR was that node alone just before).
+    ``roll``: a rolling restart of the targets (``"all"`` by default), one at a time: SIGTERM,
+    start, and wait until every broker is registered and every partition of ``value["topic"]``
+    has its full ISR again before the next; ok ``{"rolled": [names], "waited_s": {name: s}}``.
     Raises ``NemesisError`` when the
     cluster lacks the ability.
     """
 
-    fs = frozenset({"kill", "stop", "start", "pause", "resume", "lose-unfsynced"})
+    fs = frozenset({"kill", "stop", "start", "pause", "resume", "lose-unfsynced", "roll"})
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
@@ -65,6 +68,8 @@ class ProcessNemesis(Nemesis):
                     path.lstrip("/"): gone for path, (_, gone) in report["files"].items()
                     if path.endswith(".log")}, "sole_in_sync_replica_of": sole}
             return {"lost": lost}
+        if f == "roll":
+            return self._roll(value or {})
         if f in ("kill", "stop"):
             nodes = self._targets(value)
             for n in nodes:
@@ -94,6 +99,20 @@ class ProcessNemesis(Nemesis):
             self.cluster.start(n)
             self.killed.discard(n.node_id)
         return {"started": [n.name for n in nodes]}
+
+    def _roll(self, value: dict) -> dict:
+        nodes = self._targets({"target": "all", **value})
+        waited = {}
+        for n in nodes:
+            self.cluster.stop(n)
+            self.cluster.start(n)
+            try:
+                waited[n.name] = round(admin.wait_ready(
+                    self.cluster.bootstrap_servers, len(self.cluster.brokers),
+                    [value["topic"]] if value.get("topic") else [], timeout_s=60.0), 2)
+            except ClusterError as exc:
+                raise NemesisError(f"rolling restart stopped at {n.name}: {exc}") from None
+        return {"rolled": [n.name for n in nodes], "waited_s": waited}
 
     def _sole_in_sync(self, node: Node, topic: str | None) -> list[str]:
         """The partitions of ``topic`` whose ISR is ``node`` alone, as the metadata reports

@@ -17,6 +17,7 @@ from clusters.base import Partitionable, Skewable
 from history import NEMESIS, HistoryWriter, OpType
 from nemesis.base import Composed, Nemesis
 from nemesis.clock import ClockNemesis
+from nemesis.leaders import LEADER_TARGETS, LeaderNemesis
 from nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
 from nemesis.targets import PROCESS_TARGETS
 
@@ -35,6 +36,12 @@ PACKAGES: dict[str, dict[str, Any]] = {
     # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
     "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _PROCESS_DEFAULT,
                        "accepts": PROCESS_TARGETS, "color": "#E9A0C8"},
+    # a rolling restart (clean stops, each node back in every ISR before the next)
+    "roll": {"start": "roll", "stop": "start", "targets": ["all"], "accepts": PROCESS_TARGETS,
+             "color": "#E9D0A0"},
+    # the leadership of partition 0 moved to an in-sync follower, then moved back
+    "leader": {"start": "move-leader", "stop": "restore-leader", "targets": list(LEADER_TARGETS),
+               "accepts": LEADER_TARGETS, "color": "#A0A8E9"},
     # a node's wall clock bumped or strobed, then reset (libfaketime; local backend)
     "clock": {"start": ("clock-bump", "clock-strobe"), "stop": "clock-reset",
               "targets": _PROCESS_DEFAULT, "accepts": PROCESS_TARGETS, "color": "#A0E9C8"},
@@ -67,7 +74,8 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
             raise ValueError(f"--nemesis-targets: {t!r} is no target of "
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
                              f"faults take {', '.join(PROCESS_TARGETS)} or node ids, partitions "
-                             f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster")
+                             f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
+                             f"leader {', '.join(LEADER_TARGETS)}")
     return out
 
 
@@ -128,12 +136,14 @@ def build_nemesis(cluster, packages: list[str], rng: random.Random,
                   extra: tuple[Nemesis, ...] = ()) -> Composed:
     """One composed nemesis able to run ``packages`` (plus ``extra`` nemeses) on ``cluster``."""
     parts: list[Nemesis] = list(extra)
-    if {"kill", "stop", "pause", "lose-unfsynced"} & set(packages):
+    if {"kill", "stop", "pause", "lose-unfsynced", "roll"} & set(packages):
         parts.append(ProcessNemesis(cluster, rng))
     if "partition" in packages:
         parts.append(PartitionNemesis(cluster, rng))
     if "clock" in packages:
         parts.append(ClockNemesis(cluster, rng))
+    if "leader" in packages:
+        parts.append(LeaderNemesis(cluster, rng))
     return Composed(parts)
 
 

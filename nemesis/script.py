@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from clusters import yamlfile
 from nemesis.faults import PARTITION_TARGETS
+from nemesis.leaders import LEADER_TARGETS
 from nemesis.monitor import Monitor, partition_state
 from nemesis.targets import PROCESS_TARGETS
 
@@ -48,10 +49,11 @@ from nemesis.targets import PROCESS_TARGETS
 BUILT_IN = Path(__file__).with_name("scenarios")
 #: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
 _TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced", "clock-bump",
-             "clock-strobe"}
+             "clock-strobe", "roll", "move-leader"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
-_NO_VALUE = {"start", "resume", "heal", "clock-reset"}
-_TARGET_NAMES = set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
+_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader"}
+_TARGET_NAMES = (set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
+                 | set(LEADER_TARGETS))
 
 
 class Condition(BaseModel):

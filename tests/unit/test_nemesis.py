@@ -234,6 +234,10 @@ def test_targets_option_routes_each_target_to_the_faults_that_take_it():
         parse_targets("halves", ["kill"])
     with pytest.raises(ValueError, match="no target of partition"):
         parse_targets("3", ["partition"])
+    assert parse_targets("2, in-sync-follower", ["roll", "leader"]) == {
+        "roll": [[2]], "leader": ["in-sync-follower"]}
+    with pytest.raises(ValueError, match="leader in-sync-follower"):
+        parse_targets("in-sync-follower", ["kill"])
 
 
 class _Recorder(Nemesis):

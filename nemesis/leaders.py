@@ -1,0 +1,88 @@
+"""Leadership moved on purpose: a partition's replicas reordered (AlterPartitionReassignments,
+KIP-455) so that an in-sync follower becomes the preferred leader, then a preferred leader
+election (ElectLeaders, KIP-460) to make it leader; and the way back. No data moves: the
+replica set stays the same, so the fault is the leader change alone, as an operator's
+``kafka-reassign-partitions`` or ``kafka-leader-election`` would cause."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from clusters import admin, wire
+from nemesis.base import Nemesis, NemesisError
+from nemesis.targets import partition_of
+
+#: How long a move waits for the metadata to show the new leader, seconds.
+MOVE_TIMEOUT_S = 20.0
+#: ``--nemesis-targets`` of the ``leader`` package: whom the leadership moves to.
+LEADER_TARGETS = ("in-sync-follower",)
+
+
+class LeaderNemesis(Nemesis):
+    """fs:
+      - ``move-leader``: ``value`` ``{"topic": t, "partition": p, "target":
+        "in-sync-follower"}``; a random in-sync follower of ``t``-``p`` is put first in its
+        replica list and elected; ok ``{"partition": "t-p", "replicas": [before, after],
+        "leader": [old, new]}``;
+      - ``restore-leader``: every partition moved so far gets its first replica list back and
+        a preferred election; ok ``{"restored": {"t-p": {"replicas": [...], "leader": id}}}``.
+    Raises ``NemesisError`` when there is no leader or no in-sync follower, or when the new
+    leader does not show within ``MOVE_TIMEOUT_S``.
+    """
+
+    fs = frozenset({"move-leader", "restore-leader"})
+
+    def __init__(self, cluster, rng) -> None:
+        super().__init__(cluster, rng)
+        self.original: dict[tuple[str, int], list[int]] = {}
+
+    def invoke(self, f: str, value: Any) -> Any:
+        if f == "restore-leader":
+            restored = {}
+            for (topic, p), replicas in sorted(self.original.items()):
+                restored[f"{topic}-{p}"] = {"replicas": replicas,
+                                            "leader": self._move(topic, p, replicas)}
+            self.original.clear()
+            return {"restored": restored}
+        topic, p = value["topic"], value.get("partition", 0)
+        state = partition_of(self.cluster, topic, p)
+        if state is None or state.leader < 0:
+            raise NemesisError(f"{topic}-{p} has no leader to move")
+        followers = [i for i in state.isr if i != state.leader]
+        if not followers:
+            raise NemesisError(f"{topic}-{p} has no in-sync follower to lead (ISR "
+                               f"{list(state.isr)})")
+        new = self.rng.choice(sorted(followers))
+        before = list(state.replicas)
+        after = [new] + [i for i in before if i != new]
+        self.original.setdefault((topic, p), before)
+        return {"partition": f"{topic}-{p}", "replicas": [before, after],
+                "leader": [state.leader, self._move(topic, p, after)]}
+
+    def _move(self, topic: str, p: int, replicas: list[int]) -> int:
+        """Give ``topic``-``p`` the replica list ``replicas`` and elect its first; returns the
+        leader the metadata shows then."""
+        errors = []
+        for node in (n for n in self.cluster.brokers if self.cluster.is_running(n)):
+            try:
+                wire.alter_partition_reassignments(node.client_endpoint, topic, {p: replicas})
+                break
+            except wire.WireError as exc:
+                errors.append(str(exc))
+        else:
+            raise NemesisError(f"no broker took the reassignment of {topic}-{p}: {errors}")
+        client = admin.client(self.cluster.bootstrap_servers, 5.0)
+        deadline = time.monotonic() + MOVE_TIMEOUT_S
+        while True:
+            admin.elect(client, topic, [p], "preferred", 5.0)
+            state = partition_of(self.cluster, topic, p)
+            if state is not None and state.leader == replicas[0]:
+                return state.leader
+            if time.monotonic() > deadline:
+                raise NemesisError(f"{topic}-{p}: leader {state and state.leader}, not "
+                                   f"{replicas[0]}, {MOVE_TIMEOUT_S:g} s after the move")
+            time.sleep(0.5)
+
+    def teardown(self) -> Any:
+        return self.invoke("restore-leader", None) if self.original else None

@@ -1,0 +1,163 @@
+"""Faults on one real cluster, each read back from Kafka: clocks (brokers under libfaketime,
+their skew read from what they stamp on records with ``message.timestamp.type=LogAppendTime``:
+the leader's wall clock), leadership moves and a rolling restart (the metadata)."""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from confluent_kafka import Producer
+from confluent_kafka.admin import NewTopic
+
+from clusters import admin, dist
+from clusters.backends import BackendOptions, get
+from nemesis.clock import ClockNemesis
+from nemesis.faults import ProcessNemesis
+from nemesis.leaders import LeaderNemesis
+from nemesis.schedule import unhealed
+from tests.integration.conftest import leftovers
+
+pytestmark = pytest.mark.kafka
+
+
+def _skews(bootstrap: str, partitions: int) -> dict[int, float]:
+    """Per partition: the leader's LogAppendTime stamp minus our clock, seconds."""
+    stamps: dict[int, float] = {}
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 0})
+    for p in range(partitions):
+        producer.produce("clock", b"x", partition=p, on_delivery=lambda err, msg: err is None
+                         and stamps.__setitem__(msg.partition(), msg.timestamp()[1] / 1000
+                                                - time.time()))
+    producer.flush(20)
+    assert len(stamps) == partitions, stamps
+    return stamps
+
+
+def _shows(bootstrap: str, partition: int, want_s: float, timeout_s: float = 5.0) -> bool:
+    """Whether the leader of ``partition`` stamps records ``want_s`` off true time within
+    ``timeout_s`` (libfaketime rereads the offset file when its one-second cache expires)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if abs(_skews(bootstrap, partition + 1)[partition] - want_s) < 2:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    """Three brokers under libfaketime; topic ``clock``: 3 partitions, 3 replicas each."""
+    cluster = get("local").create(dist.resolve(), tmp_path_factory.mktemp("nodes"), 3, 0, {},
+                                  BackendOptions(clock=True))
+    try:
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
+        client = admin.client(cluster.bootstrap_servers)
+        for future in client.create_topics([NewTopic("clock", 3, 3, config={
+                "message.timestamp.type": "LogAppendTime"})]).values():
+            future.result(30)
+        admin.wait_ready(cluster.bootstrap_servers, 3, ["clock"], timeout_s=60)
+        yield cluster
+    finally:
+        cluster.teardown()
+    assert leftovers() == []
+
+
+def test_bump_strobe_and_reset_move_one_brokers_clock_only(cluster):
+    client = admin.client(cluster.bootstrap_servers)
+    leaders = {s.partition: s.leader for s in admin.partitions(client, "clock")}
+    target = cluster.node(leaders[0])
+    _skews(cluster.bootstrap_servers, 3)  # connections up: later stamps are prompt
+    assert all(abs(s) < 2 for s in _skews(cluster.bootstrap_servers, 3).values())
+
+    nemesis = ClockNemesis(cluster, random.Random(4))
+    done = nemesis.invoke("clock-bump", {"target": [target.node_id], "offset_s": 3600.0})
+    assert done == {"offsets_s": {target.name: 3600.0}}
+    assert _shows(cluster.bootstrap_servers, 0, 3600)
+    skews = _skews(cluster.bootstrap_servers, 3)
+    for p, leader in leaders.items():
+        want = 3600 if leader == target.node_id else 0
+        assert abs(skews[p] - want) < 2, (p, leader, skews)
+
+    # a drawn bump, either way, within Jepsen's bound
+    done = nemesis.invoke("clock-bump", {"target": [target.node_id]})
+    offset = done["offsets_s"][target.name]
+    assert 0 < abs(offset) <= 262.144
+    assert _shows(cluster.bootstrap_servers, 0, offset)
+
+    nemesis.invoke("clock-reset", None)
+    assert _shows(cluster.bootstrap_servers, 0, 0)
+    seen: list[float] = []
+    strobe: dict = {}
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1",
+                         "linger.ms": 0})
+
+    def sample():
+        while not strobe:
+            producer.produce("clock", b"x", partition=0, on_delivery=lambda err, msg: (
+                err is None and seen.append(msg.timestamp()[1] / 1000 - time.time())))
+            producer.flush(5)
+            time.sleep(0.2)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    strobe.update(nemesis.invoke("clock-strobe", {"target": [target.node_id]}))
+    sampler.join()
+    producer.flush(5)
+    delta = strobe["strobed"][target.name]
+    assert strobe["flips"] >= 2, strobe
+    flipped = [abs(s - delta) < 2 for s in seen if abs(s - delta) < 2 or abs(s) < 2]
+    assert len(flipped) > 0.8 * len(seen), seen  # only true time or the strobe's offset
+    assert True in flipped and False in flipped[flipped.index(True):], (strobe, seen)
+    assert _shows(cluster.bootstrap_servers, 0, 0)  # a strobe ends at true time
+
+    assert nemesis.teardown() == {"reset": [target.name]}
+    assert _shows(cluster.bootstrap_servers, 0, 0)
+    assert all(abs(s) < 2 for s in _skews(cluster.bootstrap_servers, 3).values())
+
+    # a restarted broker is under libfaketime again, at the offset left for it
+    nemesis.invoke("clock-bump", {"target": [target.node_id], "offset_s": -600.0})
+    cluster.kill(target)
+    cluster.start(target)
+    # it led partition 0 first (its preferred replica): lead it again once back in the ISR
+    deadline = time.monotonic() + 90
+    while admin.elect(client, "clock", [0], "preferred").get(0) not in (
+            None, "ELECTION_NOT_NEEDED") or not _shows(cluster.bootstrap_servers, 0, -600, 1):
+        assert time.monotonic() < deadline, "the restarted broker never led with its skew"
+        time.sleep(1)
+    nemesis.teardown()
+    assert unhealed(cluster, {}) == []
+
+
+def test_leadership_moves_to_an_in_sync_follower_and_back(cluster):
+    client = admin.client(cluster.bootstrap_servers)
+    before = {s.partition: s for s in admin.partitions(client, "clock")}
+    nemesis = LeaderNemesis(cluster, random.Random(2))
+    moved = nemesis.invoke("move-leader", {"topic": "clock", "partition": 1,
+                                           "target": "in-sync-follower"})
+    old, new = moved["leader"]
+    assert old == before[1].leader and new != old and new in before[1].isr
+    assert moved["replicas"] == [list(before[1].replicas),
+                                 [new] + [i for i in before[1].replicas if i != new]]
+    now = {s.partition: s for s in admin.partitions(client, "clock")}
+    assert now[1].leader == new and list(now[1].replicas) == moved["replicas"][1]
+    assert now[0].leader == before[0].leader  # only the partition asked for
+    assert nemesis.teardown() == {"restored": {"clock-1": {
+        "replicas": list(before[1].replicas), "leader": before[1].leader}}}
+    assert [s.leader for s in admin.partitions(client, "clock")] == [
+        before[p].leader for p in range(3)]
+
+
+def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):
+    pids = {n.node_id: cluster._procs[n.node_id].pid for n in cluster.nodes}
+    done = ProcessNemesis(cluster, random.Random(1)).invoke(
+        "roll", {"target": "all", "topic": "clock", "partition": 0})
+    assert done["rolled"] == ["n1", "n2", "n3"] and set(done["waited_s"]) == {"n1", "n2", "n3"}
+    assert all(cluster._procs[i].pid != pid for i, pid in pids.items())  # each one restarted
+    states = admin.partitions(admin.client(cluster.bootstrap_servers), "clock")
+    assert all(set(s.isr) == set(s.replicas) and s.leader >= 0 for s in states)
+    log = (cluster.node_dir(cluster.node(1)) / "logs" / "server.log").read_text()
+    assert "Request Handler on Broker 1] shutting down" in log  # SIGTERM: a clean shutdown
