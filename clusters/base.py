@@ -157,6 +157,11 @@ class Partitionable(abc.ABC):
         """Remove every rule ``drop`` added, on every node."""
 
     @abc.abstractmethod
+    def client_host(self) -> str:
+        """The address the nodes see this machine's clients (workload, monitor) connect from,
+        e.g. ``"10.77.0.1"``: what a client-broker partition cuts."""
+
+    @abc.abstractmethod
     def rules_left(self) -> list[str]:
         """The rules of ours still in place on running nodes, as ``"<name>: <rule>"`` (empty
         once ``heal_network`` worked): how a heal is verified, not assumed."""

@@ -219,6 +219,9 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
                               text=True, timeout=timeout_s)
         return ExecResult(proc.returncode, proc.stdout, proc.stderr)
 
+    def client_host(self) -> str:
+        return f"{SUBNET}.1"  # the network's gateway: this machine, where clients run
+
     def log_files(self, node: Node) -> list[Path]:
         self._save_output(node)
         d = self.node_dir(node)

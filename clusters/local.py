@@ -232,6 +232,9 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         proc.kill()
         proc.wait()
 
+    def client_host(self) -> str:
+        return f"{netns.SUBNET}.1"  # the host's address on the bridge
+
     def lose_unsynced(self, node: Node) -> dict:
         if not self.lossy_fs:
             raise ClusterError("this cluster has no lossy filesystem: set it up with "

@@ -282,6 +282,14 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
             self._check(r, r.script(flush, sudo=self.hosts[node.node_id].sudo),
                         "flushing the tool's iptables chains")
 
+    def client_host(self) -> str:
+        # sshd names the address our connection came from: the clients run on this machine
+        res = self._remote(self.nodes[0]).script('echo "$SSH_CONNECTION"')
+        address = res.out.split()[0] if res.exit == 0 and res.out.split() else ""
+        if not address:
+            raise ClusterError(f"{self.nodes[0].name}: SSH_CONNECTION gave no client address")
+        return address
+
     def rules_left(self) -> list[str]:
         show = " && ".join(f"iptables -S {q(c)}" for c in _chains(self.prefix).values())
         left = []

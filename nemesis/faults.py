@@ -132,7 +132,8 @@ class ProcessNemesis(Nemesis):
 
 #: Partition shapes (Jepsen's grudges, plus Kafka-specific cuts).
 PARTITION_TARGETS = ("isolate-one", "halves", "isolate-leader", "isolate-controller", "bridge",
-                     "majorities-ring", "one-way", "leader-replication", "zombie-leader")
+                     "majorities-ring", "one-way", "leader-replication", "zombie-leader",
+                     "clients-leader", "clients-one")
 
 
 class PartitionNemesis(Nemesis):
@@ -157,10 +158,15 @@ class PartitionNemesis(Nemesis):
         and the leader can shrink its ISR through the controller;
       - ``zombie-leader``: only the controller listener (``Node.controller_port``) between the
         leader and the controllers is cut: the quorum fences it and elects another leader,
-        while clients (and followers, until they learn of the new leader) still reach it.
+        while clients (and followers, until they learn of the new leader) still reach it;
+      - ``clients-leader``, ``clients-one``: the broker listener of the leader (or of one
+        random broker) is cut from the clients' machine (``Partitionable.client_host``: this
+        one, where the workload, the monitor and the final reads run); brokers still reach each
+        other, so the leader stays leader with its ISR whole while clients cannot reach it.
     The ``ok`` value: ``{"isolated": [[names], [names]], "port": int}`` (``port`` only for
     port cuts); ``bridge`` adds ``"bridge": name``; ``one-way`` is ``{"dropped": [[from],
-    [to, ...]]}`` and ``majorities-ring`` ``{"hears": {name: [names]}}`` (one-way drops).
+    [to, ...]]}``, ``majorities-ring`` ``{"hears": {name: [names]}}`` (one-way drops), and
+    the client cuts ``{"isolated": [["clients"], [name]], "port": int, "clients": address}``.
     """
 
     fs = frozenset({"partition", "heal"})
@@ -174,7 +180,7 @@ class PartitionNemesis(Nemesis):
         nodes = list(self.cluster.nodes)
         value = value or {}
         target = value.get("target", "isolate-one")
-        if target in ("leader-replication", "zombie-leader", "isolate-leader"):
+        if target in ("leader-replication", "zombie-leader", "isolate-leader", "clients-leader"):
             lone = leader_of(self.cluster, value["topic"], value.get("partition", 0))
             if lone is None:
                 raise NemesisError("the partition has no leader to cut off")
@@ -182,8 +188,15 @@ class PartitionNemesis(Nemesis):
             lone = active_controller(self.cluster)
             if lone is None:
                 raise NemesisError("no active controller to cut off")
+        elif target == "clients-one":
+            lone = self.rng.choice(self.cluster.brokers)
         else:
             lone = self.rng.choice(nodes)
+        if target in ("clients-leader", "clients-one"):
+            host = self.cluster.client_host()
+            self.cluster.drop(lone, [Node(0, "clients", host, ())], port=lone.broker_port)
+            return {"isolated": [["clients"], [lone.name]], "port": lone.broker_port,
+                    "clients": host}
         if target in ("leader-replication", "zombie-leader"):
             port_of = "broker_port" if target == "leader-replication" else "controller_port"
             peers = [n for n in nodes if n != lone

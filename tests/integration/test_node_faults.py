@@ -161,3 +161,32 @@ def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):
     assert all(set(s.isr) == set(s.replicas) and s.leader >= 0 for s in states)
     log = (cluster.node_dir(cluster.node(1)) / "logs" / "server.log").read_text()
     assert "Request Handler on Broker 1] shutting down" in log  # SIGTERM: a clean shutdown
+
+
+def test_a_client_partition_cuts_the_clients_from_a_leader_that_stays_leader(cluster):
+    from clusters import wire
+    from nemesis.faults import PartitionNemesis
+
+    client = admin.client(cluster.bootstrap_servers)
+    leader = cluster.node({s.partition: s.leader for s in admin.partitions(client, "clock")}[2])
+    others = [n for n in cluster.brokers if n != leader]
+    nemesis = PartitionNemesis(cluster, random.Random(5))
+    done = nemesis.invoke("partition", {"target": "clients-leader", "topic": "clock",
+                                        "partition": 2})
+    assert done == {"isolated": [["clients"], [leader.name]], "port": leader.broker_port,
+                    "clients": cluster.client_host()}
+    assert not wire.answers(leader.client_endpoint, 1.0)
+    assert all(wire.answers(n.client_endpoint, 1.0) for n in others)
+    time.sleep(3)
+    [p2] = [p for p in wire.describe_topic_partitions(others[0].client_endpoint, ["clock"])[
+        "clock"] if p["partition"] == 2]
+    assert p2["leader"] == leader.node_id and sorted(p2["isr"]) == [1, 2, 3]  # brokers agree
+    failed = []
+    producer = Producer({"bootstrap.servers": others[0].client_endpoint,
+                         "message.timeout.ms": 3000})
+    producer.produce("clock", b"x", partition=2, on_delivery=lambda err, msg: failed.append(err))
+    producer.flush(10)
+    assert failed and failed[0] is not None  # no client reaches the leader
+    assert cluster.rules_left()
+    nemesis.invoke("heal", None)
+    assert wire.answers(leader.client_endpoint, 1.0) and cluster.rules_left() == []
