@@ -69,10 +69,10 @@ def _no_options(backend: str, options: BackendOptions) -> None:
             f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
             "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
             "the Kafka image and the ssh hosts do not run")
-    if options.clock and backend != "local":
+    if options.clock and backend not in ("local", "ssh"):
         raise EnvironmentUnsupported(
-            f"clock faults need --backend local, not {backend}: they preload libfaketime into "
-            "each broker JVM, which this backend does not do yet")
+            f"clock faults need --backend local or ssh, not {backend}: they preload libfaketime "
+            "into each broker JVM, and the Kafka image has no libfaketime")
     if options.image is not None:
         raise EnvironmentUnsupported(f"--image needs --backend docker, not {backend}")
     if options.inventory is not None:
@@ -136,7 +136,8 @@ def _ssh() -> Backend:
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         return ssh.SshCluster(dist, work_dir, hosts(options, brokers, controllers),
-                              broker_config, options.accept_unknown_host_keys)
+                              broker_config, options.accept_unknown_host_keys,
+                              clock=options.clock)
 
     def cleanup(options: BackendOptions) -> list[str]:
         try:

@@ -22,9 +22,12 @@ import json
 import shlex
 from pathlib import Path
 
-from clusters.base import Cluster, ExecResult, Killable, Node, Pausable, Partitionable
+from clusters import faketime
+from clusters.base import (Cluster, ExecResult, Killable, Node, Pausable, Partitionable,
+                           Skewable)
 from clusters.dist import KafkaDist, check_java_version
-from clusters.errors import ClusterError, CommandFailed, DistributionError
+from clusters.errors import (ClusterError, CommandFailed, DistributionError,
+                             EnvironmentUnsupported)
 from clusters.inventory import SshHost
 from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
 from clusters.local import kafka_uuid, state_dir
@@ -78,7 +81,7 @@ def _chains_script(prefix: str, create: bool) -> str:
     return (" && " if create else "; ").join(parts)
 
 
-class SshCluster(Cluster, Killable, Pausable, Partitionable):
+class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
     """Kafka on the hosts of an inventory (``clusters.inventory``), one node per host.
 
     Args:
@@ -97,8 +100,11 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
 
     def __init__(self, dist: KafkaDist, work_dir: Path, hosts: list[SshHost],
                  broker_config: dict[str, str] | None = None,
-                 accept_unknown_host_keys: bool = False, prefix: str = DEFAULT_PREFIX) -> None:
+                 accept_unknown_host_keys: bool = False, prefix: str = DEFAULT_PREFIX,
+                 clock: bool = False) -> None:
         self.dist = dist
+        self.clock = clock
+        self._faketime: dict[int, str] = {}  # node id -> libfaketime's path on its host
         self.work_dir = Path(work_dir).resolve()
         self.hosts = {h.node.node_id: h for h in hosts}
         self.nodes = [h.node for h in hosts]
@@ -166,6 +172,9 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
             self._check(r, r.script(f"rm -rf {q(d)} && mkdir -p {q(d + '/logs')} {q(d + '/data')}"),
                         "creating the node directory")
             self._install(h, r)
+            if self.clock:
+                self._find_faketime(node, r)
+                self.set_clock(node, 0.0)
             self._check(r, r.script(_chains_script(self.prefix, create=True), sudo=h.sudo),
                         "creating iptables chains (is iptables installed? sudo needed?)")
             local = self.node_dir(node)
@@ -182,6 +191,32 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
                                  timeout_s=120), "formatting storage")
         for node in self.nodes:
             self.start(node)
+
+    def _find_faketime(self, node: Node, r: Remote) -> None:
+        found = r.script(" ".join(f"test -e {q(lib)} && echo {q(lib)};" for lib in
+                                  faketime.LIBS) + " true").out.split()
+        if not found:
+            raise EnvironmentUnsupported(f"{r.label}: clock faults need libfaketime on the host "
+                                         "(apt-get install libfaketime)")
+        self._faketime[node.node_id] = found[0]
+
+    def set_clock(self, node: Node, offset_s: float) -> None:
+        if not self.clock:
+            raise ClusterError("this cluster's brokers do not run under libfaketime: set it "
+                               "up with clock (the clock fault)")
+        path = f"{self._dir(node)}/faketime"
+        r = self._remote(node)
+        self._check(r, r.script(f"printf %s {q(faketime.offset_text(offset_s))} >{q(path)}.tmp "
+                                f"&& mv {q(path)}.tmp {q(path)}"), "setting the clock offset")
+
+    def clock_offset(self, node: Node) -> float:
+        if not self.clock:
+            return 0.0
+        try:
+            return float(self._remote(node).run(["cat", f"{self._dir(node)}/faketime"]).out
+                         or 0)
+        except ValueError:
+            return 0.0
 
     @staticmethod
     def _check(r: Remote, res: ExecResult, what: str) -> None:
@@ -236,6 +271,9 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable):
                 "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
                 "-Djava.net.preferIPv4Stack=true", *self._props(node),
                 "-cp", f"{self._libs(h)}/*", "kafka.Kafka", f"{d}/server.properties"]
+        if self.clock:  # env execs java too
+            java = ["env", *(f"{k}={v}" for k, v in faketime.env(
+                f"{d}/faketime", self._faketime.get(node.node_id)).items()), *java]
         # a simple command in the background: $! is the JVM itself (nohup and setsid exec it)
         res = self._remote(node).script(
             f"nohup setsid {shlex.join(java)} >>{q(d + '/server.out')} 2>&1 </dev/null & "

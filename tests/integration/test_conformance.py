@@ -8,12 +8,14 @@ controller-only nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import subprocess
 import time
 
 import pytest
 from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import NewTopic
 
 from clusters import admin, backends, dist
 from clusters.errors import DistributionError, EnvironmentUnsupported
@@ -71,16 +73,28 @@ def _udp_arrives(cluster, src, dst) -> bool:
     return _until(lambda: no_ports() > before, 2)
 
 
+def _stamp_skew(bootstrap: str) -> float:
+    stamps = []
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1"})
+    producer.produce("ts", b"x", on_delivery=lambda err, msg: err is None and stamps.append(
+        msg.timestamp()[1] / 1000 - time.time()))
+    producer.flush(10)
+    return stamps[0] if stamps else float("nan")
+
+
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_backend_conformance(request, tmp_path, name):
-    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it, a one-way
-    cut drops one direction only, logs are
-    collected, teardown leaves nothing the backend can find."""
+    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it (and the
+    rules are read back), a one-way cut drops one direction only, a skewed clock shows in the
+    leader's record stamps (local, ssh), logs are collected, teardown leaves nothing the
+    backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
     # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user
     options, _ = prepare(request, name, kafka, [["broker"]] * 3 + [["controller"]],
                          tmp_path / "inventory.yaml", sudo=True)
+    # the backends that can preload libfaketime run every JVM under it
+    options = dataclasses.replace(options, clock=name in ("local", "ssh"))
     backend.check_environment(options, 3, 1)
     if name == "local" and shutil.which("docker") and \
             subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
@@ -138,15 +152,28 @@ def test_backend_conformance(request, tmp_path, name):
         n1 = cluster.node(1)
         assert _reaches(cluster, n1, n2)
         cluster.drop(n1, [p for p in cluster.nodes if p != n1])
-        assert not _reaches(cluster, n1, n2)
+        assert not _reaches(cluster, n1, n2) and len(cluster.rules_left()) == 6
         cluster.heal_network()
-        assert _reaches(cluster, n1, n2)
+        assert _reaches(cluster, n1, n2) and cluster.rules_left() == []
         # one way: n2 drops what it receives from n1, n1 still hears n2
         assert _udp_arrives(cluster, n1, n2) and _udp_arrives(cluster, n2, n1)
         cluster.drop(n2, [n1], inbound_only=True)
         assert not _udp_arrives(cluster, n1, n2) and _udp_arrives(cluster, n2, n1)
         cluster.heal_network()
         assert _udp_arrives(cluster, n1, n2)
+
+        # a skewed clock shows in what the broker stamps (LogAppendTime: the leader's clock)
+        if options.clock:
+            for future in a.create_topics([NewTopic("ts", 1, 3, config={
+                    "message.timestamp.type": "LogAppendTime"})]).values():
+                future.result(30)
+            admin.wait_ready(cluster.bootstrap_servers, 3, ["ts"], timeout_s=60)
+            lead = cluster.node(admin.partitions(a, "ts")[0].leader)
+            cluster.set_clock(lead, -3600.0)
+            assert cluster.clock_offset(lead) == -3600.0
+            assert _until(lambda: abs(_stamp_skew(cluster.bootstrap_servers) + 3600) < 5, 10)
+            cluster.set_clock(lead, 0.0)
+            assert _until(lambda: abs(_stamp_skew(cluster.bootstrap_servers)) < 5, 10)
 
         # logs are collected where the run directory can keep them
         for node in cluster.nodes:
