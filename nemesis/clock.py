@@ -48,7 +48,7 @@ class ClockNemesis(Nemesis):
 
     def invoke(self, f: str, value: Any) -> Any:
         if not (isinstance(self.cluster, Skewable) and getattr(self.cluster, "clock", False)):
-            raise NemesisError("this cluster cannot skew clocks (the local backend, set up "
+            raise NemesisError("this cluster cannot skew clocks (the local or ssh backend, set up "
                                "for the clock fault)")
         if f == "clock-reset":
             nodes = [self.cluster.node(i) for i in sorted(self.skewed)]
