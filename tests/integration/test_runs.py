@@ -310,15 +310,21 @@ def test_a_zombie_leader_acknowledges_writes_its_successor_never_had(tmp_path):
 def test_a_scenario_whose_precondition_fails_ends_unknown(tmp_path):
     """A replica.lag.time.max.ms far above the scenario's wait: the ISR never shrinks, the
     scenario stops at that step and names it, and the run is unknown (exit 2), never valid.
-    The option the user gave is kept, and that is announced."""
-    proc = kafka_chaos("run", "--scenario", "isr-shrink-unclean", "--replica-lag-time-max-ms",
+    The option the user gave is kept, and that is announced. The built-in isr-shrink-unclean
+    from a schedule file of the user's, its first wait cut from 40 s to 12 s (CI time)."""
+    from nemesis.script import BUILT_IN
+
+    schedule = tmp_path.with_name(tmp_path.name + "-schedule.yaml")
+    text = (BUILT_IN / "isr-shrink-unclean.yaml").read_text()
+    schedule.write_text(text.replace("    timeout: 40\n", "    timeout: 12\n", 1))
+    proc = kafka_chaos("run", "--scenario", str(schedule), "--replica-lag-time-max-ms",
                        "600000", "--seed", "2", "--out", str(tmp_path))
     res = _results(tmp_path, proc)
     assert proc.returncode == 2 and res["valid"] == "unknown", proc.stdout
     assert "keeping your --replica-lag-time-max-ms 600000" in proc.stdout
     unmet = res["run"]["scenario"]["unmet"]
     assert unmet.startswith("cut replication between the leader and its followers: isr ['L'] "
-                            "not seen within 40 s"), unmet
+                            "not seen within 12 s"), unmet
     assert f"scenario precondition not met: {unmet}" in res["unknown_reasons"]
     assert _counts(res).get("lost-write", 0) == 0 and res["stats"]["acked_sends"] > 100
     ops = _ops(tmp_path)
