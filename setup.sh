@@ -4,14 +4,16 @@
 # Run as root (the local backend creates network namespaces and iptables rules; the docker
 # backend needs a Docker daemon, started here when none runs; set KAFKA_CHAOS_NO_DOCKERD=1 to
 # skip that). openssh-server and sudo are for the ssh backend's tests (an sshd per test host);
-# fuse3 for the lose-unfsynced fault (a FUSE filesystem under each broker's data).
+# fuse3 for the lose-unfsynced fault (a FUSE filesystem under each broker's data); chromium and
+# chromium-driver for the HTML report's browser test.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 need=()
 for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven \
             dockerd:docker.io debootstrap:debootstrap nsenter:util-linux \
-            sshd:openssh-server sudo:sudo fusermount3:fuse3; do
+            sshd:openssh-server sudo:sudo fusermount3:fuse3 \
+            chromium:chromium chromedriver:chromium-driver; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)

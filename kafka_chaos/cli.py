@@ -1,6 +1,7 @@
 """``kafka-chaos``: run chaos tests, re-analyse histories, manage clusters of every backend.
 
-Exit codes: 0 valid, 1 anomalies found, 2 unknown or error (bad input included).
+Exit codes of ``run`` and ``analyze``: 0 valid, 1 anomalies counted under ``--fail-on``, 2
+unknown, error (bad input included) or interrupted; never 0 when the analysis failed.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters of any "
                           "backend; build the docker backend's image.")
 app.add_typer(cluster_app, name="cluster")
+plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema, and checking "
+                       "one without running it.")
+app.add_typer(plan_app, name="plan")
 console = Console()
 
 
@@ -77,7 +81,29 @@ def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None 
     report.judge_run(result, facts)
     report.write_results(run_dir, result, facts)
     report.render(result, console, run_dir)
-    return report.exit_code(result, fail_on)
+    return _write_reports(run_dir, {**result, "run": facts}, report.exit_code(result, fail_on))
+
+
+def _write_reports(run_dir: Path, results: dict, code: int) -> int:
+    """Write ``junit.xml`` and ``report.html`` next to ``results.json``; returns the exit code.
+    A report that cannot be written is an error: exit 2 unless anomalies made it 1 already
+    (an interrupt is exit 2), never a silent 0."""
+    from history import read_header
+    from kafka_chaos import html_report, junit
+
+    try:
+        header = read_header(run_dir / "history.jsonl") or {}
+        junit.write(run_dir, results, header.get("config") or _config_of(run_dir))
+        path = html_report.write(run_dir, results)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/] while writing junit.xml and report.html")
+        return report.EXIT_UNKNOWN
+    except Exception as exc:
+        console.print(f"[red]error:[/] could not write junit.xml and report.html: "
+                      f"{type(exc).__name__}: {str(exc)[:300]}")
+        return code if code == report.EXIT_ANOMALIES else report.EXIT_UNKNOWN
+    console.print(f"report: {path} (and junit.xml)")
+    return code
 
 
 #: Runs at most this long get their analysis session started while the workload runs: their
@@ -100,6 +126,11 @@ def _warm_up_spark(cfg: RunConfig) -> None:
             pass
 
     threading.Thread(target=warm, name="spark-warm-up", daemon=True).start()
+
+
+#: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
+_FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
+             "crash_client_interval": "crash_client_interval_s"}
 
 
 def _scenario_settings(fields: dict, given: set[str]) -> dict:
@@ -158,9 +189,14 @@ ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", help="ssh backen
                            "keys missing from known_hosts (logged); a changed key is refused.")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")
+#: The end of the help of ``run`` and ``analyze`` (typer keeps paragraphs apart).
+EXIT_CODES_HELP = ("Writes results.json, junit.xml and report.html into the run directory.\n\n"
+                   "Exit codes: 0 valid; 1 anomalies counted under --fail-on (violations, or any "
+                   "anomaly); 2 unknown verdict, error or interrupted (never 0 when the analysis "
+                   "failed).")
 
 
-@app.command("run")
+@app.command("run", epilog=EXIT_CODES_HELP)
 def run_cmd(
     ctx: typer.Context,
     plan: Optional[Path] = typer.Option(None, help="YAML plan file (see kafka_chaos/plan.py); "
@@ -211,14 +247,16 @@ def run_cmd(
         help="unclean.leader.election.enable."),
     replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
     nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
-                                "partition, unclean, lose-unfsynced (power loss; local "
-                                "backend); or none."),
+                                "roll, partition, leader, unclean, clock (local, ssh), "
+                                "lose-unfsynced (power loss; local); or none."),
     nemesis_targets: str = typer.Option("", help="Comma list of targets the faults draw from: "
                                         "one, leader, controller, follower, minority, majority, "
-                                        "all or node ids (kill, stop, pause, "
-                                        "lose-unfsynced); isolate-one, "
+                                        "all or node ids (kill, stop, pause, roll, "
+                                        "clock, lose-unfsynced); in-sync-follower (leader); "
+                                        "isolate-one, "
                                         "halves, isolate-leader, isolate-controller, bridge, "
-                                        "leader-replication, zombie-leader, majorities-ring, "
+                                        "leader-replication, zombie-leader, clients-leader, "
+                                        "clients-one, majorities-ring, "
                                         "one-way (partition); topic, cluster (unclean). "
                                         "Default: each fault's own."),
     nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
@@ -249,12 +287,16 @@ def run_cmd(
             "ops_per_txn": span, "crash_client_interval_s": crash_client_interval,
             "nemesis": packages, "nemesis_interval_s": nemesis_interval})
         fields = {k: v for k, v in fields.items() if v is not None}
-        given = {name for name in options
+        given = {_FIELD_OF.get(name, name) for name in options
                  if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
         if plan is not None:  # a plan's values give way to flags given on the command line
             planned = plan_file.run_fields(plan_file.load(plan), plan)
-            fields.update({k: v for k, v in planned.items() if k not in given})
+            if "fail_on" not in given:
+                fail_on = planned.get("fail_on", fail_on)
+            fields.update({k: v for k, v in planned.items() if k not in given | {"fail_on"}})
             given |= set(planned)
+            if fail_on not in report.FAIL_ON:
+                raise ValueError(f"--fail-on {fail_on!r}: choose violation or any")
         if fields.get("scenario") is not None:
             if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
                 fields["scenario"] = str(Path(fields["scenario"]).resolve())
@@ -299,7 +341,7 @@ def run_cmd(
     raise typer.Exit(code)
 
 
-@app.command("analyze")
+@app.command("analyze", epilog=EXIT_CODES_HELP)
 def analyze_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
     spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
@@ -317,6 +359,46 @@ def analyze_cmd(
     if not (run_dir / "history.jsonl").is_file():
         _fail(f"{run_dir}: no history.jsonl here")
     raise typer.Exit(_analyze(run_dir, spark_master, fail_on))
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl and "
+                                   "results.json."),
+) -> None:
+    """Rebuild report.html of a run directory from its history.jsonl and results.json (no
+    analysis; exit 2 naming the file when one is missing or malformed)."""
+    from history import HistoryError
+    from kafka_chaos import html_report
+
+    try:
+        path = html_report.write(run_dir)
+    except (html_report.ReportError, HistoryError) as exc:
+        _fail(str(exc))
+    except OSError as exc:
+        _fail(f"{exc.filename or run_dir}: {exc.strerror}")
+    console.print(f"report: {path}")
+
+
+@plan_app.command("schema")
+def plan_schema() -> None:
+    """Print the JSON schema of plan files (for editors and CI linters)."""
+    print(json.dumps(plan_file.schema(), indent=2))
+
+
+@plan_app.command("check")
+def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
+    """Validate a plan and print the run configuration it gives (exit 2 naming the line and
+    key path of the first problem)."""
+    try:
+        fields = plan_file.run_fields(plan_file.load(path), path)
+        fail_on = fields.pop("fail_on", "violation")
+        cfg = RunConfig(**fields)
+    except ValidationError as exc:
+        _fail(f"--plan {path}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
+    except ValueError as exc:
+        _fail(str(exc))
+    print(json.dumps({**cfg.model_dump(mode="json"), "fail_on": fail_on}, indent=2))
 
 
 @app.command("fetch-kafka")

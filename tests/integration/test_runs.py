@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+from junitparser import JUnitXml
 
 from clusters import backends, dist
 from history import read_header, read_history
@@ -110,10 +111,19 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
         assert (run_dir / name).is_file(), name
     assert list(run_dir.glob("nodes/n*/logs/server.log"))
     assert res["run"]["seed"] == 3 and res["run"]["acked_sends_per_s"] > 20
+    # the same verdict for CI and for people: a passing test case, a page with the banner
+    suite = next(iter(JUnitXml.fromfile(str(run_dir / "junit.xml"))))
+    case = next(iter(suite))
+    assert case.is_passed and "seed=3" in case.name, case.name
+    assert {p.name: p.value for p in suite.properties()}["seed"] == "3"
+    page = (run_dir / "report.html").read_text()
+    assert "js-plotly-plot" in page or "Plotly.newPlot" in page
     again = kafka_chaos("analyze", str(run_dir), "--fail-on", "any")
     assert again.returncode == 1, again.stdout + again.stderr
     assert _results(tmp_path)["run"]["seed"] == 3  # re-analysing keeps the run's facts
     assert _counts(_results(tmp_path)) == _counts(res)
+    failed = next(iter(next(iter(JUnitXml.fromfile(str(run_dir / "junit.xml"))))))
+    assert not failed.is_passed and failed.result  # --fail-on any: the permitted ones fail it
 
 
 def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_path):

@@ -61,3 +61,76 @@ def test_flags_on_the_command_line_override_the_plan(tmp_path):
                               "--brokers", "4", "--spark-master", "spark://127.0.0.1:1"])
     assert out.exit_code == 2 and "--spark-master" in out.output  # --brokers 4 won
     assert "exceeds" not in out.output
+
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "plans").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_plan_gives_a_valid_run(path):
+    out = CliRunner().invoke(app, ["plan", "check", str(path)])
+    assert out.exit_code == 0, out.output
+    import json
+
+    cfg = json.loads(out.output)
+    assert RunConfig(**{k: v for k, v in cfg.items() if k != "fail_on"})
+    assert cfg["fail_on"] in ("violation", "any")
+
+
+def test_every_section_reaches_the_run(tmp_path):
+    path = _plan(tmp_path, "topics: {count: 2, keys: 8, min_insync_replicas: 1}\n"
+                 "workload:\n  time_limit_s: 12\n  acks: 1\n  ops_per_txn: [2, 3]\n"
+                 "  sub_via: subscribe\n"
+                 "nemesis: {faults: [kill, clock], targets: [leader, 2], interval_s: 3}\n"
+                 "checkers: {fail_on: any}\nseed: 9\n")
+    fields = plan.run_fields(plan.load(path), path)
+    assert fields == {"topics": 2, "keys": 8, "min_insync_replicas": 1, "time_limit_s": 12,
+                      "acks": "1", "ops_per_txn": (2, 3), "sub_via": "subscribe",
+                      "nemesis": ["kill", "clock"], "nemesis_interval_s": 3,
+                      "nemesis_targets": "leader,2", "fail_on": "any", "seed": 9}
+    fields.pop("fail_on")
+    assert RunConfig(**fields).backend_options().clock
+    scenario = _plan(tmp_path, "nemesis: {scenario: my.yaml}\n")
+    assert plan.run_fields(plan.load(scenario), scenario)["scenario"] == str(
+        tmp_path / "plans" / "my.yaml")
+
+
+@pytest.mark.parametrize("text,words", [
+    ("workload:\n  time_limit_s: 5\n  acsk: all\n", ["line 3", "workload.acsk", "Extra inputs"]),
+    ("workload:\n  rate: fast\n", ["line 2", "workload.rate", "valid number"]),
+    ("workload:\n  rate: -1\n", ["line 2", "workload.rate", "greater than 0"]),
+    ("topics:\n  count: 40\n", ["line 2", "topics.count", "less than or equal to 16"]),
+    ("nemesis:\n  faults: kill\n", ["line 2", "nemesis.faults", "valid list"]),
+    ("checkers:\n  fail_on: sometimes\n", ["line 2", "checkers.fail_on", "violation"]),
+    ("seed: [1]\n", ["line 1", "seed"]),
+])
+def test_typos_wrong_types_and_bad_values_name_the_key_path(tmp_path, text, words):
+    with pytest.raises(ValueError) as err:
+        plan.load(_plan(tmp_path, text))
+    assert all(w in str(err.value) for w in words), str(err.value)
+
+
+def test_bad_combinations_in_a_plan_are_refused_and_flags_override_it(tmp_path):
+    runner = CliRunner()
+    bad = _plan(tmp_path, "workload: {acks: 1, idempotence: true}\n"
+                "nemesis: {faults: [kill], scenario: zombie-leader}\n")
+    out = runner.invoke(app, ["plan", "check", str(bad)])
+    assert out.exit_code == 2 and "idempotence" in out.output
+    path = _plan(tmp_path, "workload: {acks: 1, idempotence: true}\n")
+    out = runner.invoke(app, ["run", "--plan", str(path), "--acks", "all", "--brokers", "2"])
+    assert out.exit_code == 2 and "exceeds" in out.output  # --acks all won over the plan's 1
+    out = runner.invoke(app, ["run", "--plan", str(path), "--brokers", "2"])
+    assert out.exit_code == 2 and "idempotence" in out.output
+
+
+def test_the_schema_covers_every_section():
+    import json
+
+    out = CliRunner().invoke(app, ["plan", "schema"])
+    schema = json.loads(out.output)
+    assert set(schema["properties"]) == {"cluster", "topics", "workload", "nemesis", "checkers",
+                                         "seed"}
+    workload = schema["$defs"]["WorkloadPlan"]
+    assert workload["additionalProperties"] is False
+    assert {"acks", "idempotence", "txn", "isolation_level", "time_limit_s"} <= set(
+        workload["properties"])

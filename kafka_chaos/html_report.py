@@ -1,0 +1,280 @@
+"""``report.html``: one self-contained page per run, rebuilt from ``history.jsonl`` and
+``results.json`` (``kafka-chaos report RUN_DIR``; written after every ``run`` and ``analyze``).
+
+The page opens offline: plotly's JavaScript is inlined once in its head (about 4.8 MB) and
+every figure is a ``<div>`` drawn by it; no CDN, no other file. What it shows is described
+in ``docs/report.md``. Data extraction is ``report_data`` (one streaming pass) and
+``report_stats``; figures are ``report_figures``; the page is the Jinja2 template
+``templates/report.html.j2``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import shlex
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import plotly.io
+from plotly.offline import get_plotlyjs
+
+from analysis.explain import explain
+from history import HistoryError
+from kafka_chaos import __version__, report_figures, report_stats
+from kafka_chaos.report import exit_code
+from kafka_chaos.report_data import ReportData, example_windows, extract
+
+#: The configuration shown up front (the rest is in the full listing).
+KEY_SETTINGS = ("acks", "idempotence", "txn", "max_in_flight", "retries", "min_insync_replicas",
+                "replication_factor", "unclean_leader_election", "isolation_level", "sub_via",
+                "auto_commit", "brokers", "controllers", "backend", "keys", "topics", "clients",
+                "rate", "time_limit_s", "nemesis", "nemesis_targets", "nemesis_interval_s",
+                "scenario", "seed")
+
+
+class ReportError(ValueError):
+    """A run directory the report cannot be built from; the message names the file."""
+
+
+def load_results(run_dir: Path) -> dict[str, Any]:
+    """``run_dir/results.json`` as a dict; ``ReportError`` naming the file (and line) when it
+    is missing or not a JSON object."""
+    path = Path(run_dir) / "results.json"
+    try:
+        results = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: missing (run `kafka-chaos analyze {run_dir}` first)") from None
+    except json.JSONDecodeError as exc:
+        raise ReportError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except OSError as exc:
+        raise ReportError(f"{path}: {exc.strerror}") from None
+    if not isinstance(results, dict):
+        raise ReportError(f"{path}: expected a JSON object")
+    return results
+
+
+def build(run_dir: Path, results: dict[str, Any] | None = None) -> str:
+    """The HTML text of the report of ``run_dir``.
+
+    Args:
+        run_dir: holds ``history.jsonl`` and (unless ``results`` is given) ``results.json``;
+            ``config.json`` and ``command.txt`` are used when present.
+        results: the verdict (``results.json``'s content), if already in memory.
+
+    Raises ``ReportError`` for a missing or unreadable input file, ``HistoryError`` (message
+    prefixed with the file) for a malformed history line.
+    """
+    started = time.perf_counter()
+    run_dir = Path(run_dir)
+    history = run_dir / "history.jsonl"
+    if not history.is_file():
+        raise ReportError(f"{history}: missing")
+    results = load_results(run_dir) if results is None else results
+    try:
+        data = extract(history, results)
+    except HistoryError as exc:
+        raise HistoryError(f"{history}: {exc}") from exc
+    config = (data.header or {}).get("config") or _json(run_dir / "config.json")
+    context = _context(run_dir, data, results, config)
+    context["build_s"] = round(time.perf_counter() - started, 2)
+    return _template().render(**context)
+
+
+def write(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
+    """Build the report (``build``) and write ``run_dir/report.html`` atomically."""
+    path = Path(run_dir) / "report.html"
+    tmp = path.with_suffix(".html.tmp")
+    tmp.write_text(build(run_dir, results), encoding="utf-8")
+    tmp.replace(path)
+    return path
+
+
+def _template() -> jinja2.Template:
+    env = jinja2.Environment(loader=jinja2.PackageLoader("kafka_chaos", "templates"),
+                             autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    return env.get_template("report.html.j2")
+
+
+def _json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def _div(fig: dict, div_id: str) -> str:
+    """A ``<div>`` drawing ``fig`` (plotly JSON) with the page's one copy of plotly.js."""
+    return plotly.io.to_html(fig, full_html=False, include_plotlyjs=False, div_id=div_id,
+                             validate=False, config={"displaylogo": False, "responsive": True})
+
+
+def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
+             config: dict[str, Any] | None) -> dict[str, Any]:
+    facts = results.get("run") or {}
+    fail_on = results.get("fail_on") or "violation"
+    bin_s = report_stats.bin_width_s(data.workload_s[1])
+    unavailable = report_stats.unavailability(data)
+    acked, attempted = report_stats.ack_share(data)
+    figures = {
+        "timeline": _div(report_figures.timeline(data), "fig-timeline"),
+        "throughput": _div(report_figures.throughput(
+            report_stats.throughput(data, bin_s), bin_s, data.windows, unavailable, data.end_s),
+            "fig-throughput"),
+        "latency": _div(report_figures.latency(report_stats.latency(data, bin_s), bin_s,
+                                               data.windows, data.end_s), "fig-latency"),
+    }
+    views = {(v.key, v.lo, v.hi): v for v in data.views}
+    diagrams: dict[str, list[str]] = {}
+    for n, (name, key, lo, hi, examples) in enumerate(example_windows(results)):
+        fig = report_figures.offsets(name, views[(key, lo, hi)], examples)
+        diagrams.setdefault(name, []).append(_div(fig, f"fig-offsets-{n}"))
+    return {
+        "title": f"kafka-chaos run {run_dir.resolve().name}",
+        "run_dir": str(run_dir),
+        "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
+        "version": __version__,
+        "plotly_js": get_plotlyjs(),
+        "verdict": verdict(results),
+        "exit_code": exit_code(results, fail_on),
+        "fail_on": fail_on,
+        "facts": _facts(data, results, facts, config),
+        "settings": [(k, _show(config[k])) for k in KEY_SETTINGS if config and k in config],
+        "config_json": json.dumps(config, indent=2) if config else None,
+        "rerun": rerun(run_dir, config, facts),
+        "figures": figures,
+        "availability": {
+            "acked": acked, "attempted": attempted,
+            "share": f"{100 * acked / attempted:.2f} %" if attempted else "n/a",
+            "unavailable": [(a, b, b - a) for a, b in unavailable],
+            "min_s": report_stats.UNAVAILABLE_S,
+            "unavailable_s": sum(b - a for a, b in unavailable),
+            "faults": _fault_rows(data),
+            "outcomes": report_stats.outcome_counts(data)},
+        "anomalies": _anomalies(results, diagrams),
+        "unknown_reasons": results.get("unknown_reasons") or [],
+        "cycle_search": results.get("cycle_search"),
+        "events": data.events, "events_dropped": data.events_dropped,
+        "nodes": data.nodes, "nemesis": data.nemesis, "lines": data.lines,
+        "monitor_samples": data.monitor_samples,
+    }
+
+
+def _fault_rows(data: ReportData) -> list[dict[str, Any]]:
+    """Every fault window with its recovery figures (None for a window never undone)."""
+    healed = {id(r["window"]): r for r in report_stats.recovery(data)}
+    return [healed.get(id(w), {"window": w, "first_ack_s": None, "isr_full_s": None})
+            for w in data.windows]
+
+
+def verdict(results: dict[str, Any]) -> dict[str, Any]:
+    """The banner: ``kind`` (``valid``, ``permitted``, ``violation`` or ``unknown``), a
+    ``headline`` and the ``reasons`` a verdict is unknown."""
+    anomalies = results.get("anomalies") or {}
+
+    def listed(names: list[str]) -> str:
+        return ", ".join(f"{n} ({(anomalies.get(n) or {}).get('count')})" for n in names)
+
+    valid = results.get("valid")
+    permitted = results.get("permitted") or []
+    if valid is False:
+        kind, headline = "violation", f"VIOLATIONS: {listed(results.get('violations') or [])}"
+    elif valid is True and permitted:
+        kind, headline = "permitted", f"VALID, with permitted anomalies: {listed(permitted)}"
+    elif valid is True:
+        kind, headline = "valid", "VALID: no anomaly found"
+    else:
+        kind, headline = "unknown", "UNKNOWN: no verdict"
+    if valid is not True and permitted:
+        headline += f"; permitted: {listed(permitted)}"
+    return {"kind": kind, "headline": headline,
+            "reasons": results.get("unknown_reasons") or []}
+
+
+def _facts(data: ReportData, results: dict, facts: dict, config: dict | None) -> list:
+    stats = results.get("stats") or {}
+    rows = [("seed", facts.get("seed", (config or {}).get("seed"))),
+            ("Kafka", facts.get("kafka_version") or (data.header or {}).get("kafka_version")
+             or (config or {}).get("kafka_version")),
+            ("history", f"{data.lines} op lines, {data.end_s:.1f} s "
+                        f"(workload {data.workload_s[0]:.1f}–{data.workload_s[1]:.1f} s)"),
+            ("acknowledged sends", stats.get("acked_sends")),
+            ("records read", stats.get("records_read")),
+            ("monitor samples", data.monitor_samples),
+            ("nemesis ops", len(data.nemesis)),
+            ("analysis", f"{results.get('analysis_time_s')} s"
+             if results.get("analysis_time_s") is not None else None),
+            ("run", f"{facts.get('total_s')} s" if facts.get("total_s") else None)]
+    return [(k, v) for k, v in rows if v is not None]
+
+
+def _anomalies(results: dict[str, Any], diagrams: dict[str, list[str]]) -> list[dict]:
+    """The anomalies found or whose checker failed, each with its explanations."""
+    out = []
+    for name, found in (results.get("anomalies") or {}).items():
+        count = found.get("count")
+        if count == 0:
+            continue
+        status = ("unknown" if count is None else "permitted" if found.get("permitted")
+                  else "violation")
+        out.append({"name": name, "count": "error" if count is None else count,
+                    "status": status, "side": found.get("side"), "rule": found.get("rule"),
+                    "because": found.get("because"), "source": found.get("source"),
+                    "error": found.get("error"),
+                    "explanations": [explain(name, ex) for ex in found.get("examples") or []],
+                    "diagrams": diagrams.get(name, [])})
+    return out
+
+
+def rerun(run_dir: Path, config: dict[str, Any] | None, facts: dict) -> dict[str, str] | None:
+    """The command to rerun the run: ``command.txt`` (with the seed added when it was the
+    default), else rebuilt from the configuration; None when neither is known."""
+    recorded = run_dir / "command.txt"
+    seed = facts.get("seed", (config or {}).get("seed"))
+    if recorded.is_file():
+        text = recorded.read_text().strip()
+        if "--seed" not in text.split() and seed is not None:
+            text += f" --seed {seed}"
+        return {"command": text, "source": "command.txt"}
+    if not config:
+        return None
+    return {"command": command_of(config), "source": "rebuilt from the configuration"}
+
+
+def command_of(config: dict[str, Any]) -> str:
+    """A ``kafka-chaos run`` command line giving ``config``: every setting that differs
+    from the default and that the scenario does not set itself, plus the seed. Plan-only
+    settings (``broker_properties``) have no flag and are left out."""
+    from kafka_chaos.cli import run_cmd
+    from kafka_chaos.config import RunConfig
+
+    params = inspect.signature(run_cmd).parameters
+    defaults = RunConfig().model_dump(mode="json")
+    by_scenario = set(config.get("scenario_settings") or {})
+    args = ["kafka-chaos", "run"]
+    for field, value in config.items():
+        name = field if field in params else field.removesuffix("_s")
+        if (name not in params or field in by_scenario
+                or (value == defaults.get(field) and field != "seed")):
+            continue
+        flag = "--" + name.replace("_", "-")
+        if isinstance(value, bool):
+            args.append(flag if value else f"--no-{name.replace('_', '-')}")
+        elif field == "ops_per_txn":
+            args += [flag, f"{value[0]}..{value[1]}"]
+        elif field == "nemesis":
+            args += [flag, ",".join(value) or "none"]
+        else:
+            args += [flag, str(value)]
+    return shlex.join(args)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    return "—" if value is None or value == "" else str(value)

@@ -1,0 +1,149 @@
+"""Time series and availability figures of a run, from ``report_data.ReportData``.
+
+Only workload ops count here: client ops other than the final reads. Times are seconds since
+the start of the run; rates per second; latencies in milliseconds.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from typing import Any
+
+from kafka_chaos.report_cluster import FaultWindow
+from kafka_chaos.report_data import FINAL_READ, OUTCOMES, ReportData
+
+#: An unavailability window: no send acknowledged for at least this long (s).
+UNAVAILABLE_S = 1.0
+#: Time series get at most this many bins (1 s each up to that, wider beyond).
+MAX_BINS = 3600
+
+
+def bin_width_s(span_s: float, max_bins: int = MAX_BINS) -> float:
+    """1 s, or the smallest whole number of seconds that keeps ``span_s`` within
+    ``max_bins`` bins."""
+    return float(max(1, math.ceil(span_s / max_bins)))
+
+
+def _workload(data: ReportData) -> list[int]:
+    """Row numbers of the workload ops (client ops other than the final reads)."""
+    final = data.ops.fs.index(FINAL_READ) if FINAL_READ in data.ops.fs else -1
+    return [i for i, f in enumerate(data.ops.f) if f != final]
+
+
+def throughput(data: ReportData, bin_s: float) -> dict[str, list[float]]:
+    """Per bin of ``bin_s`` seconds from 0: ``t`` (bin start, s), completions per second by
+    outcome (``ok``, ``fail``, ``info``; by completion time, ops never completed left out),
+    ``sends`` (sends attempted, by invoke) and ``acked`` (sends acknowledged, by completion)
+    per second."""
+    n = int(data.workload_s[1] // bin_s) + 1
+    out: dict[str, list[float]] = {k: [0.0] * n for k in (*OUTCOMES, "sends", "acked")}
+    ops = data.ops
+    for i in _workload(data):
+        end = ops.end_s[i]
+        out["sends"][min(n - 1, int(ops.start_s[i] // bin_s))] += ops.sends[i]
+        if math.isnan(end):
+            continue
+        b = min(n - 1, int(end // bin_s))
+        out[OUTCOMES[ops.outcome[i]]][b] += 1
+        out["acked"][b] += ops.acked[i]
+    for series in out.values():
+        series[:] = [x / bin_s for x in series]
+    out["t"] = [b * bin_s for b in range(n)]
+    return out
+
+
+def _rank(sorted_xs: list[float], q: float) -> float:
+    """Nearest-rank quantile of a sorted, non-empty list."""
+    return sorted_xs[max(0, math.ceil(q * len(sorted_xs)) - 1)]
+
+
+def latency(data: ReportData, bin_s: float) -> dict[str, dict[str, list[Any]]]:
+    """Per outcome, per bin (by invoke time): ``t`` (bin start, s) and the ``p50``, ``p99``
+    and ``max`` latency (ms) of the workload ops invoked in it; None where a bin holds no op
+    of that outcome (so lines break there)."""
+    buckets: dict[tuple[int, int], list[float]] = {}
+    ops = data.ops
+    for i in _workload(data):
+        end = ops.end_s[i]
+        if not math.isnan(end):
+            key = (ops.outcome[i], int(ops.start_s[i] // bin_s))
+            buckets.setdefault(key, []).append((end - ops.start_s[i]) * 1e3)
+    n = int(data.workload_s[1] // bin_s) + 1
+    out: dict[str, dict[str, list[Any]]] = {
+        name: {"t": [b * bin_s for b in range(n)], "p50": [None] * n, "p99": [None] * n,
+               "max": [None] * n} for name in OUTCOMES}
+    for (outcome, b), xs in buckets.items():
+        xs.sort()
+        series = out[OUTCOMES[outcome]]
+        b = min(b, n - 1)
+        series["p50"][b], series["p99"][b] = _rank(xs, 0.5), _rank(xs, 0.99)
+        series["max"][b] = xs[-1]
+    return out
+
+
+def ack_share(data: ReportData) -> tuple[int, int]:
+    """``(acknowledged sends, attempted sends)`` of the workload."""
+    idx = _workload(data)
+    return sum(data.ops.acked[i] for i in idx), sum(data.ops.sends[i] for i in idx)
+
+
+def _ack_times(data: ReportData) -> list[float]:
+    ops = data.ops
+    return sorted(ops.end_s[i] for i in _workload(data) if ops.acked[i])
+
+
+def unavailability(data: ReportData, min_s: float = UNAVAILABLE_S) -> list[tuple[float, float]]:
+    """Windows ``(start_s, end_s)`` of at least ``min_s`` seconds in which no send was
+    acknowledged, within the workload (from its first invoke to its last completion); empty
+    when the workload sent nothing."""
+    acks = _ack_times(data)
+    if not any(data.ops.sends[i] for i in _workload(data)):
+        return []
+    start, end = data.workload_s
+    edges = [start, *acks, end]
+    return [(a, b) for a, b in zip(edges, edges[1:]) if b - a >= min_s]
+
+
+def recovery(data: ReportData) -> list[dict[str, Any]]:
+    """Per fault window that ended: ``window`` (``FaultWindow``), ``first_ack_s`` (seconds from
+    its end to the first acknowledgement of a send invoked after it; None: none came) and
+    ``isr_full_s`` (seconds from its end until the monitor saw every partition led and with
+    its whole ISR; None: never, or no monitor)."""
+    ops = data.ops
+    acked = sorted((ops.start_s[i], ops.end_s[i]) for i in _workload(data) if ops.acked[i])
+    starts = [s for s, _ in acked]
+    suffix_min = [math.inf] * (len(acked) + 1)
+    for j in range(len(acked) - 1, -1, -1):
+        suffix_min[j] = min(acked[j][1], suffix_min[j + 1])
+    out = []
+    for w in data.windows:
+        if w.end_s is None:
+            continue
+        first = suffix_min[bisect.bisect_left(starts, w.end_s)]
+        out.append({"window": w, "first_ack_s": None if math.isinf(first) else first - w.end_s,
+                    "isr_full_s": _isr_full_after(data.isr_full, w.end_s)})
+    return out
+
+
+def _isr_full_after(changes: list[tuple[float, bool]], t: float) -> float | None:
+    """Seconds from ``t`` until the ISR-full state holds (0 if it already held at ``t``)."""
+    before = [full for at, full in changes if at <= t]
+    if before and before[-1]:
+        return 0.0
+    later = next((at for at, full in changes if at > t and full), None)
+    return None if later is None else later - t
+
+
+def open_at_end(windows: list[FaultWindow]) -> list[FaultWindow]:
+    """The windows never undone in the history."""
+    return [w for w in windows if w.end_s is None]
+
+
+def outcome_counts(data: ReportData) -> dict[str, int]:
+    """Workload ops by outcome (``ok``, ``fail``, ``info``; never completed counts as info)."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for i in _workload(data):
+        counts[OUTCOMES[data.ops.outcome[i]]] += 1
+    return counts
+

@@ -1,0 +1,113 @@
+"""``junit.xml``: built from hand-made verdicts and parsed back with junitparser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from junitparser import Error, Failure, JUnitXml
+
+from analysis.explain import explain
+from kafka_chaos import junit
+from kafka_chaos.report import exit_code
+from tests.queue_builder import STRICT
+from tests.verdicts import verdict
+
+LOST = {"key": 0, "value": 17, "offset": 4, "process": 2, "op": 40, "index": 41, "type": "ok",
+        "covered_by": [0, 9], "final_end": 9, "read_before": False}
+LOST_2 = {**LOST, "value": 18, "offset": 5, "op": 44, "index": 45}
+DUPLICATE = {"key": 1, "value": 3, "offsets": [2, 3], "op_indexes": [7, 9]}
+
+
+def config(**overrides) -> dict:
+    return {**STRICT, "backend": "local", "kafka_version": "4.4.0", "seed": 7,
+            "nemesis": ["kill", "partition"], "scenario": None, **overrides}
+
+
+def parsed(tmp_path: Path, results: dict, cfg: dict | None):
+    path = junit.write(tmp_path, results, cfg)
+    assert path == tmp_path / "junit.xml"
+    xml = JUnitXml.fromfile(str(path))
+    suites = list(xml)
+    assert [s.name for s in suites] == ["kafka-chaos"]
+    suite = suites[0]
+    cases = list(suite)
+    assert len(cases) == 1
+    props = {p.name: p.value for p in suite.properties()}
+    return suite, cases[0], props
+
+
+def test_a_valid_run_is_one_passing_case_with_the_run_facts(tmp_path) -> None:
+    results = verdict(config(), {})
+    suite, case, props = parsed(tmp_path, results, config())
+    assert (suite.tests, suite.failures, suite.errors) == (1, 0, 0)
+    assert case.is_passed and case.name == "queue nemesis=kill,partition seed=7"
+    assert case.time == pytest.approx(42.5)
+    assert props["seed"] == "7" and props["kafka_version"] == "3.9.1"  # the run's, not config's
+    assert props["acks"] == "all" and props["min.insync.replicas"] == "2"
+    assert props["enable.idempotence"] == "true" and props["transactional"] == "false"
+    assert props["unclean.leader.election.enable"] == "false"
+    assert props["backend"] == "local" and props["nemesis"] == "kill,partition"
+    assert props["fail_on"] == "violation" and props["valid"] == "true"
+    assert "scenario" not in props and "unclean_election_at_runtime" not in props
+
+
+def test_a_violation_is_a_failure_naming_counts_and_explaining_examples(tmp_path) -> None:
+    results = verdict(config(), {"lost-write": (2, [LOST, LOST_2])})
+    assert exit_code(results) == 1
+    suite, case, _ = parsed(tmp_path, results, config())
+    assert (suite.tests, suite.failures, suite.errors) == (1, 1, 0)
+    [failure] = case.result
+    assert isinstance(failure, Failure) and failure.type == "violation"
+    assert failure.message == "violations: lost-write (2)"
+    for example in (LOST, LOST_2):
+        assert explain("lost-write", example) in failure.text
+    assert results["anomalies"]["lost-write"]["because"] in failure.text
+
+
+def test_permitted_anomalies_pass_under_violation_and_fail_under_any(tmp_path) -> None:
+    cfg = config(idempotence=False)
+    results = verdict(cfg, {"duplicate": (3, [DUPLICATE])})
+    rule = results["anomalies"]["duplicate"]["rule"]
+    assert results["valid"] is True and rule  # the configuration permits duplicates
+    suite, case, _ = parsed(tmp_path, results, cfg)
+    assert case.is_passed and suite.failures == 0
+    assert explain("duplicate", DUPLICATE) in case.system_out
+
+    results = verdict(cfg, {"duplicate": (3, [DUPLICATE])}, fail_on="any")
+    suite, case, props = parsed(tmp_path, results, cfg)
+    [failure] = case.result
+    assert suite.failures == 1 and failure.type == "anomaly"
+    assert failure.message == f"anomalies: duplicate (3, permitted by {rule})"
+    assert props["fail_on"] == "any"
+
+
+def test_an_unknown_verdict_is_an_error_with_the_reasons(tmp_path) -> None:
+    reasons = ("no send was acknowledged: there was nothing to check",
+               "scenario precondition not met: isr-shrink")
+    cfg = config(scenario="isr-shrink-unclean", nemesis=[], txn=True)
+    results = verdict(cfg, {}, reasons=reasons, facts={"seed": 3})
+    suite, case, props = parsed(tmp_path, results, cfg)
+    assert (suite.failures, suite.errors) == (0, 1)
+    [error] = case.result
+    assert isinstance(error, Error) and error.type == "unknown"
+    assert error.message == "; ".join(reasons)
+    assert case.name == "queue-txn scenario=isr-shrink-unclean seed=3"
+    assert props["scenario"] == "isr-shrink-unclean" and "nemesis" not in props
+    assert props["kafka_version"] == "4.4.0"  # not in the run facts: the configuration's
+
+
+def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> None:
+    results = verdict(config(), {"lost-write": (1, [LOST])}, reasons=("checker x raised",))
+    results["anomalies"]["unseen"].update(count=None, error="boom")
+    suite, case, props = parsed(tmp_path, results, None)
+    assert (suite.failures, suite.errors) == (1, 0)
+    assert case.name == "queue nemesis=none seed=7"
+    assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
+                     "valid": "false"}
+
+
+def test_unclean_at_runtime_is_a_property(tmp_path) -> None:
+    cfg = config(nemesis=["unclean", "kill"])
+    _, _, props = parsed(tmp_path, verdict(cfg, {}), cfg)
+    assert props["unclean_election_at_runtime"] == "true"
