@@ -136,10 +136,17 @@ def facts_of(config: dict[str, Any] | None, nemesis_ok: set[str]) -> dict[str, A
 
 def judge(name: str, facts: dict[str, Any] | None) -> dict[str, Any]:
     """``{"permitted": bool, "rule": name or None, "because": text, "source": text}`` for
-    anomaly ``name`` under ``facts`` (``facts_of``); the first matching rule wins."""
+    anomaly ``name`` under ``facts`` (``facts_of``). The user's ``forbid`` list (a plan's
+    ``checkers:``) wins over everything, then ``allow``, then the first matching rule."""
     if facts is None:
         return {"permitted": False, "rule": None, "because": "the run's configuration is "
                 "unknown, so nothing is permitted", "source": None}
+    if name in (facts.get("forbid") or ()):
+        return {"permitted": False, "rule": None, "because": "the plan forbids it, whatever "
+                "Kafka documents", "source": "plan checkers.forbid"}
+    if name in (facts.get("allow") or ()):
+        return {"permitted": True, "rule": "plan-allows", "because": "the plan allows it",
+                "source": "plan checkers.allow"}
     for rule in RULES:
         if name in rule.anomalies and rule.when(facts):
             return {"permitted": True, "rule": rule.name, "because": rule.because,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field, model_validator
 
 from clusters import backends
 from clusters.dist import DEFAULT_KAFKA_VERSION
+from analysis.names import ANOMALIES
 from nemesis import script
 from nemesis.schedule import PACKAGES, parse_packages, parse_targets
 
@@ -110,6 +111,9 @@ class RunConfig(BaseModel):
     spark_master: str = "local[2]"
     #: server properties for every broker beyond those the options above set (plan files)
     broker_properties: dict[str, str] = Field(default_factory=dict)
+    #: anomalies the user permits, or forbids whatever Kafka documents (plan ``checkers:``)
+    allow: list[str] = Field(default_factory=list)
+    forbid: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
@@ -150,6 +154,13 @@ class RunConfig(BaseModel):
             raise ValueError(f"--min-insync-replicas {self.min_insync_replicas} exceeds the "
                              f"replication factor {self.replication_factor}: no write could succeed")
         parse_packages(",".join(self.nemesis))  # a plan's nemesis list, checked as --nemesis is
+        for key in ("allow", "forbid"):
+            unknown = [n for n in getattr(self, key) if n not in ANOMALIES]
+            if unknown:
+                raise ValueError(f"checkers.{key}: unknown anomaly {unknown[0]!r}; choose from "
+                                 f"{', '.join(ANOMALIES)}")
+        if both := set(self.allow) & set(self.forbid):
+            raise ValueError(f"checkers: {sorted(both)[0]!r} is both allowed and forbidden")
         parse_targets(self.nemesis_targets, self.nemesis)
         if self.scenario is not None:
             load_scenario(self.scenario)

@@ -18,7 +18,7 @@ Sections (every key optional; absent: the ``run`` option's default)::
       ops_per_txn: [1, 4]
     nemesis: {faults: [kill, partition], targets: [leader, halves], interval_s: 10}
     # or: nemesis: {scenario: isr-shrink-unclean}    (a name, or a file relative to the plan)
-    checkers: {fail_on: violation}
+    checkers: {fail_on: violation, forbid: [duplicate], allow: []}
     seed: 7
 
 Each key takes the values of the ``run`` option of the same meaning (``kafka-chaos plan
@@ -34,6 +34,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
+from analysis.names import ANOMALIES
 from clusters import yamlfile
 from kafka_chaos.config import RunConfig
 
@@ -102,11 +103,24 @@ class NemesisPlan(_NemesisBase):  # type: ignore[misc, valid-type]
 
 
 class CheckersPlan(BaseModel):
-    """The ``checkers:`` section: ``fail_on`` (``--fail-on``)."""
+    """The ``checkers:`` section: ``fail_on`` (``--fail-on``); ``allow``: anomaly names
+    permitted whatever the configuration promises; ``forbid``: anomaly names that are
+    violations even where Kafka documents them (e.g. ``duplicate`` for a pipeline that
+    cannot take one)."""
 
     model_config = ConfigDict(extra="forbid")
 
     fail_on: Optional[Literal["violation", "any"]] = None
+    allow: list[str] = []
+    forbid: list[str] = []
+
+    @field_validator("allow", "forbid")
+    @classmethod
+    def _known(cls, names: list[str]) -> list[str]:
+        for name in names:
+            if name not in ANOMALIES:
+                raise ValueError(f"unknown anomaly {name!r}; choose from {', '.join(ANOMALIES)}")
+        return names
 
 
 class Plan(BaseModel):
@@ -159,6 +173,9 @@ def run_fields(plan: Plan, plan_path: Path) -> dict[str, Any]:
         fields["scenario"] = str((base / scenario).resolve())
     if plan.checkers.fail_on is not None:
         fields["fail_on"] = plan.checkers.fail_on
+    for key in ("allow", "forbid"):
+        if getattr(plan.checkers, key):
+            fields[key] = getattr(plan.checkers, key)
     if plan.seed is not None:
         fields["seed"] = plan.seed
     return fields

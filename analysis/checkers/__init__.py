@@ -13,18 +13,10 @@ from typing import Callable
 
 from pyspark.sql import DataFrame
 
-from analysis import elle
 from analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
 from analysis.checkers.versions import Versions, observations
 from analysis.load import History
-
-#: Anomaly names in report order; the consumer-side ones last.
-ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
-             "int-nonmonotonic-send", "int-send-skip", "poll-skip", "nonmonotonic-poll",
-             "int-poll-skip", "int-nonmonotonic-poll", "G1a", "precommitted-read",
-             *elle.CYCLE_ANOMALIES, "group-skip", "group-redelivery"]
-#: Anomalies of a consumer group's delivery, not of the log.
-CONSUMER_SIDE = ("group-skip", "group-redelivery")
+from analysis.names import ANOMALIES, CONSUMER_SIDE  # re-exported
 
 
 @dataclasses.dataclass

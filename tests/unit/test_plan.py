@@ -134,3 +134,21 @@ def test_the_schema_covers_every_section():
     assert workload["additionalProperties"] is False
     assert {"acks", "idempotence", "txn", "isolation_level", "time_limit_s"} <= set(
         workload["properties"])
+
+
+def test_checkers_allow_and_forbid_override_the_promises_table(tmp_path):
+    from analysis.promises import facts_of, judge
+
+    path = _plan(tmp_path, "checkers: {forbid: [duplicate], allow: [lost-write]}\n")
+    fields = plan.run_fields(plan.load(path), path)
+    facts = facts_of(RunConfig(**fields).model_dump(mode="json"), set())
+    # the default producer retries without idempotence: Kafka documents duplicates
+    assert judge("duplicate", facts_of(RunConfig().model_dump(mode="json"), set()))["permitted"]
+    assert judge("duplicate", facts) == {"permitted": False, "rule": None, "because":
+                                         "the plan forbids it, whatever Kafka documents",
+                                         "source": "plan checkers.forbid"}
+    assert judge("lost-write", facts)["rule"] == "plan-allows"
+    with pytest.raises(ValueError, match=r"line 1, checkers.allow: .*unknown anomaly 'lost'"):
+        plan.load(_plan(tmp_path, "checkers: {allow: [lost]}\n"))
+    with pytest.raises(ValueError, match="both allowed and forbidden"):
+        RunConfig(allow=["G0"], forbid=["G0"])

@@ -99,3 +99,10 @@ def test_a_power_loss_of_the_only_in_sync_replica_permits_loss_before_elr_only()
     assert lost_write(hit, "4.0.0") == "last-in-sync-replica-lost-power"
     assert lost_write(hit, "4.1.0") is None  # ELR: a promise kept
     assert lost_write(("lose-unfsynced",), "3.9.1") is None
+
+
+def test_the_light_name_list_matches_the_checkers():
+    from analysis import elle, names
+
+    assert names.CYCLE_ANOMALIES == elle.CYCLE_ANOMALIES
+    assert set(names.ANOMALIES) == set(ANOMALIES) and len(ANOMALIES) == len(set(ANOMALIES))
