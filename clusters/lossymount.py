@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -67,10 +68,35 @@ def command(mountpoint: Path, what: str) -> dict:
                            f"{exc}") from None
 
 
-def unmount(mountpoint: Path) -> bool:
-    """Unmount (lazily if busy; the daemon then exits); True if something was mounted."""
-    if not os.path.ismount(mountpoint):
-        return False
-    if subprocess.run(["fusermount3", "-u", str(mountpoint)], capture_output=True).returncode:
+def daemons(mountpoint: Path) -> list[int]:
+    """Pids of lossyfs daemons serving ``mountpoint`` (found by their command line)."""
+    want = ["-m", "clusters.lossyfs"]
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            continue
+        if argv[1:3] == want and str(mountpoint) in argv:
+            found.append(int(proc.name))
+    return found
+
+
+def unmount(mountpoint: Path, timeout_s: float = 10.0) -> bool:
+    """Unmount (lazily if busy) and wait until its daemon has exited (SIGKILL after
+    ``timeout_s``); True if something was mounted or a daemon was still there."""
+    mounted = os.path.ismount(mountpoint)
+    if mounted and subprocess.run(["fusermount3", "-u", str(mountpoint)],
+                                  capture_output=True).returncode:
         subprocess.run(["fusermount3", "-uz", str(mountpoint)], capture_output=True)
-    return True
+    pids = daemons(mountpoint)
+    deadline = time.monotonic() + timeout_s
+    while pids and time.monotonic() < deadline:
+        time.sleep(0.05)
+        pids = daemons(mountpoint)
+    for pid in pids:  # a daemon that does not exit once unmounted
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    return mounted or bool(pids)

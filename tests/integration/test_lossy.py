@@ -7,11 +7,12 @@ import json
 import mmap
 import os
 import random
+import time
 from pathlib import Path
 
 import pytest
 from confluent_kafka import Producer, TopicPartition
-from confluent_kafka import Consumer
+from confluent_kafka import Consumer, KafkaException
 
 from clusters import admin, dist, lossymount
 from clusters.backends import BackendOptions, get
@@ -96,9 +97,17 @@ def test_a_power_loss_brings_a_broker_back_with_a_shorter_log_than_it_acknowledg
 
 
 def _end_offset(bootstrap: str) -> int:
+    """The log end offset of t-0, asked until the broker answers as its leader (30 s)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "probe"})
+    deadline = time.monotonic() + 30
     try:
-        return consumer.get_watermark_offsets(TopicPartition("t", 0), timeout=10)[1]
+        while True:
+            try:
+                return consumer.get_watermark_offsets(TopicPartition("t", 0), timeout=10)[1]
+            except KafkaException:  # e.g. NOT_LEADER right after a restart
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.5)
     finally:
         consumer.close()
 
