@@ -60,9 +60,17 @@ def write_offset(offset_file: Path, offset_s: float) -> None:
     tmp.replace(offset_file)
 
 
+def parse_offset(text: str) -> float:
+    """The offset ``offset_text`` wrote, seconds (0.0 for an empty or unreadable text)."""
+    try:
+        return float(text.strip() or 0)
+    except ValueError:
+        return 0.0
+
+
 def read_offset(offset_file: Path) -> float:
     """The offset in ``offset_file``, seconds (0.0 when there is none)."""
     try:
-        return float(Path(offset_file).read_text().strip() or 0)
-    except (OSError, ValueError):
+        return parse_offset(Path(offset_file).read_text())
+    except OSError:
         return 0.0

@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import threading
+from typing import Callable
 
 #: The control file's name at the mount root.
 CONTROL = ".kafka-chaos-lossyfs"
@@ -58,10 +59,13 @@ class Lossy:
         with self._lock:
             self._synced[path] = 0
 
-    def before_write(self, path: str, size_now: int) -> None:
-        """First change since the last fsync: remember the length the file had."""
+    def before_write(self, path: str, size_now: int | Callable[[], int]) -> None:
+        """First change since the last fsync: remember the length the file had (bytes;
+        ``size_now`` may be a callable, asked only then: one fstat per file between fsyncs,
+        not one per write)."""
         with self._lock:
-            self._synced.setdefault(path, size_now)
+            if path not in self._synced:
+                self._synced[path] = size_now() if callable(size_now) else size_now
 
     def truncated(self, path: str, length: int) -> None:
         """A truncation is kept; what was synced beyond ``length`` is gone anyway."""
@@ -70,10 +74,12 @@ class Lossy:
                 self._synced[path] = min(self._synced[path], length)
 
     def fsynced(self, path: str) -> None:
+        """``path`` reached the disk: nothing of it can be lost any more."""
         with self._lock:
             self._synced.pop(path, None)
 
     def renamed(self, old: str, new: str) -> None:
+        """A file or directory moved (kept, as durable): its record, and those under it, too."""
         with self._lock:
             moved = {p: n for p, n in self._synced.items() if p == old or p.startswith(old + "/")}
             for p in list(self._synced):
@@ -84,6 +90,7 @@ class Lossy:
                 self._synced[new + p[len(old):]] = n
 
     def removed(self, path: str) -> None:
+        """A file deleted: nothing of it to lose."""
         with self._lock:
             self._synced.pop(path, None)
 
@@ -238,7 +245,7 @@ def operations(backing: str):
                 else:
                     raise OSError(errno.EINVAL, command)
                 return len(data)
-            lossy.before_write(path, os.fstat(fh).st_size)
+            lossy.before_write(path, lambda: os.fstat(fh).st_size)
             return os.pwrite(fh, data, offset)
 
         @oserror

@@ -212,11 +212,8 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
     def clock_offset(self, node: Node) -> float:
         if not self.clock:
             return 0.0
-        try:
-            return float(self._remote(node).run(["cat", f"{self._dir(node)}/faketime"]).out
-                         or 0)
-        except ValueError:
-            return 0.0
+        return faketime.parse_offset(
+            self._remote(node).run(["cat", f"{self._dir(node)}/faketime"]).out)
 
     @staticmethod
     def _check(r: Remote, res: ExecResult, what: str) -> None:

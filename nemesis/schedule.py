@@ -125,8 +125,8 @@ def unhealed(cluster, healed: dict[str, Any]) -> list[str]:
         if isinstance(cluster, Partitionable):
             left += [f"rule left on {rule}" for rule in cluster.rules_left()]
         if isinstance(cluster, Skewable):
-            left += [f"{n.name}'s clock is {cluster.clock_offset(n):+g} s off"
-                     for n in cluster.nodes if cluster.clock_offset(n)]
+            offsets = {n.name: cluster.clock_offset(n) for n in cluster.nodes}
+            left += [f"{name}'s clock is {s:+g} s off" for name, s in offsets.items() if s]
     except Exception as exc:  # what cannot be read back is not verified
         left.append(f"the heal could not be checked: {type(exc).__name__}: {exc}")
     return left
