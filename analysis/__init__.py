@@ -13,16 +13,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from analysis import elle, promises
-from analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, Inputs, cycles
-from analysis.checkers.common import summarize
-from analysis.checkers.lost import UNJUDGED
-from analysis.checkers.versions import versions
-from analysis.load import History, load
-from analysis.spark import SMALL_HISTORY_OPS, session
-from analysis.stats import count_ops
-from history import HistoryError
-from history.validate import validate
+from kafka_chaos.analysis import elle, promises
+from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, Inputs, cycles
+from kafka_chaos.analysis.checkers.common import summarize
+from kafka_chaos.analysis.checkers.lost import UNJUDGED
+from kafka_chaos.analysis.checkers.versions import versions
+from kafka_chaos.analysis.load import History, load
+from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, session
+from kafka_chaos.analysis.stats import count_ops
+from kafka_chaos.history import HistoryError
+from kafka_chaos.history.validate import validate
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
            "session"]

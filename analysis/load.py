@@ -18,7 +18,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from history import SYSTEM_PROCESSES
+from kafka_chaos.history import SYSTEM_PROCESSES
 
 #: One history line; ``value`` stays raw JSON text here (Spark renders an object as its JSON).
 OP_SCHEMA = T.StructType([

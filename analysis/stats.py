@@ -6,10 +6,10 @@ from typing import Any
 
 from pyspark.sql import functions as F
 
-from analysis.checkers.versions import Versions
-from analysis.load import History
-from analysis.promises import LAST_IN_SYNC_LOST, UNCLEAN_ELECTED
-from history import MONITOR, NEMESIS
+from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.promises import LAST_IN_SYNC_LOST, UNCLEAN_ELECTED
+from kafka_chaos.history import MONITOR, NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
 

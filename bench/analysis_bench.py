@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import analysis  # noqa: E402
-from analysis.spark import session  # noqa: E402
-from history import NEMESIS, HistoryWriter  # noqa: E402
+from kafka_chaos import analysis  # noqa: E402
+from kafka_chaos.analysis.spark import session  # noqa: E402
+from kafka_chaos.history import NEMESIS, HistoryWriter  # noqa: E402
 
 CONFIG = {"acks": "all", "idempotence": True, "txn": False, "retries": 2147483647,
           "max_in_flight": 5, "min_insync_replicas": 2, "unclean_leader_election": False,

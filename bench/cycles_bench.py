@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from analysis.elle import (CYCLE_ANOMALIES, PROCESS, REALTIME, WR, WW,  # noqa: E402
+from kafka_chaos.analysis.elle import (CYCLE_ANOMALIES, PROCESS, REALTIME, WR, WW,  # noqa: E402
                            find_cycles)
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic_run import generate  # noqa: E402
-from history import iter_history  # noqa: E402
+from kafka_chaos.history import iter_history  # noqa: E402
 from kafka_chaos import html_report, report_data  # noqa: E402
 
 
@@ -59,7 +59,7 @@ def main() -> None:
         gen_s = time.perf_counter() - t
         history = run_dir / "history.jsonl"
         if args.analyze:
-            import analysis
+            from kafka_chaos import analysis
             results = analysis.check(history, spark_master="local[2]")
             results["fail_on"] = "violation"
         else:

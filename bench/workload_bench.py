@@ -30,12 +30,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import orjson  # noqa: E402
 from confluent_kafka import Producer  # noqa: E402
 
-from clusters import admin, dist  # noqa: E402
-from clusters.local import LocalCluster  # noqa: E402
-from history import HistoryWriter  # noqa: E402
-from workloads.keys import KeySpace  # noqa: E402
-from workloads.queue import QueueWorkload  # noqa: E402
-from workloads.settings import WorkloadSettings  # noqa: E402
+from kafka_chaos.clusters import admin, dist  # noqa: E402
+from kafka_chaos.clusters.local import LocalCluster  # noqa: E402
+from kafka_chaos.history import HistoryWriter  # noqa: E402
+from kafka_chaos.workloads.keys import KeySpace  # noqa: E402
+from kafka_chaos.workloads.queue import QueueWorkload  # noqa: E402
+from kafka_chaos.workloads.settings import WorkloadSettings  # noqa: E402
 
 
 def bare(bootstrap: str, settings: WorkloadSettings, keys: KeySpace, seconds: float,

@@ -13,7 +13,7 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
-from clusters.errors import ClusterError, NotReady
+from kafka_chaos.clusters.errors import ClusterError, NotReady
 
 
 @dataclasses.dataclass(frozen=True)

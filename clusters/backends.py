@@ -12,9 +12,9 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
-from clusters.base import Cluster
-from clusters.dist import KafkaDist
-from clusters.errors import EnvironmentUnsupported
+from kafka_chaos.clusters.base import Cluster
+from kafka_chaos.clusters.dist import KafkaDist
+from kafka_chaos.clusters.errors import EnvironmentUnsupported
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,7 +80,7 @@ def _no_options(backend: str, options: BackendOptions) -> None:
 
 
 def _local() -> Backend:
-    from clusters import local, netns
+    from kafka_chaos.clusters import local, netns
 
     def check(options: BackendOptions, brokers: int, controllers: int) -> None:
         _no_options("local", options)
@@ -98,7 +98,7 @@ def _local() -> Backend:
 
 
 def _docker() -> Backend:
-    from clusters import docker_backend as docker
+    from kafka_chaos.clusters import docker_backend as docker
 
     def check(options: BackendOptions, brokers: int, controllers: int) -> None:
         _no_options("docker", dataclasses.replace(options, image=None))
@@ -116,7 +116,7 @@ def _docker() -> Backend:
 
 
 def _ssh() -> Backend:
-    from clusters import inventory, ssh_backend as ssh
+    from kafka_chaos.clusters import inventory, ssh_backend as ssh
 
     def hosts(options: BackendOptions, brokers: int | None = None, controllers: int = 0):
         if options.image is not None:

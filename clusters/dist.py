@@ -16,7 +16,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clusters.errors import DistributionError
+from kafka_chaos.clusters.errors import DistributionError
 
 #: The default Kafka version: the newest 4.x release on Maven Central when this was pinned.
 DEFAULT_KAFKA_VERSION = "4.4.0"

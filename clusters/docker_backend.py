@@ -13,12 +13,12 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from clusters import netns
-from clusters.base import Cluster, ExecResult, Killable, Node, Pausable
-from clusters.dist import KafkaDist
-from clusters.errors import ClusterError, EnvironmentUnsupported
-from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
-from clusters.netfaults import NamespaceIptables
+from kafka_chaos.clusters import netns
+from kafka_chaos.clusters.base import Cluster, ExecResult, Killable, Node, Pausable
+from kafka_chaos.clusters.dist import KafkaDist
+from kafka_chaos.clusters.errors import ClusterError, EnvironmentUnsupported
+from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from kafka_chaos.clusters.netfaults import NamespaceIptables
 
 DEFAULT_PREFIX = "kc"
 LABEL = "kafka-chaos.prefix"
@@ -119,7 +119,7 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
         """Network, one formatted-and-started container per node (does not wait for readiness)."""
         import docker
 
-        from clusters.local import kafka_uuid
+        from kafka_chaos.clusters.local import kafka_uuid
 
         check_environment()
         if status(self.prefix) is not None:

@@ -14,8 +14,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from clusters.dist import KafkaDist
-from clusters.errors import CommandFailed, EnvironmentUnsupported
+from kafka_chaos.clusters.dist import KafkaDist
+from kafka_chaos.clusters.errors import CommandFailed, EnvironmentUnsupported
 
 REPOSITORY = "kafka-chaos/kafka"
 SUITE = "bookworm"

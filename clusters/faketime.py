@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from clusters.errors import EnvironmentUnsupported
+from kafka_chaos.clusters.errors import EnvironmentUnsupported
 
 #: Where Debian's libfaketime package puts the library (multi-arch paths).
 LIBS = ("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1",

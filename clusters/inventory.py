@@ -24,9 +24,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from clusters import yamlfile
-from clusters.base import Node
-from clusters.errors import EnvironmentUnsupported
+from kafka_chaos.clusters import yamlfile
+from kafka_chaos.clusters.base import Node
+from kafka_chaos.clusters.errors import EnvironmentUnsupported
 
 #: Host settings a node takes from ``defaults`` unless it sets them itself.
 DEFAULTS: dict[str, object] = {

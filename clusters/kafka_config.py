@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from clusters.base import Node
+from kafka_chaos.clusters.base import Node
 
 #: Test defaults on top of Kafka's own: small, fast-failing-over clusters. The run's
 #: configuration overrides any of these.

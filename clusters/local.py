@@ -16,13 +16,13 @@ import time
 import uuid
 from pathlib import Path
 
-from clusters import faketime, lossymount, netns
-from clusters.base import (Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable,
+from kafka_chaos.clusters import faketime, lossymount, netns
+from kafka_chaos.clusters.base import (Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable,
                            Skewable)
-from clusters.dist import KafkaDist, check_java
-from clusters.errors import ClusterError, CommandFailed
-from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
-from clusters.netfaults import NamespaceIptables
+from kafka_chaos.clusters.dist import KafkaDist, check_java
+from kafka_chaos.clusters.errors import ClusterError, CommandFailed
+from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from kafka_chaos.clusters.netfaults import NamespaceIptables
 
 DEFAULT_PREFIX = "kc"
 

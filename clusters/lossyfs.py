@@ -15,7 +15,7 @@ What it models and what it does not (say so wherever its results are reported):
   (treated as durable). Kafka rewrites in place only its mmapped index files, which recovery
   after an unclean shutdown rebuilds, and writes its checkpoints by fsync + rename.
 
-Run as ``python -m clusters.lossyfs BACKING_DIR MOUNTPOINT`` (foreground; unmount with
+Run as ``python -m kafka_chaos.clusters.lossyfs BACKING_DIR MOUNTPOINT`` (foreground; unmount with
 ``fusermount3 -u``). Control: the file ``CONTROL`` at the mount root (hidden from listings):
 write ``lose`` (drop unsynced data) or ``sync`` (take every current length as synced, e.g.
 after formatting); read it for the last report as JSON ``{"files": {path: [synced_bytes,
@@ -292,7 +292,7 @@ def main(argv: list[str]) -> int:
     import mfusepy as fuse
 
     if len(argv) != 2:
-        print("usage: python -m clusters.lossyfs BACKING_DIR MOUNTPOINT", file=sys.stderr)
+        print("usage: python -m kafka_chaos.clusters.lossyfs BACKING_DIR MOUNTPOINT", file=sys.stderr)
         return 2
     backing, mountpoint = argv
     ops, _ = operations(backing)

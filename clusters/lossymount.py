@@ -17,8 +17,8 @@ import sys
 import time
 from pathlib import Path
 
-from clusters.errors import ClusterError, EnvironmentUnsupported
-from clusters.lossyfs import CONTROL
+from kafka_chaos.clusters.errors import ClusterError, EnvironmentUnsupported
+from kafka_chaos.clusters.lossyfs import CONTROL
 
 
 def check_environment() -> None:
@@ -41,7 +41,7 @@ def mount(backing: Path, mountpoint: Path, log: Path, timeout_s: float = 10.0) -
     backing.mkdir(parents=True, exist_ok=True)
     mountpoint.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "clusters.lossyfs", str(backing),
+        proc = subprocess.Popen([sys.executable, "-m", "kafka_chaos.clusters.lossyfs", str(backing),
                                  str(mountpoint)], stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
     deadline = time.monotonic() + timeout_s
@@ -70,7 +70,7 @@ def command(mountpoint: Path, what: str) -> dict:
 
 def daemons(mountpoint: Path) -> list[int]:
     """Pids of lossyfs daemons serving ``mountpoint`` (found by their command line)."""
-    want = ["-m", "clusters.lossyfs"]
+    want = ["-m", "kafka_chaos.clusters.lossyfs"]
     found = []
     for proc in Path("/proc").glob("[0-9]*"):
         try:

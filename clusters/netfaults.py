@@ -5,8 +5,8 @@ healing flushes them."""
 
 from __future__ import annotations
 
-from clusters.base import Node, Partitionable
-from clusters.errors import CommandFailed
+from kafka_chaos.clusters.base import Node, Partitionable
+from kafka_chaos.clusters.errors import CommandFailed
 
 
 def drop_rules(peer: Node, port: int | None, inbound_only: bool = False) -> list[list[str]]:

@@ -12,7 +12,7 @@ import os
 import shutil
 import subprocess
 
-from clusters.errors import CommandFailed, EnvironmentUnsupported
+from kafka_chaos.clusters.errors import CommandFailed, EnvironmentUnsupported
 
 SUBNET = "10.77.0"
 

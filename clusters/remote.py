@@ -18,9 +18,9 @@ from pathlib import Path
 
 import paramiko
 
-from clusters.base import ExecResult
-from clusters.errors import ClusterError
-from clusters.inventory import SshHost
+from kafka_chaos.clusters.base import ExecResult
+from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.clusters.inventory import SshHost
 
 log = logging.getLogger("kafka_chaos.ssh")
 

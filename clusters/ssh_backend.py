@@ -22,17 +22,17 @@ import json
 import shlex
 from pathlib import Path
 
-from clusters import faketime
-from clusters.base import (Cluster, ExecResult, Killable, Node, Pausable, Partitionable,
+from kafka_chaos.clusters import faketime
+from kafka_chaos.clusters.base import (Cluster, ExecResult, Killable, Node, Pausable, Partitionable,
                            Skewable)
-from clusters.dist import KafkaDist, check_java_version
-from clusters.errors import (ClusterError, CommandFailed, DistributionError,
+from kafka_chaos.clusters.dist import KafkaDist, check_java_version
+from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, DistributionError,
                              EnvironmentUnsupported)
-from clusters.inventory import SshHost
-from clusters.kafka_config import LOG4J1, LOG4J2, server_properties
-from clusters.local import kafka_uuid, state_dir
-from clusters.netfaults import drop_rules
-from clusters.remote import Remote, SshError
+from kafka_chaos.clusters.inventory import SshHost
+from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from kafka_chaos.clusters.local import kafka_uuid, state_dir
+from kafka_chaos.clusters.netfaults import drop_rules
+from kafka_chaos.clusters.remote import Remote, SshError
 
 DEFAULT_PREFIX = "kc"
 q = shlex.quote

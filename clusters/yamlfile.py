@@ -68,3 +68,14 @@ def load(path: Path, model: type[M]) -> M:
         key = ".".join(str(p) for p in loc) or "(top level)"
         more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
         raise YamlFileError(f"{path}{where}, {key}: {err['msg']}{more}") from None
+
+
+def error_at(path: Path, loc: tuple, message: str) -> YamlFileError:
+    """A ``YamlFileError`` for a problem found after validation (a check that needs more than
+    one key), naming ``path``, the line of the key path ``loc`` and ``loc`` itself."""
+    try:
+        line = _line_of(yaml.compose(Path(path).read_text()), loc)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError):
+        line = None
+    where = f" line {line}" if line is not None else ""
+    return YamlFileError(f"{path}{where}, {'.'.join(map(str, loc))}: {message}")

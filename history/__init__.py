@@ -6,8 +6,8 @@ not happen) or ``info`` (unknown: it may or may not have happened). The file for
 in ``docs/history-format.md``; ``history.validate`` checks a whole file, streaming.
 """
 
-from history.op import MONITOR, NEMESIS, SYSTEM_PROCESSES, Op, OpType
-from history.store import (FORMAT, HistoryError, HistoryWriter, Pairer, iter_history, pair_ops,
+from kafka_chaos.history.op import MONITOR, NEMESIS, SYSTEM_PROCESSES, Op, OpType
+from kafka_chaos.history.store import (FORMAT, HistoryError, HistoryWriter, Pairer, iter_history, pair_ops,
                            read_header, read_history)
 
 __all__ = ["Op", "OpType", "NEMESIS", "MONITOR", "SYSTEM_PROCESSES", "FORMAT", "HistoryWriter", "HistoryError", "Pairer",

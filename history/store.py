@@ -15,7 +15,7 @@ from typing import IO, Any, Iterable, Iterator
 
 import orjson
 
-from history.op import SYSTEM_PROCESSES, Op, OpType
+from kafka_chaos.history.op import SYSTEM_PROCESSES, Op, OpType
 
 #: The format this version writes (line 1 of the file says so); format 1 has no header.
 FORMAT = 2

@@ -14,8 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from history.op import SYSTEM_PROCESSES, Op, OpType
-from history.store import HistoryError, Pairer, iter_history, read_header
+from kafka_chaos.history.op import SYSTEM_PROCESSES, Op, OpType
+from kafka_chaos.history.store import HistoryError, Pairer, iter_history, read_header
 
 #: Client ``f``s whose values are micro-op lists (format 2).
 MOP_FS = ("send", "poll", "txn")

@@ -1,13 +1,14 @@
-"""``kafka-chaos``: run chaos tests, re-analyse histories, manage clusters of every backend.
+"""``kafka-chaos``: run chaos tests, compare configurations, re-analyse histories, follow
+verdicts across runs, manage clusters of every backend.
 
-Exit codes of ``run`` and ``analyze``: 0 valid, 1 anomalies counted under ``--fail-on``, 2
-unknown, error (bad input included) or interrupted; never 0 when the analysis failed.
+Exit codes of ``run``, ``analyze`` and ``compare``: 0 valid, 1 anomalies counted under
+``--fail-on``, 2 unknown, error (bad input included) or interrupted; never 0 when the analysis
+failed.
 """
 
 from __future__ import annotations
 
 import json
-import signal
 import sys
 import threading
 import traceback
@@ -16,94 +17,41 @@ from typing import Optional
 
 import typer
 from pydantic import ValidationError
-from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from clusters import dist
-from clusters.errors import ClusterError
+from kafka_chaos import options as run_options
 from kafka_chaos import plan as plan_file
 from kafka_chaos import report
-from kafka_chaos.config import SCENARIOS, RunConfig, load_scenario, parse_range
+from kafka_chaos.cli_cluster import cluster_app
+from kafka_chaos.cli_common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
+                                    fail, sigterm_as_interrupt)
+from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.config import SCENARIOS, RunConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
-cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters of any "
-                          "backend; build the docker backend's image.")
 app.add_typer(cluster_app, name="cluster")
 plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema, and checking "
                        "one without running it.")
 app.add_typer(plan_app, name="plan")
-console = Console()
 
 
-def _fail(message: str) -> None:
-    console.print(f"[red]error:[/] {message}")
-    raise typer.Exit(report.EXIT_UNKNOWN)
+def analyze_dir(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None) -> int:
+    """Check ``run_dir/history.jsonl``, write ``results.json``, ``junit.xml`` and
+    ``report.html``, print the verdict; returns the exit code (``verdict.analyze_run``).
+    Bad input or a crash of the analysis exits 2 with its message; so does an interrupt,
+    leaving an earlier ``results.json`` as it was."""
+    from kafka_chaos.verdict import analyze_run
 
-
-def _raise_interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
-
-
-def _sigterm_as_interrupt() -> None:
-    # so that `kill <runner>` heals and tears down like Ctrl-C does
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-
-
-def _config_of(run_dir: Path) -> dict | None:
-    # format-1 histories carry no configuration; the run directory's config.json does
     try:
-        return json.loads((run_dir / "config.json").read_text())
-    except (OSError, ValueError):
-        return None
-
-
-def _analyze(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None) -> int:
-    """Check ``run_dir/history.jsonl``, write ``results.json``, print the verdict; the exit code.
-
-    Any error or interrupt is exit 2 (unknown) and leaves an earlier ``results.json`` as it was.
-    """
-    import analysis
-    from history import HistoryError
-
-    path = run_dir / "history.jsonl"
-    try:
-        result = analysis.check(path, spark_master=spark_master, config=_config_of(run_dir))
-    except HistoryError as exc:
-        _fail(f"{path}: {exc}")
+        verdict = analyze_run(run_dir, spark_master, fail_on, facts, console)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
         raise typer.Exit(report.EXIT_UNKNOWN)
-    except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
-        _fail(f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
-    result["fail_on"] = fail_on
-    facts = facts if facts is not None else report.run_facts(run_dir)
-    report.judge_run(result, facts)
-    report.write_results(run_dir, result, facts)
-    report.render(result, console, run_dir)
-    return _write_reports(run_dir, {**result, "run": facts}, report.exit_code(result, fail_on))
-
-
-def _write_reports(run_dir: Path, results: dict, code: int) -> int:
-    """Write ``junit.xml`` and ``report.html`` next to ``results.json``; returns the exit code.
-    A report that cannot be written is an error: exit 2 unless anomalies made it 1 already
-    (an interrupt is exit 2), never a silent 0."""
-    from history import read_header
-    from kafka_chaos import html_report, junit
-
-    try:
-        header = read_header(run_dir / "history.jsonl") or {}
-        junit.write(run_dir, results, header.get("config") or _config_of(run_dir))
-        path = html_report.write(run_dir, results)
-    except KeyboardInterrupt:
-        console.print("[yellow]interrupted[/] while writing junit.xml and report.html")
-        return report.EXIT_UNKNOWN
-    except Exception as exc:
-        console.print(f"[red]error:[/] could not write junit.xml and report.html: "
-                      f"{type(exc).__name__}: {str(exc)[:300]}")
-        return code if code == report.EXIT_ANOMALIES else report.EXIT_UNKNOWN
-    console.print(f"report: {path} (and junit.xml)")
-    return code
+    if verdict.error is not None:
+        fail(verdict.error)
+    return verdict.code
 
 
 #: Runs at most this long get their analysis session started while the workload runs: their
@@ -120,7 +68,7 @@ def _warm_up_spark(cfg: RunConfig) -> None:
 
     def warm() -> None:
         try:
-            from analysis.spark import session
+            from kafka_chaos.analysis.spark import session
             session(cfg.spark_master, small=True).range(1).count()
         except Exception:
             pass
@@ -128,44 +76,16 @@ def _warm_up_spark(cfg: RunConfig) -> None:
     threading.Thread(target=warm, name="spark-warm-up", daemon=True).start()
 
 
-#: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
-_FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
-             "crash_client_interval": "crash_client_interval_s"}
-
-
-def _scenario_settings(fields: dict, given: set[str]) -> dict:
-    """Apply the scenario's settings to ``fields`` except the options the user gave (command
-    line or plan), announcing each; returns the settings applied."""
-    applied = {}
-    settings = load_scenario(fields["scenario"]).settings
-    for name, value in settings.items():
-        flag = "--" + name.replace("_", "-")
-        if name not in RunConfig.model_fields or name.startswith("scenario"):
-            raise ValueError(f"--scenario {fields['scenario']}: settings.{name} is no run "
-                             "option")
-        if name in given and fields.get(name) != value:
-            console.print(f"[yellow]scenario {fields['scenario']}[/]: keeping your {flag} "
-                          f"{fields[name]} (the scenario sets {value}; its preconditions may "
-                          "not happen)")
-            continue
-        fields[name] = value
-        applied[name] = value
-    if applied:
-        console.print(f"scenario {fields['scenario']} sets "
-                      + ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in applied.items()))
-    return applied
-
-
-def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
+def check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
     """Everything checkable before a run starts: Spark master, Kafka jars, the backend's needs
-    (for ``local``: root and network namespaces)."""
-    from analysis.spark import check_master
-    from clusters import backends
+    (for ``local``: root and network namespaces); exits 2 naming the problem."""
+    from kafka_chaos.analysis.spark import check_master
+    from kafka_chaos.clusters import backends
 
     try:
         check_master(cfg.spark_master)
     except ValueError as exc:
-        _fail(f"--spark-master {exc}")
+        fail(f"--spark-master {exc}")
     try:
         # before any download or run directory
         backends.get(cfg.backend).check_environment(cfg.backend_options(), cfg.brokers,
@@ -174,21 +94,10 @@ def _check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
                  else dist.resolve(cfg.kafka_version))
         dist.check_java()
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
     return kafka
 
 
-BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
-                       "namespace on this machine), docker (one container per node) or ssh "
-                       "(existing hosts of an --inventory).")
-IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache/kafka:VERSION; "
-                     "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
-INVENTORY = typer.Option(None, help="ssh backend: the inventory YAML (hosts, SSH users and keys, "
-                         "node ids, roles, Kafka home or upload).")
-ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", help="ssh backend: accept host "
-                           "keys missing from known_hosts (logged); a changed key is refused.")
-FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
-                       "does not permit) or on 'any' anomaly.")
 #: The end of the help of ``run`` and ``analyze`` (typer keeps paragraphs apart).
 EXIT_CODES_HELP = ("Writes results.json, junit.xml and report.html into the run directory.\n\n"
                    "Exit codes: 0 valid; 1 anomalies counted under --fail-on (violations, or any "
@@ -269,52 +178,46 @@ def run_cmd(
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
-    from nemesis.schedule import parse_packages
+    from kafka_chaos.runner import new_run_dir
 
-    options = dict(locals())
+    params = {k: v for k, v in locals().items() if k != "ctx"}
+    given = {name for name in params
+             if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
     try:
-        if fail_on not in report.FAIL_ON:
-            raise ValueError(f"--fail-on {fail_on!r}: choose violation or any")
-        packages = parse_packages(nemesis)
-        try:
-            span = parse_range(ops_per_txn)
-        except ValueError as exc:
-            raise ValueError(f"--ops-per-txn {exc}") from None
-        fields = {k: v for k, v in options.items() if k in RunConfig.model_fields}
-        fields.update({
-            "kafka_home": kafka_home and str(kafka_home), "time_limit_s": time_limit,
-            "inventory": inventory and str(inventory.resolve()),
-            "ops_per_txn": span, "crash_client_interval_s": crash_client_interval,
-            "nemesis": packages, "nemesis_interval_s": nemesis_interval})
-        fields = {k: v for k, v in fields.items() if v is not None}
-        given = {_FIELD_OF.get(name, name) for name in options
-                 if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
-        if plan is not None:  # a plan's values give way to flags given on the command line
-            planned = plan_file.run_fields(plan_file.load(plan), plan)
-            if "fail_on" not in given:
-                fail_on = planned.get("fail_on", fail_on)
-            fields.update({k: v for k, v in planned.items() if k not in given | {"fail_on"}})
-            given |= set(planned)
-            if fail_on not in report.FAIL_ON:
-                raise ValueError(f"--fail-on {fail_on!r}: choose violation or any")
-        if fields.get("scenario") is not None:
-            if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
-                fields["scenario"] = str(Path(fields["scenario"]).resolve())
-            fields["scenario_settings"] = _scenario_settings(fields, given)
-        cfg = RunConfig(**fields)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = "--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-") if err["loc"] else ""
-        _fail(f"{where} {err['msg'].removeprefix('Value error, ')}".strip())
+        if plan is not None and plan_file.load(plan).compares:
+            raise ValueError(f"--plan {plan}: its matrix: and repeats: sections are for "
+                             "kafka-chaos compare")
+        cfg, fail_on = run_options.configure(params, given, announce=console.print)
     except ValueError as exc:
-        _fail(str(exc))
-
-    from kafka_chaos.runner import new_run_dir, run
-
-    kafka = _check_inputs(cfg)
-    _sigterm_as_interrupt()
+        fail(str(exc))
+    kafka = check_inputs(cfg)
+    sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
+    try:
+        facts = execute(cfg, kafka, run_dir)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
+                      f"re-analyse with: kafka-chaos analyze {run_dir}")
+        raise typer.Exit(report.EXIT_UNKNOWN)
+    except ClusterError as exc:
+        fail(str(exc))
+    except Exception as exc:  # a bug or an unforeseen client error: unknown, never "anomalies"
+        fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
+             f"the history so far can be checked with: kafka-chaos analyze {run_dir}")
+    code = analyze_dir(run_dir, cfg.spark_master, fail_on, facts)
+    console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
+                  + ("" if "--seed" in sys.argv else f" --seed {cfg.seed}"))
+    raise typer.Exit(code)
+
+
+def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
+            command: str | None = None) -> dict:
+    """``runner.run`` with a progress bar; returns the run facts. Exceptions propagate
+    (faults healed, cluster removed); an unforeseen one leaves its traceback in
+    ``run_dir/error.txt``."""
+    from kafka_chaos.runner import run
+
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
         task = bar.add_task("workload", total=1.0)
@@ -323,22 +226,13 @@ def run_cmd(
             bar.update(task, completed=frac, description=f"workload {counts}")
 
         try:
-            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
-                        on_ready=lambda: _warm_up_spark(cfg))
-        except KeyboardInterrupt:
-            console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
-                          f"re-analyse with: kafka-chaos analyze {run_dir}")
-            raise typer.Exit(report.EXIT_UNKNOWN)
-        except ClusterError as exc:
-            _fail(str(exc))
-        except Exception as exc:  # a bug or an unforeseen client error: unknown, never "anomalies"
+            return run(cfg, kafka, run_dir, log=console.log, progress=progress,
+                       on_ready=lambda: _warm_up_spark(cfg), command=command)
+        except (KeyboardInterrupt, ClusterError):
+            raise
+        except Exception:
             (run_dir / "error.txt").write_text(traceback.format_exc())
-            _fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
-                  f"the history so far can be checked with: kafka-chaos analyze {run_dir}")
-    code = _analyze(run_dir, spark_master, fail_on, facts)
-    console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
-                  + ("" if "--seed" in sys.argv else f" --seed {seed}"))
-    raise typer.Exit(code)
+            raise
 
 
 @app.command("analyze", epilog=EXIT_CODES_HELP)
@@ -348,17 +242,17 @@ def analyze_cmd(
     fail_on: str = FAIL_ON,
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
-    from analysis.spark import check_master
+    from kafka_chaos.analysis.spark import check_master
 
     if fail_on not in report.FAIL_ON:
-        _fail(f"--fail-on {fail_on!r}: choose violation or any")
+        fail(f"--fail-on {fail_on!r}: choose violation or any")
     try:
         check_master(spark_master)
     except ValueError as exc:
-        _fail(f"--spark-master {exc}")
+        fail(f"--spark-master {exc}")
     if not (run_dir / "history.jsonl").is_file():
-        _fail(f"{run_dir}: no history.jsonl here")
-    raise typer.Exit(_analyze(run_dir, spark_master, fail_on))
+        fail(f"{run_dir}: no history.jsonl here")
+    raise typer.Exit(analyze_dir(run_dir, spark_master, fail_on))
 
 
 @app.command("report")
@@ -368,15 +262,15 @@ def report_cmd(
 ) -> None:
     """Rebuild report.html of a run directory from its history.jsonl and results.json (no
     analysis; exit 2 naming the file when one is missing or malformed)."""
-    from history import HistoryError
+    from kafka_chaos.history import HistoryError
     from kafka_chaos import html_report
 
     try:
         path = html_report.write(run_dir)
     except (html_report.ReportError, HistoryError) as exc:
-        _fail(str(exc))
+        fail(str(exc))
     except OSError as exc:
-        _fail(f"{exc.filename or run_dir}: {exc.strerror}")
+        fail(f"{exc.filename or run_dir}: {exc.strerror}")
     console.print(f"report: {path}")
 
 
@@ -388,17 +282,24 @@ def plan_schema() -> None:
 
 @plan_app.command("check")
 def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
-    """Validate a plan and print the run configuration it gives (exit 2 naming the line and
-    key path of the first problem)."""
+    """Validate a plan and print the run configuration it gives, and the cells and repeats of
+    its matrix (exit 2 naming the line and key path of the first problem)."""
+    from kafka_chaos import matrix
+
     try:
-        fields = plan_file.run_fields(plan_file.load(path), path)
+        plan = plan_file.load(path)
+        fields = plan_file.run_fields(plan, path)
         fail_on = fields.pop("fail_on", "violation")
         cfg = RunConfig(**fields)
     except ValidationError as exc:
-        _fail(f"--plan {path}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
+        fail(f"--plan {path}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
     except ValueError as exc:
-        _fail(str(exc))
-    print(json.dumps({**cfg.model_dump(mode="json"), "fail_on": fail_on}, indent=2))
+        fail(str(exc))
+    shown = {**cfg.model_dump(mode="json"), "fail_on": fail_on}
+    if plan.compares:  # what `compare --plan` would run
+        cells = matrix.cells(plan_file.dimensions(plan, path))
+        shown["compare"] = {"cells": [c.label for c in cells], "repeats": plan.repeats or 1}
+    print(json.dumps(shown, indent=2))
 
 
 @app.command("fetch-kafka")
@@ -410,105 +311,10 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
             kafka = dist.resolve(version)
             console.print(f"Kafka {kafka.version}: {kafka.libs}")
     except ClusterError as exc:
-        _fail(str(exc))
+        fail(str(exc))
 
 
-@cluster_app.command("image")
-def cluster_image(
-    kafka_version: str = typer.Option(None, help="Kafka version of the jars."),
-) -> None:
-    """Build a Kafka image for the docker backend without any registry (debootstrap + JRE +
-    the jars from Maven Central; cached by content hash) and print its tag for --image."""
-    from clusters import backends, docker_image
-
-    try:
-        backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
-        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        import docker
-
-        tag = docker_image.ensure_image(docker.from_env(), kafka,
-                                        log=Console(stderr=True).log)  # stdout: the tag only
-    except ClusterError as exc:
-        _fail(str(exc))
-    console.print(tag)
-
-
-@cluster_app.command("up")
-def cluster_up(
-    backend: str = BACKEND,
-    image: Optional[str] = IMAGE,
-    inventory: Optional[Path] = INVENTORY,
-    accept_unknown_host_keys: bool = ACCEPT_KEYS,
-    brokers: int = typer.Option(3), controllers: int = typer.Option(0),
-    kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
-) -> None:
-    """Start a cluster and leave it running (stop it with `cluster down`)."""
-    from clusters import admin, backends
-
-    cluster = None
-    try:
-        chosen = backends.get(backend)
-        options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
-        chosen.check_environment(options, brokers, controllers)
-        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        old = sorted(dir.glob("*/data/meta.properties"))
-        if old:  # formatting would refuse it: another cluster id (and it is someone's data)
-            _fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
-                  f"remove it (rm -r {dir}) or choose another --dir")
-        cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
-        cluster.setup()
-        admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
-    except ClusterError as exc:
-        if cluster is not None:
-            cluster.teardown()  # only what this call created
-        _fail(str(exc))
-    console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
-
-
-@cluster_app.command("status")
-def cluster_status(backend: str = BACKEND) -> None:
-    """Show the recorded cluster and which of its processes are alive."""
-    from clusters import backends
-
-    try:
-        state = backends.get(backend).status(backends.BackendOptions())
-    except ClusterError as exc:
-        _fail(str(exc))
-    if state is None:
-        console.print(f"no {backend} cluster recorded")
-        raise typer.Exit(0)
-    for node in state.get("nodes", []):
-        alive = state["alive"].get(str(node["node_id"]), False)
-        console.print(f"{node['name']:>4} id={node['node_id']} {node['host']} "
-                      f"{','.join(node['roles'])}: {'[green]running' if alive else '[red]down'}[/]")
-    console.print(f"bootstrap servers: {state.get('bootstrap_servers')}")
-
-
-@cluster_app.command("down")
-def cluster_down(
-    backend: str = BACKEND,
-    inventory: Optional[Path] = typer.Option(None, help="ssh backend: also clean these hosts "
-                                             "when no cluster is recorded on this machine."),
-    accept_unknown_host_keys: bool = ACCEPT_KEYS,
-) -> None:
-    """Remove the cluster and anything a crashed run left (local: processes, namespaces,
-    iptables rules; docker: labelled containers and network; ssh: remote processes, the
-    tool's iptables chains, node directories)."""
-    from clusters import backends
-
-    try:
-        removed = backends.get(backend).cleanup(
-            backends.BackendOptions(inventory=inventory,
-                                    accept_unknown_host_keys=accept_unknown_host_keys))
-    except ClusterError as exc:
-        _fail(str(exc))
-    for item in removed:
-        console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
-    if not removed:
-        console.print("nothing to remove")
-    if any(item.startswith("NOT") for item in removed):
-        raise typer.Exit(2)
-
+from kafka_chaos import cli_compare  # noqa: E402,F401  (registers compare and history on app)
 
 if __name__ == "__main__":
     app()

@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from clusters import backends
-from clusters.dist import DEFAULT_KAFKA_VERSION
-from analysis.names import ANOMALIES
-from nemesis import script
-from nemesis.schedule import PACKAGES, parse_packages, parse_targets
+from kafka_chaos.clusters import backends
+from kafka_chaos.clusters.dist import DEFAULT_KAFKA_VERSION
+from kafka_chaos.analysis.names import ANOMALIES
+from kafka_chaos.nemesis import script
+from kafka_chaos.nemesis.schedule import PACKAGES, parse_packages, parse_targets
 
 SCENARIOS = tuple(script.names())
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
@@ -204,7 +204,7 @@ class RunConfig(BaseModel):
 
     def workload_settings(self):
         """The ``workloads.settings.WorkloadSettings`` of this run."""
-        from workloads.settings import WorkloadSettings
+        from kafka_chaos.workloads.settings import WorkloadSettings
 
         return WorkloadSettings(
             clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],

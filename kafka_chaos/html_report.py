@@ -10,9 +10,7 @@ in ``docs/report.md``. Data extraction is ``report_data`` (one streaming pass) a
 
 from __future__ import annotations
 
-import inspect
 import json
-import shlex
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,9 +20,9 @@ import jinja2
 import plotly.io
 from plotly.offline import get_plotlyjs
 
-from analysis.explain import explain
-from history import HistoryError
-from kafka_chaos import __version__, report_figures, report_stats
+from kafka_chaos.analysis.explain import explain
+from kafka_chaos.history import HistoryError
+from kafka_chaos import __version__, options, report_figures, report_stats
 from kafka_chaos.report import exit_code
 from kafka_chaos.report_data import ReportData, example_windows, extract
 
@@ -57,13 +55,15 @@ def load_results(run_dir: Path) -> dict[str, Any]:
     return results
 
 
-def build(run_dir: Path, results: dict[str, Any] | None = None) -> str:
+def build(run_dir: Path, results: dict[str, Any] | None = None,
+          data: ReportData | None = None) -> str:
     """The HTML text of the report of ``run_dir``.
 
     Args:
         run_dir: holds ``history.jsonl`` and (unless ``results`` is given) ``results.json``;
             ``config.json`` and ``command.txt`` are used when present.
         results: the verdict (``results.json``'s content), if already in memory.
+        data: ``report_data.extract(history, results)``, if already read.
 
     Raises ``ReportError`` for a missing or unreadable input file, ``HistoryError`` (message
     prefixed with the file) for a malformed history line.
@@ -74,21 +74,28 @@ def build(run_dir: Path, results: dict[str, Any] | None = None) -> str:
     if not history.is_file():
         raise ReportError(f"{history}: missing")
     results = load_results(run_dir) if results is None else results
-    try:
-        data = extract(history, results)
-    except HistoryError as exc:
-        raise HistoryError(f"{history}: {exc}") from exc
+    if data is None:
+        data = read(history, results)
     config = (data.header or {}).get("config") or _json(run_dir / "config.json")
     context = _context(run_dir, data, results, config)
     context["build_s"] = round(time.perf_counter() - started, 2)
     return _template().render(**context)
 
 
-def write(run_dir: Path, results: dict[str, Any] | None = None) -> Path:
+def read(history: Path, results: dict[str, Any]) -> ReportData:
+    """``report_data.extract`` with a ``HistoryError`` naming the file."""
+    try:
+        return extract(history, results)
+    except HistoryError as exc:
+        raise HistoryError(f"{history}: {exc}") from exc
+
+
+def write(run_dir: Path, results: dict[str, Any] | None = None,
+          data: ReportData | None = None) -> Path:
     """Build the report (``build``) and write ``run_dir/report.html`` atomically."""
     path = Path(run_dir) / "report.html"
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(build(run_dir, results), encoding="utf-8")
+    tmp.write_text(build(run_dir, results, data), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -241,35 +248,7 @@ def rerun(run_dir: Path, config: dict[str, Any] | None, facts: dict) -> dict[str
         return {"command": text, "source": "command.txt"}
     if not config:
         return None
-    return {"command": command_of(config), "source": "rebuilt from the configuration"}
-
-
-def command_of(config: dict[str, Any]) -> str:
-    """A ``kafka-chaos run`` command line giving ``config``: every setting that differs
-    from the default and that the scenario does not set itself, plus the seed. Plan-only
-    settings (``broker_properties``) have no flag and are left out."""
-    from kafka_chaos.cli import run_cmd
-    from kafka_chaos.config import RunConfig
-
-    params = inspect.signature(run_cmd).parameters
-    defaults = RunConfig().model_dump(mode="json")
-    by_scenario = set(config.get("scenario_settings") or {})
-    args = ["kafka-chaos", "run"]
-    for field, value in config.items():
-        name = field if field in params else field.removesuffix("_s")
-        if (name not in params or field in by_scenario
-                or (value == defaults.get(field) and field != "seed")):
-            continue
-        flag = "--" + name.replace("_", "-")
-        if isinstance(value, bool):
-            args.append(flag if value else f"--no-{name.replace('_', '-')}")
-        elif field == "ops_per_txn":
-            args += [flag, f"{value[0]}..{value[1]}"]
-        elif field == "nemesis":
-            args += [flag, ",".join(value) or "none"]
-        else:
-            args += [flag, str(value)]
-    return shlex.join(args)
+    return {"command": options.command_of(config), "source": "rebuilt from the configuration"}
 
 
 def _show(value: Any) -> str:

@@ -22,7 +22,7 @@ from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
-from analysis.explain import explain
+from kafka_chaos.analysis.explain import explain
 from kafka_chaos.report import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
 
 SUITE = "kafka-chaos"
@@ -76,8 +76,16 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
         config: the run configuration (``config.json`` or the history header's), or None
             when unknown (format-1 histories without ``config.json``).
     """
+    return document([suite(SUITE, properties(results, config),
+                           [testcase(results, config)])])
+
+
+def testcase(results: dict[str, Any], config: dict[str, Any] | None,
+             name: str | None = None) -> TestCase:
+    """The test case of one verdict (named ``case_name`` unless ``name`` is given): passed,
+    a ``<failure>`` or an ``<error>`` as its exit code says (see the module's docstring)."""
     fail_on = results.get("fail_on") or "violation"
-    case = TestCase(case_name(results, config), classname=SUITE,
+    case = TestCase(name or case_name(results, config), classname=SUITE,
                     time=_duration_s(results))
     code = exit_code(results, fail_on)
     if code == EXIT_ANOMALIES:
@@ -94,13 +102,25 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
     if results.get("permitted"):
         case.system_out = ("permitted anomalies (the configuration allows them):\n"
                            + _explanations(results, results["permitted"]))
-    suite = TestSuite(SUITE)
-    for name, value in properties(results, config).items():
-        suite.add_property(name, value)
-    suite.add_testcase(case)
-    suite.update_statistics()
+    return case
+
+
+def suite(name: str, props: dict[str, str], cases: list[TestCase]) -> TestSuite:
+    """A ``<testsuite>`` with ``props`` as its properties and ``cases``."""
+    out = TestSuite(name)
+    for key, value in props.items():
+        out.add_property(key, value)
+    for case in cases:
+        out.add_testcase(case)
+    out.update_statistics()
+    return out
+
+
+def document(suites: list[TestSuite]) -> JUnitXml:
+    """A ``<testsuites>`` document of ``suites``."""
     xml = JUnitXml()
-    xml.add_testsuite(suite)
+    for s in suites:
+        xml.add_testsuite(s)
     xml.update_statistics()
     return xml
 

@@ -20,10 +20,15 @@ Sections (every key optional; absent: the ``run`` option's default)::
     # or: nemesis: {scenario: isr-shrink-unclean}    (a name, or a file relative to the plan)
     checkers: {fail_on: violation, forbid: [duplicate], allow: []}
     seed: 7
+    # kafka-chaos compare only: the cells are every combination; each runs `repeats` times
+    # with seeds seed, seed+1, ... (the same in every cell)
+    matrix: {acks: ["1", all], min.insync.replicas: [1, 2]}
+    repeats: 2
 
 Each key takes the values of the ``run`` option of the same meaning (``kafka-chaos plan
 schema`` prints the JSON schema). Unknown keys and bad values are refused; every error names
-the file, the line and the key path.
+the file, the line and the key path. Matrix keys and values are those of ``compare
+--matrix`` (``kafka_chaos.matrix``).
 """
 
 from __future__ import annotations
@@ -34,8 +39,9 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
-from analysis.names import ANOMALIES
-from clusters import yamlfile
+from kafka_chaos import matrix as matrices
+from kafka_chaos.analysis.names import ANOMALIES
+from kafka_chaos.clusters import yamlfile
 from kafka_chaos.config import RunConfig
 
 
@@ -134,6 +140,16 @@ class Plan(BaseModel):
     nemesis: NemesisPlan = NemesisPlan()
     checkers: CheckersPlan = CheckersPlan()
     seed: Optional[int] = None
+    matrix: dict[str, list[Any]] = Field(
+        {}, description="kafka-chaos compare: setting -> values (as --matrix); the cells are "
+        "every combination")
+    repeats: Optional[int] = Field(None, ge=1, le=1000, description="kafka-chaos compare: "
+                                   "runs per cell, with seeds seed .. seed+repeats-1")
+
+    @property
+    def compares(self) -> bool:
+        """Whether the plan is a comparison's (a ``matrix`` or ``repeats`` section)."""
+        return bool(self.matrix) or self.repeats is not None
 
 
 def schema() -> dict[str, Any]:
@@ -144,9 +160,27 @@ def schema() -> dict[str, Any]:
 def load(path: Path) -> Plan:
     """Read and validate plan ``path``. Raises ``ValueError`` naming file, line and key."""
     try:
-        return yamlfile.load(Path(path), Plan)
+        plan = yamlfile.load(Path(path), Plan)
+        dimensions(plan, path)
     except yamlfile.YamlFileError as exc:
         raise ValueError(f"--plan {exc}") from None
+    return plan
+
+
+def dimensions(plan: Plan, path: Path) -> list[matrices.Dimension]:
+    """The plan's ``matrix:`` section as ``kafka_chaos.matrix`` dimensions, in file order.
+    Raises ``yamlfile.YamlFileError`` naming the line and key (``matrix.acks``)."""
+    dims: dict[str, matrices.Dimension] = {}
+    for key, values in plan.matrix.items():
+        try:
+            dim = matrices.dimension(key, values, f"matrix.{key}")
+        except ValueError as exc:
+            message = str(exc).removeprefix(f"matrix.{key}: ")
+            raise yamlfile.error_at(path, ("matrix", key), message) from None
+        if dim.field in dims:
+            raise yamlfile.error_at(path, ("matrix", key), f"{dim.label} is given twice")
+        dims[dim.field] = dim
+    return list(dims.values())
 
 
 def run_fields(plan: Plan, plan_path: Path) -> dict[str, Any]:

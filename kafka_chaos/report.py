@@ -11,7 +11,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from analysis.explain import explain
+from kafka_chaos.analysis.explain import explain
 
 #: Exit codes of ``run`` and ``analyze``.
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2

@@ -54,7 +54,7 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
     """Pair the nemesis ops into fault windows by the packages' start and stop ``f``s
     (``nemesis.schedule.PACKAGES``): e.g. ``start`` ends kill and stop, ``resume`` pause,
     ``heal`` partition, ``unclean-off`` unclean (at its target), ``heal-all`` everything."""
-    from nemesis.schedule import PACKAGES
+    from kafka_chaos.nemesis.schedule import PACKAGES
 
     starts = {f: name for name, p in PACKAGES.items()  # a package may start with any of several
               for f in ([p["start"]] if isinstance(p["start"], str) else p["start"])}

@@ -18,7 +18,7 @@ from array import array
 from pathlib import Path
 from typing import Any
 
-from history import MONITOR, NEMESIS, HistoryError, Pairer, iter_history, read_header
+from kafka_chaos.history import MONITOR, NEMESIS, HistoryError, Pairer, iter_history, read_header
 from kafka_chaos.report_cluster import (ClusterEvent, FaultWindow, Monitor, NemesisOp,
                                         fault_windows)
 

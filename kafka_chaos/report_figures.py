@@ -34,7 +34,7 @@ _LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
 
 def package_colors() -> dict[str, str]:
     """Nemesis package -> plot colour (Jepsen's, from ``nemesis.schedule.PACKAGES``)."""
-    from nemesis.schedule import PACKAGES
+    from kafka_chaos.nemesis.schedule import PACKAGES
 
     return {name: p["color"] for name, p in PACKAGES.items()}
 

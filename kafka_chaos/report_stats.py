@@ -11,7 +11,7 @@ import math
 from typing import Any
 
 from kafka_chaos.report_cluster import FaultWindow
-from kafka_chaos.report_data import FINAL_READ, OUTCOMES, ReportData
+from kafka_chaos.report_data import FINAL_READ, OK, OUTCOMES, ReportData
 
 #: An unavailability window: no send acknowledged for at least this long (s).
 UNAVAILABLE_S = 1.0
@@ -147,3 +147,29 @@ def outcome_counts(data: ReportData) -> dict[str, int]:
         counts[OUTCOMES[data.ops.outcome[i]]] += 1
     return counts
 
+
+
+def summary(data: ReportData) -> dict[str, Any]:
+    """The availability figures ``results.json`` keeps (its ``availability`` section), so a
+    comparison or a trend reads them without the history:
+
+    ``sends`` and ``acked`` (attempted and acknowledged sends of the workload), ``ack_share``
+    (``acked / sends``, None without sends), ``send_latency_ms`` (nearest-rank ``p50``,
+    ``p99`` and ``max`` of the ops that sent and completed ok, invoke to completion; None
+    without any), ``unavailable_windows`` and ``unavailable_s`` (windows of at least
+    ``UNAVAILABLE_S`` without an acknowledgement, their count and summed seconds), and
+    ``ops`` (workload ops by outcome)."""
+    acked, attempted = ack_share(data)
+    ops = data.ops
+    latencies = sorted((ops.end_s[i] - ops.start_s[i]) * 1e3 for i in _workload(data)
+                       if ops.sends[i] and ops.outcome[i] == OK and not math.isnan(ops.end_s[i]))
+    windows = unavailability(data)
+    return {
+        "sends": attempted, "acked": acked,
+        "ack_share": round(acked / attempted, 6) if attempted else None,
+        "send_latency_ms": {"p50": round(_rank(latencies, 0.5), 3),
+                            "p99": round(_rank(latencies, 0.99), 3),
+                            "max": round(latencies[-1], 3)} if latencies else None,
+        "unavailable_windows": len(windows),
+        "unavailable_s": round(sum(b - a for a, b in windows), 3),
+        "ops": outcome_counts(data)}

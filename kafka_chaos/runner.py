@@ -17,20 +17,20 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from clusters import admin, backends
-from clusters.base import Cluster
-from clusters.dist import KafkaDist
-from history import HistoryWriter
+from kafka_chaos.clusters import admin, backends
+from kafka_chaos.clusters.base import Cluster
+from kafka_chaos.clusters.dist import KafkaDist
+from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__
 from kafka_chaos.config import RunConfig, load_scenario
-from nemesis.faults import UncleanElectionNemesis
-from nemesis.monitor import Monitor
-from nemesis.script import Runner
-from nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
+from kafka_chaos.nemesis.faults import UncleanElectionNemesis
+from kafka_chaos.nemesis.monitor import Monitor
+from kafka_chaos.nemesis.script import Runner
+from kafka_chaos.nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
                               unhealed)
-from workloads.final_reads import final_reads
-from workloads.keys import KeySpace
-from workloads.queue import QueueWorkload
+from kafka_chaos.workloads.final_reads import final_reads
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.queue import QueueWorkload
 
 #: Topic 0 of every run; faults aimed at "the leader" aim at its partition 0 (key 0).
 TOPIC = "kafka-chaos"
@@ -68,10 +68,11 @@ def _log_tail(cluster: Cluster, lines: int = 15) -> str:
 
 def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
         progress: Callable[[float, dict], None] | None = None,
-        on_ready: Callable[[], None] | None = None) -> dict:
+        on_ready: Callable[[], None] | None = None, command: str | None = None) -> dict:
     """Execute the run described by ``cfg`` with ``kafka`` in ``run_dir``; return run facts
     (not the verdict). ``on_ready`` is called once the cluster and topics are ready, before
-    the workload starts (it must return at once).
+    the workload starts (it must return at once). ``command`` is the command line that reruns
+    it (default: this process's own).
 
     Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
     config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
@@ -81,8 +82,10 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     if cfg.scenario:  # the steps as run, whatever happens to the file later
         (run_dir / "scenario.json").write_text(load_scenario(cfg.scenario).model_dump_json(
             indent=2))
-    (run_dir / "command.txt").write_text(shlex.join(["kafka-chaos", *sys.argv[1:]]) + "\n")
-    facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version}
+    (run_dir / "command.txt").write_text(
+        (command or shlex.join(["kafka-chaos", *sys.argv[1:]])) + "\n")
+    facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version,
+                   "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     keys = KeySpace(TOPIC, cfg.keys, cfg.topics)
     broker_config = cfg.broker_config()
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,

@@ -11,7 +11,7 @@ import abc
 import random
 from typing import Any
 
-from clusters.base import Cluster
+from kafka_chaos.clusters.base import Cluster
 
 
 class NemesisError(RuntimeError):

@@ -10,9 +10,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clusters.base import Skewable
-from nemesis.base import Nemesis, NemesisError
-from nemesis.targets import pick
+from kafka_chaos.clusters.base import Skewable
+from kafka_chaos.nemesis.base import Nemesis, NemesisError
+from kafka_chaos.nemesis.targets import pick
 
 #: Largest bump, seconds: Jepsen's 2^18 ms.
 MAX_BUMP_S = 262.144

@@ -11,11 +11,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clusters import admin, wire
-from clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
-from clusters.errors import ClusterError
-from nemesis.base import Nemesis, NemesisError
-from nemesis.targets import active_controller, leader_of, pick
+from kafka_chaos.clusters import admin, wire
+from kafka_chaos.clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
+from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.nemesis.base import Nemesis, NemesisError
+from kafka_chaos.nemesis.targets import active_controller, leader_of, pick
 
 
 class ProcessNemesis(Nemesis):

@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from clusters import admin, wire
-from nemesis.base import Nemesis, NemesisError
-from nemesis.targets import partition_of
+from kafka_chaos.clusters import admin, wire
+from kafka_chaos.nemesis.base import Nemesis, NemesisError
+from kafka_chaos.nemesis.targets import partition_of
 
 #: How long a move waits for the metadata to show the new leader, seconds.
 MOVE_TIMEOUT_S = 20.0

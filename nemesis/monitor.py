@@ -33,8 +33,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from clusters import wire
-from history import MONITOR, HistoryWriter, OpType
+from kafka_chaos.clusters import wire
+from kafka_chaos.history import MONITOR, HistoryWriter, OpType
 
 #: Seconds between samples (the issue asks for at most 500 ms).
 PERIOD_S = 0.5

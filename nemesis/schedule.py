@@ -13,13 +13,13 @@ import random
 import threading
 from typing import Any, Callable, Iterator
 
-from clusters.base import Partitionable, Skewable
-from history import NEMESIS, HistoryWriter, OpType
-from nemesis.base import Composed, Nemesis
-from nemesis.clock import ClockNemesis
-from nemesis.leaders import LEADER_TARGETS, LeaderNemesis
-from nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
-from nemesis.targets import PROCESS_TARGETS
+from kafka_chaos.clusters.base import Partitionable, Skewable
+from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
+from kafka_chaos.nemesis.base import Composed, Nemesis
+from kafka_chaos.nemesis.clock import ClockNemesis
+from kafka_chaos.nemesis.leaders import LEADER_TARGETS, LeaderNemesis
+from kafka_chaos.nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
+from kafka_chaos.nemesis.targets import PROCESS_TARGETS
 
 _PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
 #: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour

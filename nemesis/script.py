@@ -39,11 +39,11 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from clusters import yamlfile
-from nemesis.faults import PARTITION_TARGETS
-from nemesis.leaders import LEADER_TARGETS
-from nemesis.monitor import Monitor, partition_state
-from nemesis.targets import PROCESS_TARGETS
+from kafka_chaos.clusters import yamlfile
+from kafka_chaos.nemesis.faults import PARTITION_TARGETS
+from kafka_chaos.nemesis.leaders import LEADER_TARGETS
+from kafka_chaos.nemesis.monitor import Monitor, partition_state
+from kafka_chaos.nemesis.targets import PROCESS_TARGETS
 
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")

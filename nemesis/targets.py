@@ -7,9 +7,9 @@ to ``nemesis.monitor.PERIOD_S`` old, and the leader may have moved since.
 
 from __future__ import annotations
 
-from clusters import admin, wire
-from clusters.base import Node
-from nemesis.base import NemesisError
+from kafka_chaos.clusters import admin, wire
+from kafka_chaos.clusters.base import Node
+from kafka_chaos.nemesis.base import NemesisError
 
 #: Process targets (besides an explicit list of node ids).
 PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")

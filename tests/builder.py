@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Iterable
 
-from history import MONITOR, NEMESIS, HistoryWriter
+from kafka_chaos.history import MONITOR, NEMESIS, HistoryWriter
 
 _DEFAULT_ERROR = {"fail": "NOT_ENOUGH_REPLICAS", "info": "_MSG_TIMED_OUT"}
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from analysis import promises
-from analysis.checkers import ANOMALIES
+from kafka_chaos.analysis import promises
+from kafka_chaos.analysis.checkers import ANOMALIES
 
 
 def verdict(config: dict, found: dict[str, tuple[int, list[dict]]], *,

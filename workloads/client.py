@@ -15,9 +15,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from workloads.keys import KeySpace
-from workloads.outcomes import classify, classify_commit, txn_action
-from workloads.settings import WorkloadSettings
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
+from kafka_chaos.workloads.settings import WorkloadSettings
 
 Completion = tuple[str, Any, str | None]
 

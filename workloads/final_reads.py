@@ -15,8 +15,8 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from history import HistoryWriter, OpType
-from workloads.keys import KeySpace
+from kafka_chaos.history import HistoryWriter, OpType
+from kafka_chaos.workloads.keys import KeySpace
 
 
 def final_reads(bootstrap: str, history: HistoryWriter, keys: KeySpace,

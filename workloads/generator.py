@@ -7,8 +7,8 @@ import itertools
 import random
 from typing import Any
 
-from workloads.keys import KeySpace
-from workloads.settings import WorkloadSettings
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.settings import WorkloadSettings
 
 
 class Generator:

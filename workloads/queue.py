@@ -16,11 +16,11 @@ import time
 
 from confluent_kafka import KafkaException, Producer
 
-from history import HistoryWriter, OpType
-from workloads.client import Client
-from workloads.generator import Generator
-from workloads.keys import KeySpace
-from workloads.settings import WorkloadSettings
+from kafka_chaos.history import HistoryWriter, OpType
+from kafka_chaos.workloads.client import Client
+from kafka_chaos.workloads.generator import Generator
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.settings import WorkloadSettings
 
 
 class QueueWorkload:

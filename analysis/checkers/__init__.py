@@ -13,10 +13,10 @@ from typing import Callable
 
 from pyspark.sql import DataFrame
 
-from analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
-from analysis.checkers.versions import Versions, observations
-from analysis.load import History
-from analysis.names import ANOMALIES, CONSUMER_SIDE  # re-exported
+from kafka_chaos.analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
+from kafka_chaos.analysis.checkers.versions import Versions, observations
+from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.names import ANOMALIES, CONSUMER_SIDE  # re-exported
 
 
 @dataclasses.dataclass

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
-from analysis.load import History
+from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
+from kafka_chaos.analysis.load import History
 
 
 def groups(h: History) -> DataFrame:

@@ -24,9 +24,9 @@ from typing import Any
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analysis import elle
-from analysis.checkers.versions import Versions, observations
-from analysis.load import MOP_FS, History
+from kafka_chaos.analysis import elle
+from kafka_chaos.analysis.checkers.versions import Versions, observations
+from kafka_chaos.analysis.load import MOP_FS, History
 
 #: Default bound of the cycle search, seconds (``analysis.check`` passes its own).
 TIME_LIMIT_S = 120.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
+from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
 
 
 def _sorted_set(col: str, limit: int | None = None) -> Column:

@@ -19,9 +19,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analysis.checkers.common import cases
-from analysis.checkers.versions import Versions
-from analysis.load import MOP_FS, History
+from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.load import MOP_FS, History
 
 _ORDER = ("op", "pos", "rec")
 _RESETS = ("assigned", "revoked", "lost", "seek")

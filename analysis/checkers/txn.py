@@ -13,9 +13,9 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from analysis.checkers.common import cases
-from analysis.checkers.versions import Versions
-from analysis.load import History
+from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.load import History
 
 
 def invisible_reads(h: History, v: Versions) -> DataFrame:

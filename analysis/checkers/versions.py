@@ -15,7 +15,7 @@ import dataclasses
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from analysis.load import History
+from kafka_chaos.analysis.load import History
 
 
 @dataclasses.dataclass(frozen=True)

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters import backends, dist
-from clusters.backends import BackendOptions
+from kafka_chaos.clusters import backends, dist
+from kafka_chaos.clusters.backends import BackendOptions
 from tests.integration.sshd_hosts import PREFIX as SSH_PREFIX
 from tests.integration.sshd_hosts import SshHosts
 
@@ -36,7 +36,7 @@ def leftovers() -> list[str]:
     found += [f"broker pid {p}" for p in pids.split()]
     mounts = Path("/proc/mounts").read_text().splitlines()
     found += [f"mount {line.split()[1]}" for line in mounts if "kafka-chaos-lossyfs" in line]
-    pids = subprocess.run(["pgrep", "-f", "clusters.lossyfs"], capture_output=True,
+    pids = subprocess.run(["pgrep", "-f", "kafka_chaos.clusters.lossyfs"], capture_output=True,
                           text=True).stdout
     found += [f"lossyfs daemon pid {p}" for p in pids.split()]
     for host in [line.split()[0] for line in ns.splitlines() if line.startswith(SSH_PREFIX)]:
@@ -85,7 +85,7 @@ def prepare(request, name: str, kafka: dist.KafkaDist, roles: list[list[str]],
     if name == "docker":
         import docker
 
-        from clusters import docker_image
+        from kafka_chaos.clusters import docker_image
 
         image = docker_image.ensure_image(docker.from_env(), kafka)
         return BackendOptions(image=image), ["--backend", "docker", "--image", image]

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import yaml
 
-from clusters import netns
+from kafka_chaos.clusters import netns
 
 PREFIX = "ksh"
 SUBNET = "10.79.0"

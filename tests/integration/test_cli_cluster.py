@@ -12,8 +12,8 @@ import time
 import pytest
 from typer.testing import CliRunner
 
-from clusters import backends, dist
-from clusters.errors import DistributionError
+from kafka_chaos.clusters import backends, dist
+from kafka_chaos.clusters.errors import DistributionError
 from kafka_chaos.cli import app
 from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
 

@@ -17,8 +17,8 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
-from clusters import admin, backends, dist
-from clusters.errors import DistributionError, EnvironmentUnsupported
+from kafka_chaos.clusters import admin, backends, dist
+from kafka_chaos.clusters.errors import DistributionError, EnvironmentUnsupported
 from tests.integration.conftest import leftovers, prepare
 
 pytestmark = pytest.mark.kafka

@@ -14,11 +14,11 @@ import pytest
 from confluent_kafka import Producer, TopicPartition
 from confluent_kafka import Consumer, KafkaException
 
-from clusters import admin, dist, lossymount
-from clusters.backends import BackendOptions, get
-from clusters.lossyfs import CONTROL
-from history import read_header, read_history
-from nemesis.faults import ProcessNemesis
+from kafka_chaos.clusters import admin, dist, lossymount
+from kafka_chaos.clusters.backends import BackendOptions, get
+from kafka_chaos.clusters.lossyfs import CONTROL
+from kafka_chaos.history import read_header, read_history
+from kafka_chaos.nemesis.faults import ProcessNemesis
 from tests.integration.conftest import kafka_chaos, leftovers
 
 pytestmark = pytest.mark.kafka
@@ -147,8 +147,12 @@ def test_last_replica_standing(tmp_path, version):
         assert writes["count"] > 0 and writes["permitted"], writes
         assert writes["rule"] == "last-in-sync-replica-lost-power"
     else:
-        assert sorted(before[-1]["elr"]) == sorted(set(ids.values()) - {last})
-        assert stand_in
+        # KIP-966: a follower removed while the ISR was below min.insync.replicas is kept
+        # eligible; one that left earlier, while the ISR was still at 2, is not (both
+        # orders happen, depending on when each follower's fetches stopped)
+        elr = set(before[-1]["elr"])
+        assert elr and elr <= set(ids.values()) - {last}, before[-1]
+        assert stand_in and stand_in <= elr, (stand_in, elr)
         assert writes["count"] == 0 and res["valid"] is True
         assert res["stats"]["acked_sends"] > 100
     assert leftovers() == []

@@ -12,12 +12,12 @@ import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import NewTopic
 
-from clusters import admin, dist
-from clusters.backends import BackendOptions, get
-from nemesis.clock import ClockNemesis
-from nemesis.faults import ProcessNemesis
-from nemesis.leaders import LeaderNemesis
-from nemesis.schedule import unhealed
+from kafka_chaos.clusters import admin, dist
+from kafka_chaos.clusters.backends import BackendOptions, get
+from kafka_chaos.nemesis.clock import ClockNemesis
+from kafka_chaos.nemesis.faults import ProcessNemesis
+from kafka_chaos.nemesis.leaders import LeaderNemesis
+from kafka_chaos.nemesis.schedule import unhealed
 from tests.integration.conftest import leftovers
 
 pytestmark = pytest.mark.kafka
@@ -164,8 +164,8 @@ def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):
 
 
 def test_a_client_partition_cuts_the_clients_from_a_leader_that_stays_leader(cluster):
-    from clusters import wire
-    from nemesis.faults import PartitionNemesis
+    from kafka_chaos.clusters import wire
+    from kafka_chaos.nemesis.faults import PartitionNemesis
 
     client = admin.client(cluster.bootstrap_servers)
     leader = cluster.node({s.partition: s.leader for s in admin.partitions(client, "clock")}[2])

@@ -8,8 +8,8 @@ import logging
 
 import pytest
 
-from clusters import backends, dist, inventory
-from clusters.remote import Remote, SshError
+from kafka_chaos.clusters import backends, dist, inventory
+from kafka_chaos.clusters.remote import Remote, SshError
 from tests.integration.conftest import leftovers
 
 pytestmark = pytest.mark.kafka

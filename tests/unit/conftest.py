@@ -7,7 +7,7 @@ from typing import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
-from analysis.spark import session
+from kafka_chaos.analysis.spark import session
 
 
 @pytest.fixture(scope="session")

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
-import analysis
-from analysis.checkers import ANOMALIES, CHECKERS
-from analysis.explain import explain
+from kafka_chaos import analysis
+from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS
+from kafka_chaos.analysis.explain import explain
 from tests.queue_builder import Q
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import analysis
+from kafka_chaos import analysis
 from kafka_chaos.cli import app
 from tests.queue_builder import Q
 

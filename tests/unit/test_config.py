@@ -8,14 +8,14 @@ import pytest
 from confluent_kafka import KafkaError
 from pydantic import ValidationError
 
-from clusters import backends
-from clusters.base import Node
-from clusters.errors import EnvironmentUnsupported
-from clusters.kafka_config import server_properties
+from kafka_chaos.clusters import backends
+from kafka_chaos.clusters.base import Node
+from kafka_chaos.clusters.errors import EnvironmentUnsupported
+from kafka_chaos.clusters.kafka_config import server_properties
 from kafka_chaos.config import RunConfig
-from nemesis.base import Composed, Nemesis, NemesisError
-from nemesis.schedule import parse_packages
-from workloads.outcomes import classify
+from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
+from kafka_chaos.nemesis.schedule import parse_packages
+from kafka_chaos.workloads.outcomes import classify
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -59,7 +59,7 @@ def test_workload_settings_follow_the_config():
 
 
 def test_keys_spread_over_topics_and_map_back():
-    from workloads.keys import KeySpace
+    from kafka_chaos.workloads.keys import KeySpace
 
     ks = KeySpace("t", keys=5, topics=2)
     assert ks.topic_partitions == {"t": 3, "t-1": 2}
@@ -74,9 +74,9 @@ def test_keys_spread_over_topics_and_map_back():
 def test_generator_is_seeded_and_follows_the_modes():
     import itertools
 
-    from workloads.generator import Generator
-    from workloads.keys import KeySpace
-    from workloads.settings import WorkloadSettings
+    from kafka_chaos.workloads.generator import Generator
+    from kafka_chaos.workloads.keys import KeySpace
+    from kafka_chaos.workloads.settings import WorkloadSettings
 
     def ops(settings, n=200, seed=7):
         gen = Generator(settings, KeySpace(keys=4), random.Random(seed), itertools.count())
@@ -189,7 +189,7 @@ def test_compose_routes_by_f_and_refuses_overlaps():
 
 
 def test_error_table_names_real_librdkafka_errors():
-    from workloads.outcomes import COMMIT_REJECTED, DEFINITE_FAILURES, FAIL_IF_SINGLE_ATTEMPT
+    from kafka_chaos.workloads.outcomes import COMMIT_REJECTED, DEFINITE_FAILURES, FAIL_IF_SINGLE_ATTEMPT
 
     codes = [getattr(KafkaError, n) for n in dir(KafkaError) if n.lstrip("_").isupper()]
     known = {KafkaError(c).name() for c in codes if isinstance(c, int)}
@@ -197,7 +197,7 @@ def test_error_table_names_real_librdkafka_errors():
 
 
 def test_cluster_ids_never_look_like_options():
-    from clusters.local import kafka_uuid
+    from kafka_chaos.clusters.local import kafka_uuid
 
     ids = [kafka_uuid() for _ in range(5000)]  # 1 in 64 raw ids starts with "-"
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
@@ -213,13 +213,13 @@ def test_cluster_ids_never_look_like_options():
     (KafkaError(KafkaError._TRANSPORT), True, "unknown"),
 ])
 def test_transactional_errors_follow_librdkafkas_classes(error, committing, expected):
-    from workloads.outcomes import txn_action
+    from kafka_chaos.workloads.outcomes import txn_action
 
     assert txn_action(error, committing) == expected
 
 
 def test_only_rejected_commits_are_fail():
-    from workloads.outcomes import classify_commit
+    from kafka_chaos.workloads.outcomes import classify_commit
 
     assert classify_commit(KafkaError(KafkaError.REBALANCE_IN_PROGRESS)) == "fail"
     assert classify_commit(KafkaError(KafkaError._TIMED_OUT)) == "info"

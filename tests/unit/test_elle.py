@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import analysis.elle as elle
-from analysis.elle import (ANOMALY_SPECS, CYCLE_ANOMALIES, PROCESS, REALTIME, WR, WW,
+from kafka_chaos.analysis import elle
+from kafka_chaos.analysis.elle import (ANOMALY_SPECS, CYCLE_ANOMALIES, PROCESS, REALTIME, WR, WW,
                            describe_cycle, find_cycles)
 
 _NAMES = {"ww": WW, "wr": WR, "process": PROCESS, "realtime": REALTIME}

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import analysis
+from kafka_chaos import analysis
 from tests.builder import H
 from tests.queue_builder import Q
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from history import NEMESIS, HistoryError, HistoryWriter, Op, OpType, pair_ops, read_history
+from kafka_chaos.history import NEMESIS, HistoryError, HistoryWriter, Op, OpType, pair_ops, read_history
 
 GOOD = [
     {"index": 0, "time": 10, "process": 0, "type": "invoke", "f": "send",

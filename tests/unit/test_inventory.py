@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from clusters import backends, inventory
-from clusters.errors import EnvironmentUnsupported
+from kafka_chaos.clusters import backends, inventory
+from kafka_chaos.clusters.errors import EnvironmentUnsupported
 
 
 def _write(tmp_path: Path, text: str) -> Path:

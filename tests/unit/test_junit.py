@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml
 
-from analysis.explain import explain
+from kafka_chaos.analysis.explain import explain
 from kafka_chaos import junit
 from kafka_chaos.report import exit_code
 from tests.queue_builder import STRICT

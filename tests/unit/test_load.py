@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import analysis
-from analysis.load import load
-from history import HistoryError
-from history.validate import validate
+from kafka_chaos import analysis
+from kafka_chaos.analysis.load import load
+from kafka_chaos.history import HistoryError
+from kafka_chaos.history.validate import validate
 from tests.builder import H
 from tests.queue_builder import Q
 

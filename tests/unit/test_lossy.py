@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from clusters.lossyfs import Lossy
+from kafka_chaos.clusters.lossyfs import Lossy
 
 
 def _write(lossy: Lossy, path: str, data: bytes, new: bool = False) -> None:

@@ -10,13 +10,13 @@ import threading
 
 import pytest
 
-from clusters.base import Node, Partitionable
-from history import HistoryWriter, read_history
+from kafka_chaos.clusters.base import Node, Partitionable
+from kafka_chaos.history import HistoryWriter, read_history
 from kafka_chaos.report import exit_code, judge_run
-from nemesis.base import Composed, Nemesis, NemesisError
-from nemesis.monitor import Monitor, partition_state
-from nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng, unhealed
-from nemesis.targets import pick
+from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
+from kafka_chaos.nemesis.monitor import Monitor, partition_state
+from kafka_chaos.nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng, unhealed
+from kafka_chaos.nemesis.targets import pick
 
 
 class _Interrupted(Nemesis):
@@ -133,7 +133,7 @@ def test_a_heal_that_leaves_something_is_never_valid():
 
 
 def test_the_heal_is_read_back_rules_and_clocks_included():
-    from clusters.base import Skewable
+    from kafka_chaos.clusters.base import Skewable
 
     class Leaky(_Clocks):
         def rules_left(self):
@@ -170,7 +170,7 @@ class _Net:
 
 
 def _shape(target: str, seed: int = 1, net: _Net | None = None) -> tuple[dict, set]:
-    from nemesis.faults import PartitionNemesis
+    from kafka_chaos.nemesis.faults import PartitionNemesis
 
     Partitionable.register(_Net)
     net = net or _Net()
@@ -304,8 +304,8 @@ class _Clocks:
 
 
 def test_clock_faults_bump_strobe_and_reset_only_what_they_skewed(monkeypatch):
-    from clusters.base import Skewable
-    from nemesis import clock
+    from kafka_chaos.clusters.base import Skewable
+    from kafka_chaos.nemesis import clock
 
     Skewable.register(_Clocks)
     cluster = _Clocks()

@@ -129,7 +129,8 @@ def test_the_schema_covers_every_section():
     out = CliRunner().invoke(app, ["plan", "schema"])
     schema = json.loads(out.output)
     assert set(schema["properties"]) == {"cluster", "topics", "workload", "nemesis", "checkers",
-                                         "seed"}
+                                         "seed", "matrix", "repeats"}
+    assert schema["properties"]["repeats"]["anyOf"][0]["minimum"] == 1
     workload = schema["$defs"]["WorkloadPlan"]
     assert workload["additionalProperties"] is False
     assert {"acks", "idempotence", "txn", "isolation_level", "time_limit_s"} <= set(
@@ -137,7 +138,7 @@ def test_the_schema_covers_every_section():
 
 
 def test_checkers_allow_and_forbid_override_the_promises_table(tmp_path):
-    from analysis.promises import facts_of, judge
+    from kafka_chaos.analysis.promises import facts_of, judge
 
     path = _plan(tmp_path, "checkers: {forbid: [duplicate], allow: [lost-write]}\n")
     fields = plan.run_fields(plan.load(path), path)

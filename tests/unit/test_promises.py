@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis.checkers import ANOMALIES
-from analysis.promises import RULES, UNCLEAN_ELECTED, facts_of, judge
+from kafka_chaos.analysis.checkers import ANOMALIES
+from kafka_chaos.analysis.promises import RULES, UNCLEAN_ELECTED, facts_of, judge
 from kafka_chaos.config import RunConfig
 
 
@@ -89,7 +89,7 @@ def test_an_unknown_configuration_permits_nothing():
 
 
 def test_a_power_loss_of_the_only_in_sync_replica_permits_loss_before_elr_only():
-    from analysis.promises import LAST_IN_SYNC_LOST
+    from kafka_chaos.analysis.promises import LAST_IN_SYNC_LOST
 
     def lost_write(nemesis_ok, version):
         return judge("lost-write", facts(nemesis_ok, kafka_version=version))["rule"]
@@ -102,7 +102,7 @@ def test_a_power_loss_of_the_only_in_sync_replica_permits_loss_before_elr_only()
 
 
 def test_the_light_name_list_matches_the_checkers():
-    from analysis import elle, names
+    from kafka_chaos.analysis import elle, names
 
     assert names.CYCLE_ANOMALIES == elle.CYCLE_ANOMALIES
     assert set(names.ANOMALIES) == set(ANOMALIES) and len(ANOMALIES) == len(set(ANOMALIES))

@@ -17,7 +17,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
-import analysis
+from kafka_chaos import analysis
 from tests.queue_builder import Q
 
 # no shrinking: each step is a Spark analysis (seconds), so a failure is reported as found

@@ -77,3 +77,33 @@ def test_the_report_renders_every_plot_without_errors(browser, tmp_path) -> None
     time.sleep(0.5)  # plotly relayouts responsive plots on resize
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 50_000
+
+
+def test_the_comparison_page_renders_and_links_each_runs_report(browser, tmp_path) -> None:
+    """``compare.html`` of a stored comparison (``tests/compare_builder.py``): three plots
+    drawn, a verdict tag per repeat, and the violating repeat's link opens its report."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    from kafka_chaos import compare_report
+    from tests import compare_builder
+
+    comparison = compare_builder.build(tmp_path)
+    page = compare_report.write_all(comparison)["compare.html"]
+    browser.get(page.resolve().as_uri())
+
+    def drawn(driver) -> bool:
+        plots = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")
+        return len(plots) == 3 and all(p.find_elements(By.CSS_SELECTOR, "g.trace.bars")
+                                       for p in plots)
+    WebDriverWait(browser, 30).until(drawn)
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
+    rows = browser.find_elements(By.CSS_SELECTOR, "#cells tr")
+    assert len(rows) == 1 + len(comparison.cells)
+    tags = [t.text for t in browser.find_elements(By.CSS_SELECTOR, "#cells .tag")]
+    assert tags == ["violation (3)", "permitted (4)", "error (3)", "pending (4)",
+                    "pending (3)", "pending (4)"]
+    browser.save_screenshot("/tmp/compare.png")
+    browser.find_element(By.CSS_SELECTOR, "#cells a.tag.violation").click()
+    WebDriverWait(browser, 30).until(lambda d: d.find_elements(By.ID, "verdict"))
+    assert browser.find_element(By.ID, "verdict").text.startswith("VIOLATIONS:")

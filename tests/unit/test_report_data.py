@@ -8,7 +8,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from history import HistoryError
+from kafka_chaos.history import HistoryError
 from kafka_chaos import report_stats
 from kafka_chaos.report_data import (FAIL, INFO, OK, example_windows, extract,
                                      offset_windows)
@@ -215,7 +215,7 @@ def test_a_malformed_line_is_named(tmp_path, line: bytes, expect: str) -> None:
 
 
 def test_a_package_may_start_with_any_of_several_fs(tmp_path, monkeypatch) -> None:
-    from nemesis import schedule
+    from kafka_chaos.nemesis import schedule
 
     packages = {**schedule.PACKAGES, "skew": {"start": ("skew-up", "skew-strobe"),
                                               "stop": "skew-reset", "color": "#123456"}}

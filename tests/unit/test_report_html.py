@@ -13,9 +13,8 @@ import typer
 from junitparser import JUnitXml
 from typer.testing import CliRunner
 
-import analysis
-from analysis.explain import explain
-from kafka_chaos import html_report
+from kafka_chaos import analysis, html_report, options
+from kafka_chaos.analysis.explain import explain
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig
 from tests.queue_builder import STRICT, Q
@@ -110,11 +109,11 @@ def test_the_banner_says_the_verdict(tmp_path, results, kind, words) -> None:
     assert "Rerun" in page and "rebuilt from the configuration" in page
 
 
-def test_the_rebuilt_rerun_command_parses_back_to_the_configuration() -> None:
+def test_the_rebuilt_rerun_command_parses_back_to_the_configuration(tmp_path) -> None:
     config = RunConfig(acks="1", min_insync_replicas=1, nemesis=["kill", "unclean"],
                        nemesis_interval_s=3.5, txn=False, ops_per_txn=(2, 6), seed=42,
                        crash_clients=True, keys=4, time_limit_s=12.0).model_dump(mode="json")
-    command = html_report.command_of(config)
+    command = options.command_of(config)
     args = command.split()
     assert args[:2] == ["kafka-chaos", "run"] and "--acks" in args and "--brokers" not in args
     run = typer.main.get_command(app).commands["run"]
@@ -124,6 +123,16 @@ def test_the_rebuilt_rerun_command_parses_back_to_the_configuration() -> None:
     assert params["ops_per_txn"] == "2..6" and params["seed"] == 42
     assert params["crash_clients"] is True and params["time_limit"] == 12.0
     assert params["keys"] == 4
+    # from a plan (a comparison cell's): the plan's settings cannot win over the config's
+    plan = tmp_path / "p.yaml"
+    plan.write_text("cluster: {broker_config: {num.io.threads: 4}}\nworkload: {acks: 1}\n"
+                    "topics: {keys: 2}\n")
+    cell = RunConfig(acks="all", keys=2, broker_properties={"num.io.threads": "4"})
+    args = options.command_of(cell.model_dump(mode="json"), plan).split()
+    params = run.make_context("run", args[2:]).params
+    assert params["plan"] == plan and params["acks"] == "all" and params["keys"] == 2
+    cfg, _ = options.configure(params, {"acks", "keys", "seed"})
+    assert cfg == cell
 
 
 def test_command_txt_gets_the_seed_it_ran_with(tmp_path) -> None:

@@ -7,9 +7,9 @@ import threading
 
 import pytest
 
-from clusters.base import Node
+from kafka_chaos.clusters.base import Node
 from kafka_chaos.config import load_scenario
-from nemesis import script
+from kafka_chaos.nemesis import script
 
 
 def _write(tmp_path, text: str):

@@ -1,0 +1,116 @@
+"""``kafka-chaos cluster``: start, inspect and remove clusters of any backend; build the docker
+backend's image."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+
+from kafka_chaos.cli_common import ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, fail
+from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.errors import ClusterError
+
+cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters of any "
+                          "backend; build the docker backend's image.")
+
+
+@cluster_app.command("image")
+def cluster_image(
+    kafka_version: str = typer.Option(None, help="Kafka version of the jars."),
+) -> None:
+    """Build a Kafka image for the docker backend without any registry (debootstrap + JRE +
+    the jars from Maven Central; cached by content hash) and print its tag for --image."""
+    from kafka_chaos.clusters import backends, docker_image
+
+    try:
+        backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
+        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+        import docker
+
+        tag = docker_image.ensure_image(docker.from_env(), kafka,
+                                        log=Console(stderr=True).log)  # stdout: the tag only
+    except ClusterError as exc:
+        fail(str(exc))
+    console.print(tag)
+
+
+@cluster_app.command("up")
+def cluster_up(
+    backend: str = BACKEND,
+    image: Optional[str] = IMAGE,
+    inventory: Optional[Path] = INVENTORY,
+    accept_unknown_host_keys: bool = ACCEPT_KEYS,
+    brokers: int = typer.Option(3), controllers: int = typer.Option(0),
+    kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
+) -> None:
+    """Start a cluster and leave it running (stop it with `cluster down`)."""
+    from kafka_chaos.clusters import admin, backends
+
+    cluster = None
+    try:
+        chosen = backends.get(backend)
+        options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
+        chosen.check_environment(options, brokers, controllers)
+        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+        old = sorted(dir.glob("*/data/meta.properties"))
+        if old:  # formatting would refuse it: another cluster id (and it is someone's data)
+            fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
+                  f"remove it (rm -r {dir}) or choose another --dir")
+        cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
+    except ClusterError as exc:
+        if cluster is not None:
+            cluster.teardown()  # only what this call created
+        fail(str(exc))
+    console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
+
+
+@cluster_app.command("status")
+def cluster_status(backend: str = BACKEND) -> None:
+    """Show the recorded cluster and which of its processes are alive."""
+    from kafka_chaos.clusters import backends
+
+    try:
+        state = backends.get(backend).status(backends.BackendOptions())
+    except ClusterError as exc:
+        fail(str(exc))
+    if state is None:
+        console.print(f"no {backend} cluster recorded")
+        raise typer.Exit(0)
+    for node in state.get("nodes", []):
+        alive = state["alive"].get(str(node["node_id"]), False)
+        console.print(f"{node['name']:>4} id={node['node_id']} {node['host']} "
+                      f"{','.join(node['roles'])}: {'[green]running' if alive else '[red]down'}[/]")
+    console.print(f"bootstrap servers: {state.get('bootstrap_servers')}")
+
+
+@cluster_app.command("down")
+def cluster_down(
+    backend: str = BACKEND,
+    inventory: Optional[Path] = typer.Option(None, help="ssh backend: also clean these hosts "
+                                             "when no cluster is recorded on this machine."),
+    accept_unknown_host_keys: bool = ACCEPT_KEYS,
+) -> None:
+    """Remove the cluster and anything a crashed run left (local: processes, namespaces,
+    iptables rules; docker: labelled containers and network; ssh: remote processes, the
+    tool's iptables chains, node directories)."""
+    from kafka_chaos.clusters import backends
+
+    try:
+        removed = backends.get(backend).cleanup(
+            backends.BackendOptions(inventory=inventory,
+                                    accept_unknown_host_keys=accept_unknown_host_keys))
+    except ClusterError as exc:
+        fail(str(exc))
+    for item in removed:
+        console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
+    if not removed:
+        console.print("nothing to remove")
+    if any(item.startswith("NOT") for item in removed):
+        raise typer.Exit(2)
+
+

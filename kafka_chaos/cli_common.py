@@ -1,0 +1,43 @@
+"""What the CLI's commands share: the console, the one way to fail (exit 2 with a message),
+SIGTERM handled as Ctrl-C, and the options several commands take."""
+
+from __future__ import annotations
+
+import signal
+from typing import NoReturn
+
+import typer
+from rich.console import Console
+
+from kafka_chaos import report
+
+console = Console()
+
+
+def fail(message: str) -> NoReturn:
+    """Print ``error: message`` and exit 2 (unknown, bad input or error)."""
+    console.print(f"[red]error:[/] {message}")
+    raise typer.Exit(report.EXIT_UNKNOWN)
+
+
+def _raise_interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def sigterm_as_interrupt() -> None:
+    """Make SIGTERM raise ``KeyboardInterrupt``, so that ``kill <runner>`` heals and tears
+    down as Ctrl-C does."""
+    signal.signal(signal.SIGTERM, _raise_interrupt)
+
+
+BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
+                       "namespace on this machine), docker (one container per node) or ssh "
+                       "(existing hosts of an --inventory).")
+IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache/kafka:VERSION; "
+                     "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
+INVENTORY = typer.Option(None, help="ssh backend: the inventory YAML (hosts, SSH users and keys, "
+                         "node ids, roles, Kafka home or upload).")
+ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", help="ssh backend: accept host "
+                           "keys missing from known_hosts (logged); a changed key is refused.")
+FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
+                       "does not permit) or on 'any' anomaly.")

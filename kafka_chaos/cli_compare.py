@@ -1,0 +1,182 @@
+"""``kafka-chaos compare`` (a configuration matrix, ``kafka_chaos.compare``) and ``kafka-chaos
+history`` (verdict trends across stored runs, ``kafka_chaos.trends``).
+
+Imported at the end of ``kafka_chaos.cli``, whose ``app`` these commands join and whose
+``run`` options ``compare`` takes as every cell's base configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+
+from kafka_chaos import compare, compare_report, matrix, report
+from kafka_chaos import plan as plan_file
+from kafka_chaos.cli import app, check_inputs, execute
+from kafka_chaos.cli_common import console, fail, sigterm_as_interrupt
+from kafka_chaos.clusters import dist
+from kafka_chaos.config import RunConfig
+
+COMPARE_HELP = (
+    "Any run option (--nemesis, --time-limit, --plan, --seed, --fail-on, ...) sets every "
+    "cell's base configuration; --matrix settings override it per cell.\n\n"
+    "Writes into OUT/compare-<stamp>/: compare.json (the manifest), a run directory per cell "
+    "and seed, compare.csv, runs.csv, compare.html and junit.xml.\n\n"
+    "Exit codes: 0 every run valid; 1 a run counted anomalies under --fail-on; 2 a run "
+    "unknown, an error, or interrupted (finished runs are kept: --resume DIR finishes the "
+    "rest).")
+
+
+def _run_params(ctx: typer.Context) -> tuple[dict[str, Any], set[str]]:
+    """The ``run`` command's parameters parsed from the arguments ``compare`` does not take
+    itself, and the names of those given."""
+    run_command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    sub = run_command.make_context("kafka-chaos compare", list(ctx.args))
+    params = dict(sub.params)
+    given = {name for name in params
+             if getattr(sub.get_parameter_source(name), "name", None) == "COMMANDLINE"}
+    return params, given
+
+
+@app.command("compare", epilog=COMPARE_HELP,
+             context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def compare_cmd(
+    ctx: typer.Context,
+    matrix_options: list[str] = typer.Option(
+        [], "--matrix", help="SETTING=V1,V2,...: a setting the cells vary, e.g. acks=1,all, "
+        "min.insync.replicas=1,2, unclean=false,true, idempotence=false,true, "
+        "kafka_version=3.9.1,4.4.0, nemesis=kill,kill+partition (any run option; repeat "
+        "--matrix for more; overrides a plan's matrix: entry of the same setting)."),
+    repeats: Optional[int] = typer.Option(None, min=1, help="Runs per cell, with seeds SEED, "
+                                          "SEED+1, ... in every cell (default: the plan's "
+                                          "repeats:, else 1)."),
+    resume: Optional[Path] = typer.Option(None, help="Finish the comparison in this directory "
+                                          "(interrupted or crashed); takes no other option."),
+    out: Path = typer.Option(Path("runs"), help="Directory the comparison directory is made "
+                             "in."),
+) -> None:
+    """Run a configuration matrix: every combination of the --matrix settings is a cell, each
+    run --repeats times under the same seeds; one table of verdicts, anomaly rates,
+    availability and latency per cell."""
+    if resume is not None:
+        if ctx.args or matrix_options or repeats is not None \
+                or getattr(ctx.get_parameter_source("out"), "name", "") == "COMMANDLINE":
+            fail("--resume DIR takes no other option: the comparison's manifest holds them")
+        try:
+            comparison = compare.load(resume)
+        except compare.CompareError as exc:
+            fail(str(exc))
+        if not comparison.pending():
+            console.print("nothing left to run; rewriting the comparison's outputs")
+        configs = {c["id"]: RunConfig(**c["config"]) for c, _ in comparison.pending()}
+        _check(list(configs.values()))
+    else:
+        params, given = _run_params(ctx)
+        try:
+            dims = []
+            if params.get("plan") is not None:
+                planned = plan_file.load(Path(params["plan"]))
+                dims = plan_file.dimensions(planned, Path(params["plan"]))
+                repeats = repeats or planned.repeats
+            by_field = {d.field: d for d in dims}  # --matrix replaces the plan's entry
+            by_field.update({d.field: d for d in matrix.check_distinct(
+                [matrix.parse_option(text) for text in matrix_options])})
+            manifest = compare.prepare(params, given, list(by_field.values()), repeats or 1)
+        except ValueError as exc:
+            fail(str(exc))
+        _check([RunConfig(**c["config"]) for c in manifest["cells"] if "config" in c])
+        comparison = compare.create(out, manifest)
+    _announce(comparison)
+    sigterm_as_interrupt()
+    try:
+        compare.run_pending(comparison, _execute, _analyzer(comparison), console.print)
+    except KeyboardInterrupt:
+        console.print("[yellow]interrupted[/]: the running cell was healed and torn down; "
+                      "finished runs are kept. Finish with: kafka-chaos compare --resume "
+                      f"{comparison.dir}")
+        _outputs(comparison)
+        raise typer.Exit(report.EXIT_UNKNOWN)
+    _outputs(comparison)
+    raise typer.Exit(compare.exit_code(comparison))
+
+
+def _check(configs: list[RunConfig]) -> None:
+    """``check_inputs`` once per distinct backend and Kafka version (jars fetched now)."""
+    seen = set()
+    for cfg in configs:
+        key = (cfg.backend, cfg.kafka_version, cfg.kafka_home, cfg.spark_master)
+        if key not in seen:
+            seen.add(key)
+            check_inputs(cfg)
+
+
+def _announce(comparison: compare.Comparison) -> None:
+    m = comparison.manifest
+    ready = [c for c in comparison.cells if "config" in c]
+    console.print(f"comparison directory: {comparison.dir}: {len(ready)} cell(s) × "
+                  f"{m['repeats']} repeat(s), seeds {', '.join(map(str, m['seeds']))}; "
+                  f"{len(comparison.pending())} run(s) to go")
+    for cell in comparison.cells:
+        if "skipped" in cell:
+            console.print(f"[dim]skipped cell {cell['label']}: {cell['skipped']}[/]")
+
+
+def _execute(cfg: RunConfig, run_dir: Path, command: str) -> dict:
+    kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else \
+        dist.resolve(cfg.kafka_version)
+    return execute(cfg, kafka, run_dir, command)
+
+
+def _analyzer(comparison: compare.Comparison):
+    """``analyze(run_dir, facts)`` for ``compare.run_pending``: one line per verdict."""
+    from kafka_chaos.html_report import verdict
+    from kafka_chaos.verdict import analyze_run
+
+    def analyze(run_dir: Path, facts: dict | None):
+        result = analyze_run(run_dir, comparison.manifest["spark_master"],
+                             comparison.manifest["fail_on"], facts)
+        if result.results is not None:
+            console.print(f"  verdict: {verdict(result.results)['headline']} "
+                          f"(exit {result.code})")
+        return result
+
+    return analyze
+
+
+def _outputs(comparison: compare.Comparison) -> None:
+    """The table and the comparison's files; a failure here is reported, not raised."""
+    try:
+        paths = compare_report.write_all(comparison, console)
+    except (Exception, KeyboardInterrupt) as exc:
+        console.print(f"[red]error:[/] could not write the comparison's outputs: "
+                      f"{type(exc).__name__}: {str(exc)[:300]}")
+        raise typer.Exit(report.EXIT_UNKNOWN)
+    console.print("written: " + ", ".join(str(p) for p in paths.values()))
+
+
+@app.command("history")
+def history_cmd(
+    runs_dir: Path = typer.Argument(Path("runs"), help="A directory of run directories "
+                                    "(searched recursively, comparisons included)."),
+    last: int = typer.Option(0, min=0, help="Only the last N runs of each configuration "
+                             "(0: all)."),
+    runs: bool = typer.Option(False, "--runs", help="Also list every run."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Verdicts and anomaly-rate trends across stored runs, grouped by configuration (the
+    nightly job's history). Exit 2 when RUNS_DIR holds no verdict."""
+    import json
+
+    from kafka_chaos import trends
+
+    if not runs_dir.is_dir():
+        fail(f"{runs_dir}: not a directory")
+    groups = trends.trends(trends.scan(runs_dir), last)
+    if not groups:
+        fail(f"{runs_dir}: no results.json below it")
+    if as_json:
+        print(json.dumps([t.as_dict() for t in groups], indent=2))
+        return
+    trends.render(runs_dir, groups, console, runs)

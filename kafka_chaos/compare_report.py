@@ -1,0 +1,255 @@
+"""What a comparison shows: one row per cell and one per run, read from each run's own
+``results.json`` (so the table is what the cells' verdicts say), rendered as a terminal table,
+``compare.csv`` (cells) and ``runs.csv`` (runs), ``junit.xml`` (a suite per cell, a test case
+per repeat) and ``compare.html`` (self-contained, plotly inlined, links to each run's report).
+
+Rates are per 10,000 acknowledged sends (``stats.acked_sends``), pooled over a cell's repeats:
+``lost-write``, ``duplicate`` and ``reorder`` (``nonmonotonic-send`` plus
+``int-nonmonotonic-send``: a producer's sends to a key landing out of order). Availability is
+the share of attempted sends acknowledged, pooled; send latency (ms, invoke to ok completion
+of ops that sent) is the median over repeats of each run's p50 and p99.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+import statistics
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kafka_chaos.compare import Comparison
+
+#: Anomaly rates shown per cell: name -> the anomalies counted in it.
+RATES = {"lost-write": ("lost-write",), "duplicate": ("duplicate",),
+         "reorder": ("nonmonotonic-send", "int-nonmonotonic-send")}
+#: Run statuses: a verdict's kind (``html_report.verdict``), or why there is none.
+STATUSES = ("valid", "permitted", "violation", "unknown", "error", "pending")
+_COLOURS = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown": "yellow",
+            "error": "yellow", "pending": "dim"}
+
+
+@dataclasses.dataclass
+class RunRow:
+    """One run of a cell: ``status`` (``STATUSES``), ``exit_code`` (None: not run),
+    ``counts`` (``RATES`` name -> anomalies found; None when a checker failed), ``acked_sends``
+    (the analysis's count), ``sends`` and ``acked`` (the availability figures),
+    ``p50_ms``/``p99_ms`` (send latency), ``violations``/``permitted`` (anomaly names),
+    ``error`` (why there is no verdict), ``report`` (``report.html`` relative to the
+    comparison directory, None when absent), ``results`` (its ``results.json``, None without
+    a verdict) and ``config`` (the cell's run configuration)."""
+
+    seed: int
+    status: str
+    exit_code: int | None = None
+    counts: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    acked_sends: int = 0
+    sends: int = 0
+    acked: int = 0
+    p50_ms: float | None = None
+    p99_ms: float | None = None
+    violations: list[str] = dataclasses.field(default_factory=list)
+    permitted: list[str] = dataclasses.field(default_factory=list)
+    error: str | None = None
+    report: str | None = None
+    results: dict[str, Any] | None = None
+    config: dict[str, Any] | None = None
+
+
+@dataclasses.dataclass
+class CellRow:
+    """One cell: its manifest entry (``id``, ``label``, ``settings``), its ``runs`` (one per
+    seed, pending ones included) and ``skipped`` (why the cell cannot run, else None)."""
+
+    id: str
+    label: str
+    settings: dict[str, str]
+    runs: list[RunRow]
+    skipped: str | None = None
+
+    def judged(self) -> list[RunRow]:
+        """The runs with a verdict (``results.json``)."""
+        return [r for r in self.runs if r.results is not None]
+
+    @property
+    def acked_sends(self) -> int:
+        """Acknowledged sends of the judged runs together."""
+        return sum(r.acked_sends for r in self.judged())
+
+    def rate(self, name: str) -> float | None:
+        """``RATES[name]`` per 10,000 acknowledged sends over the judged runs; None when no
+        run was judged, none acknowledged a send, or a checker failed."""
+        runs = self.judged()
+        counts = [r.counts.get(name) for r in runs]
+        if not runs or None in counts or not self.acked_sends:
+            return None
+        return round(1e4 * sum(counts) / self.acked_sends, 3)
+
+    @property
+    def availability_pct(self) -> float | None:
+        """Acknowledged over attempted sends (%), over the judged runs."""
+        sends = sum(r.sends for r in self.judged())
+        return round(100 * sum(r.acked for r in self.judged()) / sends, 3) if sends else None
+
+    def latency_ms(self, which: str) -> float | None:
+        """Median over the judged runs of their ``p50`` or ``p99`` send latency (ms)."""
+        values = [getattr(r, f"{which}_ms") for r in self.judged()]
+        values = [v for v in values if v is not None]
+        return round(statistics.median(values), 3) if values else None
+
+
+def rows(comparison: Comparison) -> list[CellRow]:
+    """The comparison's cells in matrix order, each with a ``RunRow`` per seed."""
+    out = []
+    for cell in comparison.cells:
+        runs = [] if "skipped" in cell else [run_row(comparison, cell, seed)
+                                             for seed in comparison.seeds]
+        out.append(CellRow(cell["id"], cell["label"], cell["settings"], runs,
+                           cell.get("skipped")))
+    return out
+
+
+def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
+    """The ``RunRow`` of ``cell`` with ``seed``, from its run directory."""
+    from kafka_chaos.html_report import verdict
+
+    done = comparison.manifest["done"].get(comparison.run_id(cell, seed))
+    run_dir = comparison.run_dir(cell, seed)
+    if done is None:
+        return RunRow(seed, "pending")
+    try:
+        results = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return RunRow(seed, "error", done["exit_code"], error=done.get("error")
+                      or "no results.json")
+    anomalies = results.get("anomalies") or {}
+    counts: dict[str, int | None] = {}
+    for name, members in RATES.items():
+        found = [(anomalies.get(m) or {}).get("count") for m in members]
+        counts[name] = None if None in found else sum(found)
+    availability = results.get("availability") or {}
+    latency = availability.get("send_latency_ms") or {}
+    report = run_dir / "report.html"
+    return RunRow(
+        seed, verdict(results)["kind"], done["exit_code"], counts,
+        acked_sends=(results.get("stats") or {}).get("acked_sends") or 0,
+        sends=availability.get("sends") or 0, acked=availability.get("acked") or 0,
+        p50_ms=latency.get("p50"), p99_ms=latency.get("p99"),
+        violations=list(results.get("violations") or []),
+        permitted=list(results.get("permitted") or []), error=done.get("error"),
+        report=str(report.relative_to(comparison.dir)) if report.is_file() else None,
+        results=results, config=cell.get("config"))
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def render(cells: list[CellRow], comparison: Comparison, console: Console) -> None:
+    """Print the comparison table: one row per cell."""
+    fail_on = comparison.manifest["fail_on"]
+    table = Table(title=f"Comparison {comparison.dir.name}: {len(comparison.seeds)} repeat(s) "
+                  f"per cell, seeds {', '.join(map(str, comparison.seeds))}, "
+                  f"--fail-on {fail_on}")
+    table.add_column("cell")
+    table.add_column("verdict per repeat")
+    for name in ("acked sends", *(f"{n} /10k" for n in RATES), "avail. %", "p50 ms", "p99 ms"):
+        table.add_column(name, justify="right")
+    for cell in cells:
+        if cell.skipped:
+            table.add_row(cell.label, f"[dim]skipped: {cell.skipped}[/]")
+            continue
+        verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
+        table.add_row(cell.label, verdicts, str(cell.acked_sends),
+                      *(_num(cell.rate(n)) for n in RATES), _num(cell.availability_pct),
+                      _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1))
+    console.print(table)
+
+
+def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]:
+    """Write ``compare.csv`` (a row per cell, a column per matrix setting) and ``runs.csv``
+    (a row per run); returns both paths."""
+    settings = [d["label"] for d in comparison.manifest["matrix"]]
+    fields = [d["setting"] for d in comparison.manifest["matrix"]]
+    cell_path, run_path = comparison.dir / "compare.csv", comparison.dir / "runs.csv"
+    with cell_path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["cell", *settings, "runs", "verdicts", "acked_sends",
+                    *(f"{n}_per_10k" for n in RATES), "availability_pct", "send_p50_ms",
+                    "send_p99_ms", "skipped"])
+        for cell in cells:
+            w.writerow([cell.label, *(cell.settings[f] for f in fields), len(cell.judged()),
+                        " ".join(r.status for r in cell.runs), cell.acked_sends,
+                        *(_cell(cell.rate(n)) for n in RATES), _cell(cell.availability_pct),
+                        _cell(cell.latency_ms("p50")), _cell(cell.latency_ms("p99")),
+                        cell.skipped or ""])
+    with run_path.open("w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["cell", "seed", "verdict", "exit_code", "acked_sends", *RATES, "sends",
+                    "acked", "send_p50_ms", "send_p99_ms", "violations", "permitted", "error",
+                    "report"])
+        for cell in cells:
+            for r in cell.runs:
+                w.writerow([cell.label, r.seed, r.status, _cell(r.exit_code), r.acked_sends,
+                            *(_cell(r.counts.get(n)) for n in RATES), r.sends, r.acked,
+                            _cell(r.p50_ms), _cell(r.p99_ms), " ".join(r.violations),
+                            " ".join(r.permitted), r.error or "", r.report or ""])
+    return cell_path, run_path
+
+
+def _cell(value: Any) -> str:
+    return "" if value is None else str(value)
+
+
+def write_junit(comparison: Comparison, cells: list[CellRow]) -> Path:
+    """Write ``junit.xml``: a suite per cell (its settings and configuration as properties),
+    a test case per repeat as ``junit.testcase`` makes it; a run without a verdict is an
+    error, a run not yet done is skipped."""
+    from junitparser import Error, Skipped, TestCase
+
+    from kafka_chaos import junit
+
+    suites = []
+    for cell in cells:
+        if cell.skipped:
+            continue
+        cases = []
+        for r in cell.runs:
+            name = f"{cell.label} seed={r.seed}"
+            if r.results is not None:
+                cases.append(junit.testcase(r.results, r.config, name))
+                continue
+            case = TestCase(name, classname=junit.SUITE)
+            case.result = [Skipped("not run yet: kafka-chaos compare --resume "
+                                   f"{comparison.dir}") if r.status == "pending"
+                           else Error(r.error or "no verdict", "unknown")]
+            cases.append(case)
+        first = next((r for r in cell.runs if r.results is not None), None)
+        props = junit.properties(first.results if first else {}, cell.runs[0].config)
+        props.pop("seed", None)
+        props.pop("valid", None)
+        props.update({f"matrix.{k}": v for k, v in cell.settings.items()})
+        suites.append(junit.suite(f"{junit.SUITE} {cell.label}", props, cases))
+    path = comparison.dir / "junit.xml"
+    tmp = path.with_suffix(".xml.tmp")
+    junit.document(suites).write(str(tmp), pretty=True)
+    tmp.replace(path)
+    return path
+
+
+def write_all(comparison: Comparison, console: Console | None = None) -> dict[str, Path]:
+    """Read every run and write the CSVs, ``junit.xml`` and ``compare.html``; print the table
+    on ``console`` when given. Returns the paths written by name."""
+    from kafka_chaos import compare_html
+
+    cells = rows(comparison)
+    if console is not None:
+        render(cells, comparison, console)
+    cell_csv, run_csv = write_csv(comparison, cells)
+    return {"compare.csv": cell_csv, "runs.csv": run_csv,
+            "junit.xml": write_junit(comparison, cells),
+            "compare.html": compare_html.write(comparison, cells)}

@@ -1,0 +1,148 @@
+"""From what the user gave (``run`` options, a plan file, a comparison cell) to one
+``RunConfig``: the one place where flags, plan values, matrix values and a scenario's own
+settings meet, so ``run`` and ``compare`` build a configuration the same way.
+
+Precedence, highest first: a comparison cell's matrix values, flags given on the command
+line, the plan file, the scenario's settings, the options' defaults.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from kafka_chaos import plan as plan_file
+from kafka_chaos.config import SCENARIOS, RunConfig, load_scenario, parse_range
+from kafka_chaos.report import FAIL_ON
+
+#: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
+FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
+            "crash_client_interval": "crash_client_interval_s"}
+
+
+def option_of(field: str) -> str:
+    """The ``run`` flag of a ``RunConfig`` field: ``time_limit_s`` -> ``--time-limit``."""
+    name = next((opt for opt, f in FIELD_OF.items() if f == field), field)
+    return "--" + name.replace("_", "-")
+
+
+def fields_of(params: dict[str, Any]) -> dict[str, Any]:
+    """``RunConfig`` fields from the ``run`` command's parameters (``--nemesis`` parsed into
+    packages, ``--ops-per-txn`` into a range, paths made absolute; None values left out).
+    Raises ``ValueError`` naming the option."""
+    from kafka_chaos.nemesis.schedule import parse_packages
+
+    fields = {k: v for k, v in params.items() if k in RunConfig.model_fields}
+    try:
+        span = parse_range(params["ops_per_txn"])
+    except ValueError as exc:
+        raise ValueError(f"--ops-per-txn {exc}") from None
+    inventory, kafka_home = params.get("inventory"), params.get("kafka_home")
+    fields.update({
+        "kafka_home": kafka_home and str(kafka_home),
+        "inventory": inventory and str(Path(inventory).resolve()),
+        "ops_per_txn": span, "nemesis": parse_packages(params["nemesis"]),
+        **{field: params[opt] for opt, field in FIELD_OF.items()}})
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | None = None,
+              announce: Callable[[str], None] = lambda text: None) -> tuple[RunConfig, str]:
+    """The run configuration and ``--fail-on`` of one run.
+
+    Args:
+        params: the ``run`` command's parameters by name (``plan`` among them, or None).
+        given: names of the parameters given on the command line (they override the plan).
+        cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.matrix``); they
+            override everything else.
+        announce: called with each line the user should read (scenario settings applied or
+            kept).
+
+    Raises ``ValueError`` with one message naming the option, plan key or cell setting.
+    """
+    fail_on = params.get("fail_on") or "violation"
+    try:
+        fields = fields_of(params)
+        given = {FIELD_OF.get(name, name) for name in given}
+        if params.get("plan") is not None:  # a plan's values give way to the command line
+            path = Path(params["plan"])
+            planned = plan_file.run_fields(plan_file.load(path), path)
+            if "fail_on" not in given:
+                fail_on = planned.get("fail_on", fail_on)
+            fields.update({k: v for k, v in planned.items() if k not in given | {"fail_on"}})
+            given |= set(planned)
+        if fail_on not in FAIL_ON:
+            raise ValueError(f"--fail-on {fail_on!r}: choose violation or any")
+        fields.update(cell or {})
+        given |= set(cell or {})
+        if fields.get("scenario") is not None:
+            if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
+                fields["scenario"] = str(Path(fields["scenario"]).resolve())
+            fields["scenario_settings"] = scenario_settings(fields, given, announce)
+        return RunConfig(**fields), fail_on
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = option_of(str(err["loc"][0])) if err["loc"] else ""
+        raise ValueError(f"{where} {err['msg'].removeprefix('Value error, ')}".strip()) from None
+
+
+def scenario_settings(fields: dict[str, Any], given: set[str],
+                      announce: Callable[[str], None]) -> dict[str, Any]:
+    """Apply the scenario's settings to ``fields`` except those the user gave (command line,
+    plan or comparison cell), announcing each; returns the settings applied. Raises
+    ``ValueError`` for a setting that is no run option."""
+    applied = {}
+    name = fields["scenario"]
+    for field, value in load_scenario(name).settings.items():
+        if field not in RunConfig.model_fields or field.startswith("scenario"):
+            raise ValueError(f"--scenario {name}: settings.{field} is no run option")
+        if field in given and fields.get(field) != value:
+            announce(f"[yellow]scenario {name}[/]: keeping your {option_of(field)} "
+                     f"{fields[field]} (the scenario sets {value}; its preconditions may not "
+                     "happen)")
+            continue
+        fields[field] = value
+        applied[field] = value
+    if applied:
+        announce(f"scenario {name} sets "
+                 + ", ".join(f"{option_of(k)} {v}" for k, v in applied.items()))
+    return applied
+
+
+def command_of(config: dict[str, Any], plan: str | Path | None = None) -> str:
+    """A ``kafka-chaos run`` command line giving ``config`` (a ``RunConfig`` dump): every
+    setting that differs from the default and that the scenario does not set itself, plus
+    the seed. Plan-only settings (``broker_properties``, ``allow``, ``forbid``) have no flag:
+    with ``plan``, the command starts from ``--plan plan`` and also gives every setting the
+    plan sets, so the plan's values cannot win over the configuration's; without, they are
+    left out."""
+    from kafka_chaos.cli import run_cmd
+
+    params = inspect.signature(run_cmd).parameters
+    defaults = RunConfig().model_dump(mode="json")
+    by_scenario = set(config.get("scenario_settings") or {})
+    args = ["kafka-chaos", "run"]
+    planned: set[str] = set()
+    if plan is not None:
+        args += ["--plan", str(plan)]
+        planned = set(plan_file.run_fields(plan_file.load(Path(plan)), Path(plan)))
+    for field, value in config.items():
+        name = option_of(field).removeprefix("--").replace("-", "_")
+        if name not in params or field in by_scenario:
+            continue
+        if value == defaults.get(field) and field != "seed" and field not in planned:
+            continue
+        flag = option_of(field)
+        if isinstance(value, bool):
+            args.append(flag if value else flag.replace("--", "--no-", 1))
+        elif field == "ops_per_txn":
+            args += [flag, f"{value[0]}..{value[1]}"]
+        elif field == "nemesis":
+            args += [flag, ",".join(value) or "none"]
+        else:
+            args += [flag, str(value)]
+    return shlex.join(args)

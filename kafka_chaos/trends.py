@@ -1,0 +1,220 @@
+"""``kafka-chaos history RUNS_DIR``: verdicts and anomaly rates across stored runs, for the
+nightly job that keeps its run directories (``docs/nightly.md``).
+
+Every ``results.json`` under ``RUNS_DIR`` is one run (comparison cells included). Runs are
+grouped by configuration: the run configuration without its seed, Spark master and
+duration, so a nightly plan whose seed changes every night stays one group. Per group:
+the verdict of each run, oldest first, as one character (``.`` valid, ``p`` valid with
+permitted anomalies, ``X`` violation, ``?`` unknown), the last verdict, and the trend of the
+rates ``compare_report`` uses (per 10,000 acknowledged sends) and of availability.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from kafka_chaos.compare_report import RATES
+
+#: One character per verdict kind, oldest run first.
+MARKS = {"valid": ".", "permitted": "p", "violation": "X", "unknown": "?"}
+#: Configuration fields that do not make two runs different configurations.
+IGNORED = ("seed", "spark_master", "time_limit_s")
+#: Settings shown in a group's name, when they differ from the default.
+SHOWN = ("kafka_version", "backend", "acks", "min_insync_replicas", "replication_factor",
+         "idempotence", "txn", "isolation_level", "max_in_flight", "unclean_leader_election",
+         "nemesis", "scenario", "brokers")
+
+
+@dataclasses.dataclass
+class RunPoint:
+    """One stored run: ``path`` (its directory), ``started`` (UTC), ``group`` (configuration
+    key), ``label`` (its settings in short), ``kind`` (``MARKS`` key), ``violations``,
+    ``rates`` (``RATES`` name -> per 10k acknowledged sends, None: unknown) and
+    ``availability_pct`` (None when not recorded)."""
+
+    path: Path
+    started: datetime
+    group: str
+    label: str
+    kind: str
+    violations: list[str]
+    rates: dict[str, float | None]
+    availability_pct: float | None
+
+
+def scan(root: Path) -> list[RunPoint]:
+    """Every run under ``root`` with a readable ``results.json``, oldest first. Unreadable
+    ones are skipped (a run cut short has none)."""
+    from kafka_chaos.html_report import verdict
+
+    points = []
+    for path in sorted(Path(root).rglob("results.json")):
+        try:
+            results = json.loads(path.read_text())
+        except (OSError, ValueError):
+            continue
+        if not isinstance(results, dict) or "valid" not in results:
+            continue
+        config = _config(path.parent)
+        acked = (results.get("stats") or {}).get("acked_sends") or 0
+        anomalies = results.get("anomalies") or {}
+        rates: dict[str, float | None] = {}
+        for name, members in RATES.items():
+            counts = [(anomalies.get(m) or {}).get("count") for m in members]
+            rates[name] = (None if None in counts or not acked
+                           else round(1e4 * sum(counts) / acked, 3))
+        availability = results.get("availability") or {}
+        share = availability.get("ack_share")
+        points.append(RunPoint(path.parent, _started(path.parent, results),
+                               _group(config), label(config), verdict(results)["kind"],
+                               list(results.get("violations") or []), rates,
+                               None if share is None else round(100 * share, 3)))
+    return sorted(points, key=lambda p: (p.started, str(p.path)))
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    """The run's ``config.json``, else its history header's configuration, else ``{}``."""
+    from kafka_chaos.history import HistoryError, read_header
+
+    try:
+        return json.loads((run_dir / "config.json").read_text())
+    except (OSError, ValueError):
+        pass
+    try:
+        return (read_header(run_dir / "history.jsonl") or {}).get("config") or {}
+    except (OSError, HistoryError):
+        return {}
+
+
+def _started(run_dir: Path, results: dict[str, Any]) -> datetime:
+    """When the run started: its facts' ``started``, else its directory's name (a run
+    directory is named by its UTC start), else ``history.jsonl``'s modification time."""
+    text = (results.get("run") or {}).get("started")
+    for value, fmt in ((text, None), (run_dir.name[:15], "%Y%m%dT%H%M%S")):
+        try:
+            parsed = (datetime.fromisoformat(value) if fmt is None
+                      else datetime.strptime(value, fmt).replace(tzinfo=timezone.utc))
+            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+        except (TypeError, ValueError):
+            continue
+    for name in ("history.jsonl", "results.json"):
+        try:
+            return datetime.fromtimestamp((run_dir / name).stat().st_mtime, timezone.utc)
+        except OSError:
+            continue
+    return datetime.fromtimestamp(0, timezone.utc)
+
+
+def _group(config: dict[str, Any]) -> str:
+    kept = {k: v for k, v in sorted(config.items()) if k not in IGNORED}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def label(config: dict[str, Any]) -> str:
+    """A configuration in short: the ``SHOWN`` settings that differ from the defaults, e.g.
+    ``acks=1 nemesis=kill,partition``; ``defaults`` when none does, ``unknown`` without one."""
+    if not config:
+        return "unknown configuration"
+    from kafka_chaos.config import RunConfig
+
+    defaults = RunConfig().model_dump(mode="json")
+    parts = []
+    for key in SHOWN:
+        value = config.get(key)
+        if key in config and value != defaults.get(key):
+            if key == "scenario":
+                value = Path(str(value)).stem
+            shown = ",".join(map(str, value)) if isinstance(value, list) else value
+            parts.append(f"{key}={str(shown).lower() if isinstance(value, bool) else shown}")
+    return " ".join(parts) or "defaults"
+
+
+@dataclasses.dataclass
+class Trend:
+    """The runs of one configuration, oldest first."""
+
+    group: str
+    label: str
+    runs: list[RunPoint]
+
+    @property
+    def marks(self) -> str:
+        """One ``MARKS`` character per run, oldest first."""
+        return "".join(MARKS.get(p.kind, "?") for p in self.runs)
+
+    def series(self, name: str) -> list[float]:
+        """The known values of rate ``name`` (or ``availability``), oldest first."""
+        if name == "availability":
+            values = [p.availability_pct for p in self.runs]
+        else:
+            values = [p.rates.get(name) for p in self.runs]
+        return [v for v in values if v is not None]
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-able: group, label, marks, runs (path, started, kind, violations, rates,
+        availability_pct) and per series first/last/mean."""
+        out: dict[str, Any] = {"group": self.group, "label": self.label, "marks": self.marks,
+                               "runs": [{"path": str(p.path), "started": p.started.isoformat(),
+                                         "verdict": p.kind, "violations": p.violations,
+                                         "rates_per_10k": p.rates,
+                                         "availability_pct": p.availability_pct}
+                                        for p in self.runs]}
+        for name in (*RATES, "availability"):
+            xs = self.series(name)
+            out[name] = ({"first": xs[0], "last": xs[-1], "mean": round(sum(xs) / len(xs), 3)}
+                         if xs else None)
+        return out
+
+
+def trends(points: list[RunPoint], last: int = 0) -> list[Trend]:
+    """``points`` grouped by configuration (groups ordered by their newest run, newest
+    last), each keeping its ``last`` runs (0: all)."""
+    groups: dict[str, Trend] = {}
+    for p in points:
+        groups.setdefault(p.group, Trend(p.group, p.label, [])).runs.append(p)
+    out = sorted(groups.values(), key=lambda t: t.runs[-1].started)
+    if last:
+        for t in out:
+            t.runs = t.runs[-last:]
+    return out
+
+
+def _trend(xs: list[float], digits: int = 2) -> str:
+    if not xs:
+        return "n/a"
+    if len(xs) == 1:
+        return f"{xs[0]:.{digits}f}"
+    return f"{xs[0]:.{digits}f} → {xs[-1]:.{digits}f} (mean {sum(xs) / len(xs):.{digits}f})"
+
+
+def render(root: Path, groups: list[Trend], console: Console, runs: bool = False) -> None:
+    """Print a table of the configurations (and with ``runs``, a line per run)."""
+    total = sum(len(t.runs) for t in groups)
+    table = Table(title=f"Verdicts under {root}: {total} run(s), {len(groups)} "
+                  "configuration(s); oldest first (. valid, p permitted, X violation, "
+                  "? unknown)")
+    for col in ("configuration", "runs", "verdicts", "last", *(f"{n} /10k" for n in RATES),
+                "availability %"):
+        table.add_column(col, justify="right" if col == "runs" else "left")
+    colour = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown": "yellow"}
+    for t in groups:
+        last = t.runs[-1]
+        table.add_row(f"{t.label} [dim]{t.group}[/]", str(len(t.runs)), t.marks,
+                      f"[{colour[last.kind]}]{last.kind}[/] {last.started:%Y-%m-%d %H:%M}",
+                      *(_trend(t.series(n)) for n in RATES), _trend(t.series("availability")))
+    console.print(table)
+    if runs:
+        for t in groups:
+            for p in t.runs:
+                console.print(f"{p.started:%Y-%m-%d %H:%M:%S} {MARKS[p.kind]} {p.kind:<9} "
+                              f"{t.label} {p.path}"
+                              + (f" violations: {', '.join(p.violations)}" if p.violations
+                                 else ""))

@@ -1,0 +1,119 @@
+"""A run directory's verdict: analyse ``history.jsonl``, judge it with what the run proved, and
+write ``results.json``, ``junit.xml`` and ``report.html`` (``run``, ``analyze`` and every cell
+of ``compare`` end here).
+
+Exit codes (``report.exit_code``): 0 valid, 1 anomalies counted under ``fail_on``, 2 unknown,
+bad input, a crash of the analysis, or an interrupt; never 0 when the analysis failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from kafka_chaos import report
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What ``analyze_run`` decided: ``code`` (the exit code), ``results`` (what
+    ``results.json`` now holds, run facts under ``"run"``; None when no verdict was reached)
+    and ``error`` (why not, naming the file or the exception; None otherwise)."""
+
+    code: int
+    results: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def config_of(run_dir: Path) -> dict[str, Any] | None:
+    """``run_dir/config.json`` (format-1 histories carry no configuration), or None."""
+    try:
+        return json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None,
+                console: Console | None = None) -> Verdict:
+    """Check ``run_dir/history.jsonl`` and write the verdict files; print the verdict table
+    on ``console`` when given.
+
+    ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
+    ``run_dir`` (``report.run_facts``). Bad input or a crash of the analysis returns exit 2
+    with ``error`` set and leaves an earlier ``results.json`` as it was. ``KeyboardInterrupt``
+    during the analysis propagates (no verdict, nothing written); during the report files it
+    makes exit 2 with the verdict kept in ``results.json``.
+    """
+    from kafka_chaos import analysis
+    from kafka_chaos.history import HistoryError
+
+    path = Path(run_dir) / "history.jsonl"
+    try:
+        result = analysis.check(path, spark_master=spark_master, config=config_of(run_dir))
+    except HistoryError as exc:
+        return Verdict(report.EXIT_UNKNOWN, error=f"{path}: {exc}")
+    except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
+        return Verdict(report.EXIT_UNKNOWN,
+                       error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
+    result["fail_on"] = fail_on
+    facts = facts if facts is not None else report.run_facts(run_dir)
+    report.judge_run(result, facts)
+    code = report.exit_code(result, fail_on)
+    problem, data = _availability(path, result)
+    report.write_results(run_dir, result, facts)
+    if console is not None:
+        report.render(result, console, run_dir)
+    results = {**result, "run": facts}
+    if problem is None:
+        problem = _write_reports(Path(run_dir), results, data)
+    if problem is not None:
+        text, interrupted = problem
+        if console is not None:
+            console.print(f"[red]error:[/] {text}")
+        # never a silent 0; anomalies already found stay exit 1 unless interrupted
+        code = code if code == report.EXIT_ANOMALIES and not interrupted \
+            else report.EXIT_UNKNOWN
+    elif console is not None:
+        console.print(f"report: {Path(run_dir) / 'report.html'} (and junit.xml)")
+    return Verdict(code, results)
+
+
+#: What went wrong after the analysis: ``(message, interrupted)``.
+Problem = tuple[str, bool]
+
+
+def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, Any]:
+    """Read the history once for ``report.html`` and put its availability figures
+    (``report_stats.summary``) into ``result``; returns ``(problem or None, the data)``."""
+    from kafka_chaos import html_report, report_stats
+
+    try:
+        data = html_report.read(path, result)
+        result["availability"] = report_stats.summary(data)
+        return None, data
+    except KeyboardInterrupt:
+        return ("interrupted while reading the history for report.html", True), None
+    except Exception as exc:
+        return (f"could not read the history for report.html: {type(exc).__name__}: "
+                f"{str(exc)[:300]}", False), None
+
+
+def _write_reports(run_dir: Path, results: dict[str, Any], data: Any) -> Problem | None:
+    """Write ``junit.xml`` and ``report.html``; returns what went wrong, or None."""
+    from kafka_chaos import html_report, junit
+    from kafka_chaos.history import read_header
+
+    try:
+        header = read_header(run_dir / "history.jsonl") or {}
+        junit.write(run_dir, results, header.get("config") or config_of(run_dir))
+        html_report.write(run_dir, results, data)
+    except KeyboardInterrupt:
+        return "interrupted while writing junit.xml and report.html", True
+    except Exception as exc:
+        return (f"could not write junit.xml and report.html: {type(exc).__name__}: "
+                f"{str(exc)[:300]}", False)
+    return None
