@@ -197,8 +197,6 @@ def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
                 announce("its run had ended; analysing it")
             verdict = analyze(run_dir, facts)
             outcome = {"exit_code": verdict.code, "error": verdict.error}
-        except KeyboardInterrupt:
-            raise
         except ClusterError as exc:
             outcome = {"exit_code": report.EXIT_UNKNOWN, "error": str(exc)}
         except Exception as exc:  # a crash of one cell is that cell's unknown, not the end

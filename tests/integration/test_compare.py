@@ -36,7 +36,7 @@ def _wait_for(predicate, timeout_s: float, what: str) -> None:
 def test_a_comparison_interrupted_and_resumed_matches_its_cells(tmp_path):
     runner = subprocess.Popen(
         [sys.executable, "-m", "kafka_chaos", "compare", *MATRIX, "--nemesis", "kill",
-         "--nemesis-targets", "leader", "--nemesis-interval", "3", "--time-limit", "12",
+         "--nemesis-targets", "leader", "--nemesis-interval", "3", "--time-limit", "10",
          "--seed", "1", "--out", str(tmp_path)],
         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     [directory] = _wait_for_dir(tmp_path)
@@ -79,7 +79,7 @@ def test_a_comparison_interrupted_and_resumed_matches_its_cells(tmp_path):
         row, run = cells[cell["label"]], runs[cell["label"]]
         assert (config["acks"], str(config["min_insync_replicas"]), config["seed"]) == \
             (row["acks"], row["min.insync.replicas"], 1)
-        assert config["nemesis"] == ["kill"] and config["time_limit_s"] == 12
+        assert config["nemesis"] == ["kill"] and config["time_limit_s"] == 10
         assert (run_dir / "command.txt").read_text().startswith("kafka-chaos run ")
         acked = res["stats"]["acked_sends"]
         assert int(row["acked_sends"]) == acked > 100, (cell["label"], row)

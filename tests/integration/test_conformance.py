@@ -84,15 +84,17 @@ def _stamp_skew(bootstrap: str) -> float:
 
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_backend_conformance(request, tmp_path, name):
-    """start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it (and the
+    """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it (and the
     rules are read back), a one-way cut drops one direction only, a skewed clock shows in the
     leader's record stamps (local, ssh), logs are collected, teardown leaves nothing the
     backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
-    # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user
+    # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user, with a Kafka
+    # installed on the hosts (kafka_home) rather than uploaded (the runs upload it)
     options, _ = prepare(request, name, kafka, [["broker"]] * 3 + [["controller"]],
-                         tmp_path / "inventory.yaml", sudo=True)
+                         tmp_path / "inventory.yaml", sudo=True,
+                         kafka_home=str(kafka.libs.parent))
     # the backends that can preload libfaketime run every JVM under it
     options = dataclasses.replace(options, clock=name in ("local", "ssh"))
     backend.check_environment(options, 3, 1)
