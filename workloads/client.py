@@ -265,7 +265,8 @@ class Client:
                 p.init_transactions(timeout_s)
             except KafkaException as exc:  # no transaction began: nothing can commit
                 self.dead = exc.args[0].fatal()
-                return "fail", value, exc.args[0].name()
+                # no micro-op ran: an unexecuted ["poll"] is no completion's poll
+                return "fail", [], exc.args[0].name()
             self._txn_ready = True
         committing = False
         try:

@@ -155,3 +155,22 @@ def test_pair_ops_rejects_orphan_completion() -> None:
 def test_pair_ops_rejects_completion_of_another_f() -> None:
     with pytest.raises(HistoryError, match=r"^op 1: completes f='poll'"):
         pair_ops([op(0, 0, "invoke", "send"), op(1, 0, "ok", "poll")])
+
+
+def test_a_transaction_that_never_began_completes_with_no_micro_op(tmp_path: Path) -> None:
+    """``init_transactions`` failing (COORDINATOR_LOAD_IN_PROGRESS after a kill): the client
+    completes the op ``fail`` with ``[]``; the invoke's unexecuted ``["poll"]`` would be no
+    completion's poll (found by a CI run)."""
+    from kafka_chaos.history.validate import validate
+
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path, header={"config": {}}) as w:
+        w.append(0, "invoke", "txn", [["send", 2, 4], ["poll"], ["send", 3, 5]])
+        w.append(0, "fail", "txn", [], "COORDINATOR_LOAD_IN_PROGRESS")
+    assert validate(path).ops == 2
+    bad = tmp_path / "bad.jsonl"
+    with HistoryWriter(bad, header={"config": {}}) as w:
+        w.append(0, "invoke", "txn", [["send", 2, 4], ["poll"]])
+        w.append(0, "fail", "txn", [["send", 2, 4], ["poll"]], "COORDINATOR_LOAD_IN_PROGRESS")
+    with pytest.raises(HistoryError, match="line 3: txn fail mop 1: poll .* matches no poll"):
+        validate(bad)
