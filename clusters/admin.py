@@ -47,17 +47,37 @@ def partitions(admin: AdminClient, topic: str, timeout_s: float = 5.0) -> list[P
                    for p in md.partitions.values()), key=lambda s: s.partition)
 
 
+#: Errors of a CreateTopics sent while a new cluster settles: the broker that forwards it has
+#: no controller channel yet, or the controller has not unfenced enough brokers to place every
+#: replica (KRaft places replicas on unfenced brokers only). Retried until the deadline.
+_SETTLING = {"INVALID_REPLICATION_FACTOR", "NOT_CONTROLLER", "BROKER_NOT_AVAILABLE",
+             "_TRANSPORT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
+
+
 def create_topic(admin: AdminClient, topic: str, partitions_n: int, replication_factor: int,
                  config: dict[str, str] | None = None, timeout_s: float = 30.0) -> None:
-    """Create ``topic``; an existing topic is left as it is. Raises ``ClusterError`` otherwise."""
-    fut = admin.create_topics([NewTopic(topic, partitions_n, replication_factor,
-                                        config=config or {})],
-                              operation_timeout=timeout_s, request_timeout=timeout_s)[topic]
-    try:
-        fut.result(timeout=timeout_s + 5)
-    except KafkaException as exc:
-        if exc.args[0].name() != "TOPIC_ALREADY_EXISTS":
-            raise ClusterError(f"creating topic {topic} failed: {exc.args[0].str()}") from exc
+    """Create ``topic``; an existing topic is left as it is (also one created by an earlier
+    attempt whose answer was lost). Retriable errors and those of a settling cluster
+    (``_SETTLING``) are retried every 0.5 s for ``timeout_s`` seconds in all. Raises
+    ``ClusterError`` naming the last error otherwise."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(deadline - time.monotonic(), 1.0)
+        fut = admin.create_topics([NewTopic(topic, partitions_n, replication_factor,
+                                            config=config or {})],
+                                  operation_timeout=left, request_timeout=left)[topic]
+        try:
+            fut.result(timeout=left + 5)
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.name() == "TOPIC_ALREADY_EXISTS":
+                return
+            if (not err.retriable() and err.name() not in _SETTLING
+                    or time.monotonic() + 0.5 >= deadline):
+                raise ClusterError(f"creating topic {topic} failed: {err.name()}: "
+                                   f"{err.str()}") from exc
+        time.sleep(0.5)
 
 
 def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: float = 120.0,

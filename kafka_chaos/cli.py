@@ -214,8 +214,8 @@ def run_cmd(
 def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
             command: str | None = None) -> dict:
     """``runner.run`` with a progress bar; returns the run facts. Exceptions propagate
-    (faults healed, cluster removed); an unforeseen one leaves its traceback in
-    ``run_dir/error.txt``."""
+    (faults healed, cluster removed); a ``ClusterError`` leaves its message and an unforeseen
+    one its traceback in ``run_dir/error.txt``."""
     from kafka_chaos.runner import run
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
@@ -228,7 +228,10 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
         try:
             return run(cfg, kafka, run_dir, log=console.log, progress=progress,
                        on_ready=lambda: _warm_up_spark(cfg), command=command)
-        except (KeyboardInterrupt, ClusterError):
+        except KeyboardInterrupt:
+            raise
+        except ClusterError as exc:  # the run directory keeps why there is no history
+            (run_dir / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
             raise
         except Exception:
             (run_dir / "error.txt").write_text(traceback.format_exc())

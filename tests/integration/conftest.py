@@ -6,6 +6,7 @@ labelled container or network, or rule in the ssh test hosts' own chains.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -101,3 +102,11 @@ def kafka_chaos(*args: str, timeout_s: float = 600) -> subprocess.CompletedProce
     """Run the real CLI as a user would, from the repository root."""
     return subprocess.run([sys.executable, "-m", "kafka_chaos", *args], cwd=ROOT,
                           capture_output=True, text=True, timeout=timeout_s)
+
+
+def results_of(run_dir: Path, proc: subprocess.CompletedProcess | None = None) -> dict:
+    """``run_dir/results.json``; when the run wrote none, fails showing what the CLI printed
+    (the run's own error is the only trace a CI log keeps)."""
+    path = run_dir / "results.json"
+    assert path.exists(), f"no {path}" + (f": {proc.stdout}{proc.stderr}" if proc else "")
+    return json.loads(path.read_text())

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import json
 import mmap
 import os
 import random
@@ -19,7 +18,7 @@ from kafka_chaos.clusters.backends import BackendOptions, get
 from kafka_chaos.clusters.lossyfs import CONTROL
 from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.faults import ProcessNemesis
-from tests.integration.conftest import kafka_chaos, leftovers
+from tests.integration.conftest import kafka_chaos, leftovers, results_of
 
 pytestmark = pytest.mark.kafka
 
@@ -125,7 +124,7 @@ def test_last_replica_standing(tmp_path, version):
     while the leader is down: nothing acknowledged is lost."""
     proc = kafka_chaos("run", "--scenario", "last-replica-standing", "--seed", "3",
                        "--kafka-version", version, "--out", str(tmp_path))
-    res = json.loads((tmp_path / "latest" / "results.json").read_text())
+    res = results_of(tmp_path / "latest", proc)
     assert proc.returncode == 0 and res["run"]["scenario"]["steps_done"] == 5, proc.stdout
     path = tmp_path / "latest" / "history.jsonl"
     ops = read_history(path)

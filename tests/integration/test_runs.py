@@ -21,15 +21,13 @@ from junitparser import JUnitXml
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.schedule import parse_targets, plan, schedule_rng
-from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
+from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare, results_of
 
 pytestmark = pytest.mark.kafka
 
 
 def _results(out: Path, proc: subprocess.CompletedProcess | None = None) -> dict:
-    path = out / "latest" / "results.json"
-    assert path.exists(), "no results.json" + (f": {proc.stdout}{proc.stderr}" if proc else "")
-    return json.loads(path.read_text())
+    return results_of(out / "latest", proc)
 
 
 def _ops(out: Path) -> list:
