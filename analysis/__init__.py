@@ -62,7 +62,9 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
          "cycle_search": {"complete", "components", "largest_component", "edges", "time_s"},
          "stats": see analysis.stats.count_ops, "format": 1 | 2, "config_known": bool,
          "unknown_reasons": [str, ...],
-         "analysis_time_s": wall seconds for the whole check, Spark start-up included}
+         "analysis_time_s": wall seconds for the whole check, Spark start-up included,
+         "timings_s": {"validate", "load", "count", "checkers", "cycles"}: wall seconds of
+                      each phase (the last three run side by side)}
 
     ``anomalies`` has every name of ``ANOMALIES`` in that order. An anomaly whose checker
     raised has ``"count": None`` and an ``"error"``.
@@ -79,8 +81,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         AnalysisError: Spark failed outside a checker.
     """
     start = time.perf_counter()
+    timings: dict[str, float] = {}
     path = Path(history_path)
     info = validate(path)
+    timings["validate"] = time.perf_counter() - start
     if info.ops == 0:
         raise HistoryError("the history holds no ops: nothing to analyse")
     if info.header is not None:
@@ -89,6 +93,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         spark = session(spark_master, small=info.ops < SMALL_HISTORY_OPS)
         h = load(spark, path, info.ops, info.format, config)
         v = versions(h)
+        timings["load"] = time.perf_counter() - start - timings["validate"]
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc
     inputs = Inputs(h, v)
@@ -100,9 +105,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         # running them side by side uses a second core (warm check of 799 lines, 2 cores:
         # 12.3 s -> 10.9 s). Reasons are kept per family so their order stays deterministic.
         with ThreadPoolExecutor(3, thread_name_prefix="analysis") as pool:
-            counting = pool.submit(_count_ops, h, v, path)
-            checking = pool.submit(_run_checkers, inputs, reasons)
-            searching = pool.submit(_search_cycles, h, v, cycle_time_limit_s, cycle_reasons)
+            counting = pool.submit(_timed, timings, "count", _count_ops, h, v, path)
+            checking = pool.submit(_timed, timings, "checkers", _run_checkers, inputs, reasons)
+            searching = pool.submit(_timed, timings, "cycles", _search_cycles, h, v,
+                                    cycle_time_limit_s, cycle_reasons)
             try:
                 op_stats, no_final, nemesis_ok = counting.result()
                 anomalies = checking.result()
@@ -156,7 +162,16 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         "config_known": config is not None,
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),
+        "timings_s": {k: round(t, 3) for k, t in timings.items()},
     }
+
+
+def _timed(timings: dict[str, float], name: str, fn, *args):
+    t = time.perf_counter()
+    try:
+        return fn(*args)
+    finally:
+        timings[name] = time.perf_counter() - t
 
 
 def _count_ops(h: History, v, path: Path) -> tuple[dict[str, Any], list[int], set[str]]:
