@@ -95,7 +95,8 @@ def add_host(prefix: str, name: str, index: int, subnet: str = SUBNET) -> str:
 
 
 def remove_all(prefix: str, host_rules: list[list[str]]) -> list[str]:
-    """Delete every namespace and the bridge named from ``prefix`` and the given host rules.
+    """Delete every namespace and the bridge named from ``prefix``, the given host rules and
+    any copy of the bridge's FORWARD ACCEPT rule (``create_bridge``) still in the host's tables.
 
     Never raises; returns a description of what was removed.
     """
@@ -118,7 +119,12 @@ def remove_all(prefix: str, host_rules: list[list[str]]) -> list[str]:
     br = bridge_name(prefix)
     if run(["ip", "link", "del", br], check=False).returncode == 0:
         removed.append(f"bridge {br}")
-    for rule in host_rules:
+    # also the bridge's ACCEPT rule left by an earlier run that died before its teardown
+    # (``create_bridge`` inserts one copy per run); a bounded sweep, as ``-D`` deletes one copy
+    own = ["FORWARD", "-i", br, "-o", br, "-j", "ACCEPT"]
+    for rule in [*host_rules, *[own] * 8]:
         if run(["iptables", "-D", *rule], check=False).returncode == 0:
             removed.append(f"iptables rule {' '.join(rule)}")
+        elif rule is own:
+            break
     return removed

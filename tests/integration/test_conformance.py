@@ -84,10 +84,10 @@ def _stamp_skew(bootstrap: str) -> float:
 
 @pytest.mark.parametrize("name", backends.NAMES)
 def test_backend_conformance(request, tmp_path, name):
-    """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a cut stops TCP and heal restores it (and the
-    rules are read back), a one-way cut drops one direction only, a skewed clock shows in the
-    leader's record stamps (local, ssh), logs are collected, teardown leaves nothing the
-    backend can find."""
+    """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a
+    cut stops TCP and heal restores it (and the rules are read back), a one-way cut drops one
+    direction only, a skewed clock shows in the leader's record stamps (local, ssh), logs are
+    collected, teardown leaves nothing the backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
     # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user, with a Kafka

@@ -145,6 +145,24 @@ def test_idempotent_producers_under_faults_neither_duplicate_nor_reorder(tmp_pat
     _monitor(tmp_path, {"kill": "killed", "pause": "paused"})
 
 
+def test_a_fault_free_run_on_kafka_3_9_is_valid(request, tmp_path):
+    """No faults, Kafka 3.9.1 on the ssh hosts: valid, nothing lost or reordered (no checker
+    reports an anomaly on a clean history)."""
+    kafka = dist.resolve("3.9.1")
+    _, args = prepare(request, "ssh", kafka, [["broker", "controller"]] * 3,
+                      tmp_path / "inventory.yaml")
+    proc = kafka_chaos("run", *args, "--kafka-version", "3.9.1", "--time-limit", "8",
+                       "--seed", "4", "--out", str(tmp_path / "runs"))
+    res = _results(tmp_path / "runs", proc)
+    assert proc.returncode == 0 and res["valid"] is True, proc.stdout + proc.stderr
+    assert res["stats"]["acked_sends"] > 200 and res["stats"]["nemesis"] <= 2  # heal-all only
+    for name_ in ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
+                  "nonmonotonic-poll", "poll-skip", "G1a"):
+        assert res["anomalies"][name_]["count"] == 0, name_
+    assert res["run"]["kafka_version"] == "3.9.1"
+    assert leftovers() == []
+
+
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     """Read-process-write transactions, 30 % aborted on purpose, brokers killed: committed
