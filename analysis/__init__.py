@@ -14,15 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.analysis import elle, promises
-from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, Inputs, cycles
+from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cycles, versions
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
-from kafka_chaos.analysis.checkers.versions import versions
-from kafka_chaos.analysis.load import History, load
-from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, session
+from kafka_chaos.analysis.load import History, load, load_copy
+from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, partitions, session
 from kafka_chaos.analysis.stats import count_ops
-from kafka_chaos.history import HistoryError
-from kafka_chaos.history.validate import validate
+from kafka_chaos.history import HistoryError, columnar
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
            "session"]
@@ -63,8 +61,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
          "stats": see analysis.stats.count_ops, "format": 1 | 2, "config_known": bool,
          "unknown_reasons": [str, ...],
          "analysis_time_s": wall seconds for the whole check, Spark start-up included,
-         "timings_s": {"validate", "load", "count", "checkers", "cycles"}: wall seconds of
-                      each phase (the last three run side by side)}
+         "timings_s": {"columnar", "versions", "count", "checkers", "cycles"}: wall seconds
+                      of each phase: finding (or making: conversion and validation) the
+                      columnar copy, the shared table (load, shuffle, sorts, cache), then
+                      the three families, which run side by side}
 
     ``anomalies`` has every name of ``ANOMALIES`` in that order. An anomaly whose checker
     raised has ``"count": None`` and an ``"error"``.
@@ -77,36 +77,36 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
 
     Raises:
         HistoryError: malformed or empty history (checked before Spark starts); names the line.
-        OSError: the file cannot be read.
+        OSError: the file cannot be read, or its columnar copy cannot be written.
         AnalysisError: Spark failed outside a checker.
     """
     start = time.perf_counter()
     timings: dict[str, float] = {}
     path = Path(history_path)
-    info = validate(path)
-    timings["validate"] = time.perf_counter() - start
-    if info.ops == 0:
+    copy = columnar.ensure(path)  # validates the history when it has no current copy
+    timings["columnar"] = time.perf_counter() - start
+    if copy.meta["ops"] == 0:
         raise HistoryError("the history holds no ops: nothing to analyse")
-    if info.header is not None:
-        config = info.header.get("config")
     try:
-        spark = session(spark_master, small=info.ops < SMALL_HISTORY_OPS)
-        h = load(spark, path, info.ops, info.format, config)
-        v = versions(h)
-        timings["load"] = time.perf_counter() - start - timings["validate"]
+        small = copy.meta["ops"] < SMALL_HISTORY_OPS
+        spark = session(spark_master, small=small)
+        h = load_copy(spark, copy, config)
+        v = versions(h, 1 if small else partitions(spark))
+        v.materialize()  # the shuffles, sorts and caches, before the families share them
+        timings["versions"] = time.perf_counter() - start - timings["columnar"]
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc
-    inputs = Inputs(h, v)
+    config = h.config
     reasons: list[str] = []
     cycle_reasons: list[str] = []
     try:
-        # The three families are independent Spark queries over the same cached tables. On a
-        # small history each is dozens of short jobs whose cost is driver-side planning, so
-        # running them side by side uses a second core (warm check of 799 lines, 2 cores:
-        # 12.3 s -> 10.9 s). Reasons are kept per family so their order stays deterministic.
+        # The three families are independent Spark queries over the same cached table. On a
+        # small history each is a few short jobs whose cost is driver-side planning, so
+        # running them side by side uses a second core. Reasons are kept per family so their
+        # order stays deterministic.
         with ThreadPoolExecutor(3, thread_name_prefix="analysis") as pool:
             counting = pool.submit(_timed, timings, "count", _count_ops, h, v, path)
-            checking = pool.submit(_timed, timings, "checkers", _run_checkers, inputs, reasons)
+            checking = pool.submit(_timed, timings, "checkers", _run_checkers, h, v, reasons)
             searching = pool.submit(_timed, timings, "cycles", _search_cycles, h, v,
                                     cycle_time_limit_s, cycle_reasons)
             try:
@@ -121,8 +121,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
             anomalies.update(found)
             reasons.extend(cycle_reasons)
     finally:
-        inputs.unpersist()
-        h.unpersist()
+        v.unpersist()
 
     unjudged = anomalies.pop(UNJUDGED, None)
     if op_stats["acked_sends"] == 0:
@@ -158,7 +157,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         "permitted": [name for name in found if anomalies[name]["permitted"]],
         "cycle_search": search,
         "stats": op_stats,
-        "format": info.format,
+        "format": copy.meta["format"],
         "config_known": config is not None,
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),
@@ -193,14 +192,14 @@ def _search_cycles(h: History, v, time_limit_s: float | None,
         return found, None
 
 
-def _run_checkers(inputs: Inputs, reasons: list[str]) -> dict[str, dict[str, Any]]:
+def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]]:
     """Every ``CHECKERS`` entry, summarised in one Spark job; when that job fails, each checker
     alone, so a broken one marks only its own anomalies unknown and hides no other finding."""
     frames: dict[str, Any] = {}
     anomalies: dict[str, dict[str, Any]] = {}
     for name, checker in CHECKERS.items():
         try:
-            frames[name] = checker(inputs)
+            frames[name] = checker(h, v)
         except Exception as exc:  # a planning error: this checker's anomalies are unknown
             _failed(anomalies, reasons, name, exc)
     kinds = [k for name in frames for k in name.split("+")]

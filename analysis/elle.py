@@ -29,6 +29,9 @@ from collections import deque
 from typing import Any, Iterable, Iterator
 
 import networkx as nx
+import numpy as np
+from scipy import sparse
+from scipy.sparse import csgraph
 
 WW = 1  # write-write: A's value precedes B's value in a key's version order
 WR = 2  # write-read: B read a value A wrote
@@ -109,9 +112,18 @@ def find_cycles(src: Any, dst: Any, kind: Any, *, time_limit_s: float = 60.0) ->
 
 
 def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float) -> CycleReport:
-    merged = _merge(src, dst, kind)
+    s, d, k = _arrays(src, dst, kind)
+    loops = s == d
+    if loops.any():
+        s, d, k = s[~loops], d[~loops], k[~loops]
+    edges = _distinct_pairs(s, d)
+    (labels, base), sizes = _scc_labels(s, d)
+    # Only edges inside a nontrivial component can be on a cycle: networkx gets just those.
+    ls, ld = labels[s - base], labels[d - base]
+    inside = (ls == ld) & (sizes[ls] > 1)
     g = nx.DiGraph()
-    g.add_edges_from((a, b, {"kind": m}) for (a, b), m in merged.items())
+    g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(s[inside], d[inside],
+                                                                 k[inside]).items())
     comps = _sorted_sccs(nx.strongly_connected_components(g))
     cycles: dict[str, list[list[dict]]] = {name: [] for name in CYCLE_ANOMALIES}
     complete = True
@@ -131,7 +143,7 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float)
     for found in cycles.values():  # cycles of one anomaly are node-disjoint
         found.sort(key=lambda steps: steps[0]["from"])
     largest = max((sum(1 for n in c if n >= 0) for c in comps), default=0)
-    return CycleReport(cycles, complete, len(comps), largest, len(merged),
+    return CycleReport(cycles, complete, len(comps), largest, edges,
                        round(time.monotonic() - started, 6))
 
 
@@ -143,34 +155,84 @@ def describe_cycle(steps: list[dict]) -> str:
     return f"op {steps[0]['from']}" + "".join(f" -{s['type']}-> op {s['to']}" for s in steps)
 
 
-def _as_list(seq: Any) -> list:
-    for method in ("to_pylist", "tolist"):  # pyarrow, numpy/pandas: yields Python ints
-        if hasattr(seq, method):
-            return getattr(seq, method)()
-    return list(seq)
+def _array(seq: Any) -> np.ndarray:
+    """``seq`` as int64, or an object array of its elements when some element is not an int
+    (``_arrays`` then names its row)."""
+    if hasattr(seq, "to_numpy"):  # pyarrow, pandas
+        seq = seq.to_numpy(zero_copy_only=False) if hasattr(seq, "to_pylist") else seq.to_numpy()
+    items = seq if isinstance(seq, np.ndarray) else list(seq)
+    a = np.asarray(items)
+    if a.dtype.kind in "iu" and a.ndim == 1:
+        return a.astype(np.int64, copy=False)
+    out = np.empty(len(items), dtype=object)
+    out[:] = items
+    return out
 
 
-def _merge(src: Any, dst: Any, kind: Any) -> dict[tuple[int, int], int]:
-    s, d, k = _as_list(src), _as_list(dst), _as_list(kind)
+def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated int64 arrays of ``find_cycles``' three sequences (see its ``Raises``)."""
+    s, d, k = _array(src), _array(dst), _array(kind)
     if not len(s) == len(d) == len(k):
         raise ValueError(f"src, dst and kind have lengths {len(s)}, {len(d)}, {len(k)}: "
                          f"row {min(len(s), len(d), len(k))} is missing from the shorter")
+    if s.dtype == object or d.dtype == object or k.dtype == object:
+        for row, (a, b, m) in enumerate(zip(s, d, k)):
+            try:
+                operator.index(a), operator.index(b), operator.index(m)
+            except TypeError:
+                raise ValueError(f"row {row}: src, dst and kind must be ints, got "
+                                 f"{a!r}, {b!r}, {m!r}") from None
+        s, d, k = (np.array([int(x) for x in a], dtype=np.int64) for a in (s, d, k))
+    bad = np.flatnonzero((k <= 0) | (k > _ALL))
+    if len(bad):
+        raise ValueError(f"row {bad[0]}: kind {k[bad[0]]} is not a non-zero mask of WW=1, "
+                         "WR=2, PROCESS=4, REALTIME=8")
+    bad = np.flatnonzero(((s < 0) | (d < 0)) & (k != REALTIME))
+    if len(bad):
+        # Such an edge could not be shown as a step between two ops.
+        r = bad[0]
+        raise ValueError(f"row {r}: edge {s[r]} -> {d[r]} touches a timeline node, so its "
+                         f"kind must be REALTIME (8), got {k[r]}")
+    return s, d, k
+
+
+def _distinct_pairs(s: np.ndarray, d: np.ndarray) -> int:
+    if not len(s):
+        return 0
+    lo = min(s.min(), d.min())
+    span = int(max(s.max(), d.max()) - lo) + 1
+    if span < 2**31:
+        keys = np.sort((s - lo) * span + (d - lo))  # a sort beats numpy's hashing unique here
+        return int(np.count_nonzero(np.diff(keys))) + 1
+    return len(set(zip(s.tolist(), d.tolist())))
+
+
+def _scc_labels(s: np.ndarray, d: np.ndarray) -> tuple[tuple[np.ndarray, int], np.ndarray]:
+    """Strongly connected components of the whole graph by scipy (compiled code: tens of
+    millions of edges in seconds, where networkx needs minutes and gigabytes):
+    ``((label of node id - base, base), size of each label)``."""
+    if not len(s):
+        return (np.zeros(1, dtype=np.int64), 0), np.zeros(1, dtype=np.int64)
+    lo = int(min(s.min(), d.min()))
+    n = int(max(s.max(), d.max())) - lo + 1
+    if n > 4 * len(s) + (1 << 20):  # sparse ids: compact them first
+        ids, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
+        g = sparse.csr_matrix((np.ones(len(s), dtype=bool),
+                               (inverse[:len(s)], inverse[len(s):])), shape=(len(ids),) * 2)
+        _, compact = csgraph.connected_components(g, directed=True, connection="strong")
+        labels = np.zeros(n, dtype=np.int64)
+        labels[ids - lo] = compact
+    else:
+        g = sparse.csr_matrix((np.ones(len(s), dtype=bool), (s - lo, d - lo)),
+                              shape=(n, n))
+        _, labels = csgraph.connected_components(g, directed=True, connection="strong")
+    return (labels, lo), np.bincount(labels)
+
+
+def _merge(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> dict[tuple[int, int], int]:
     merged: dict[tuple[int, int], int] = {}
-    for row, (a, b, m) in enumerate(zip(s, d, k)):
-        try:
-            a, b, m = operator.index(a), operator.index(b), operator.index(m)
-        except TypeError:
-            raise ValueError(f"row {row}: src, dst and kind must be ints, got "
-                             f"{a!r}, {b!r}, {m!r}") from None
-        if not 0 < m <= _ALL:
-            raise ValueError(f"row {row}: kind {m} is not a non-zero mask of WW=1, WR=2, "
-                             "PROCESS=4, REALTIME=8")
-        if (a < 0 or b < 0) and m != REALTIME:
-            # Such an edge could not be shown as a step between two ops.
-            raise ValueError(f"row {row}: edge {a} -> {b} touches a timeline node, so its "
-                             f"kind must be REALTIME (8), got {m}")
-        if a != b:
-            merged[(a, b)] = merged.get((a, b), 0) | m
+    for a, b, m in zip(src.tolist(), dst.tolist(), kind.tolist()):
+        merged[(a, b)] = merged.get((a, b), 0) | m
     return merged
 
 

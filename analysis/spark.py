@@ -55,7 +55,54 @@ SMALL_HISTORY_OPS = 200_000
 _SHORT_JOB_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
 
 
-def session(master: str = "local[2]", small: bool = False) -> SparkSession:
+#: SQL settings of a small history (first value) and a large one (second, Spark's defaults).
+#: A small check's cost is planning and compiling many operators over few rows: interpreted
+#: expressions and no whole-stage code generation skip the Janino compiles, and joins without
+#: a broadcast hint shuffle instead of running a broadcast job each (1,925-line fixture, warm
+#: median of 3: 6.4 s -> 4.3 s, 19 -> 12 jobs; ``bench/small_check_bench.py``).
+_SHORT_JOB_SQL = {
+    "spark.sql.codegen.wholeStage": ("false", "true"),
+    "spark.sql.codegen.factoryMode": ("NO_CODEGEN", "FALLBACK"),
+    "spark.sql.autoBroadcastJoinThreshold": ("-1", "10MB"),
+}
+
+
+#: Driver heap bounds, MiB: the machine's RAM / 8, within these (``machine_settings``).
+DRIVER_MEMORY_MB = (1024, 3072)
+#: Environment variable of extra Spark settings, ``key=value`` pairs separated by commas
+#: (``--spark-conf`` on the command line adds to them).
+SPARK_CONF_ENV = "KAFKA_CHAOS_SPARK_CONF"
+
+
+def machine_settings() -> dict[str, str]:
+    """Spark settings sized from this machine: ``spark.driver.memory``, an eighth of its RAM
+    within ``DRIVER_MEMORY_MB`` (with local masters the driver JVM is the executor: sorts that
+    fit in its heap do not spill; measured in ``docs/performance.md``)."""
+    try:
+        total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
+    except (ValueError, OSError):
+        total_mb = 8 * DRIVER_MEMORY_MB[0]
+    lo, hi = DRIVER_MEMORY_MB
+    return {"spark.driver.memory": f"{min(max(total_mb // 8, lo), hi)}m"}
+
+
+def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
+    """``["k=v", ...]`` or ``"k=v,k=v"`` -> ``{k: v}``. Raises ``ValueError`` naming the bad
+    pair (no ``=``, or a key that is not a ``spark.`` setting)."""
+    if isinstance(pairs, str):
+        pairs = [p for p in pairs.split(",") if p.strip()]
+    out: dict[str, str] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key.startswith("spark.") or not value.strip():
+            raise ValueError(f"{pair!r} is not a Spark setting (spark.some.key=value)")
+        out[key] = value.strip()
+    return out
+
+
+def session(master: str = "local[2]", small: bool = False,
+            conf: dict[str, str] | None = None) -> SparkSession:
     """Return the process-wide SparkSession, creating it on first use.
 
     Args:
@@ -64,10 +111,12 @@ def session(master: str = "local[2]", small: bool = False) -> SparkSession:
             short jobs (only when this call launches the JVM), turn adaptive query execution
             off and shuffle into one partition (runtime settings: applied to an existing
             session too, either way).
+        conf: Spark settings that override everything here (``--spark-conf``); those of the
+            ``KAFKA_CHAOS_SPARK_CONF`` environment variable come before them.
 
     Settings: app name ``kafka-chaos``, web UI and console progress bars off, SQL shuffles into
-    ``SHUFFLE_PARTITIONS`` partitions (1 when ``small``), log level ``ERROR`` (Spark's WARN lines would interleave
-    with the CLI's output). Driver memory is Spark's default (1 GiB heap).
+    ``SHUFFLE_PARTITIONS`` partitions (1 when ``small``), log level ``ERROR`` (Spark's WARN lines
+    would interleave with the CLI's output), ``machine_settings()`` (driver memory).
 
     For a ``local`` master the driver binds to 127.0.0.1, and ``SPARK_LOCAL_IP`` is set to it in
     this process's environment unless already set (the JVM reads it at launch): the nemesis
@@ -95,10 +144,22 @@ def session(master: str = "local[2]", small: bool = False) -> SparkSession:
                .config("spark.ui.retainedJobs", "100")
                .config("spark.ui.retainedStages", "100")
                .config("spark.ui.retainedTasks", "10000")
-               .config("spark.sql.ui.retainedExecutions", "50"))
+               .config("spark.sql.ui.retainedExecutions", "50")
+               # the analysis's tables are partitioned by key alone; joins on (key, value) or
+               # (key, offset, value) then need no second shuffle
+               .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
+               # cached tables uncompressed: building compressed column batches cost more than
+               # it saved (the reads of a 1 M-op history: 12.7 s -> 9.0 s)
+               .config("spark.sql.inMemoryColumnarStorage.compressed", "false"))
     builder = builder.config("spark.sql.adaptive.enabled", str(not small).lower())
+    for key, (small_value, large_value) in _SHORT_JOB_SQL.items():
+        builder = builder.config(key, small_value if small else large_value)
     if small:
         builder = builder.config("spark.driver.extraJavaOptions", _SHORT_JOB_JVM)
+    overrides = {**machine_settings(), **parse_conf(os.environ.get(SPARK_CONF_ENV)),
+                 **(conf or {})}
+    for key, value in overrides.items():
+        builder = builder.config(key, value)
     os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("conf")))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -107,3 +168,9 @@ def session(master: str = "local[2]", small: bool = False) -> SparkSession:
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def partitions(spark: SparkSession) -> int:
+    """Partitions of the analysis's key shuffle for a large history: twice the cores Spark
+    has (``defaultParallelism``), so keys of unequal size still spread over every core."""
+    return max(2, 2 * spark.sparkContext.defaultParallelism)

@@ -24,9 +24,10 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
 
     ``stats`` = ``{"ops": lines, "by_f": {f: {"ok", "fail", "info", "pending"}}, "nemesis": n,
     "monitor": n, "acked_sends": n, "records_read": n, "keys": n}``: ``by_f`` counts client
-    operations (invoke + completion) by how they ended (``pending``: invoked, never completed, read as
-    ``info``); ``acked_sends`` the acknowledged sends (``Versions.acked``), ``records_read``
-    the records all polls returned, ``keys`` the distinct keys sent to or read.
+    operations (invoke + completion) by how they ended (``pending``: invoked, never completed,
+    read as ``info``); ``acked_sends`` the acknowledged sends (``acked`` in
+    ``Versions.sends``), ``records_read`` the records all polls returned (counted when the
+    columnar copy was written), ``keys`` the distinct keys sent to or read.
 
     ``keys_without_final_read``: keys with an acknowledged send but no ``ok`` final read that
     reached the end of the partition;
@@ -47,15 +48,16 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
         h.pairs.groupBy(F.when(nemesis, NEMESIS).when(F.col("process") == MONITOR, MONITOR)
                         .otherwise("op").alias("what"), f, "type")
         .agg(null.alias("key"), F.count(F.lit(1)).alias("n")),
-        v.acked.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+        v.sends.where(F.col("acked")).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
         .select(F.lit("acked").alias("what"), F.lit(None).cast("string").alias("f"),
                 F.lit(None).cast("string").alias("type"), "key", "n"),
-        h.reads.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+        v.obs.where(F.col("read")).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
         .select(F.lit("read").alias("what"), F.lit(None).cast("string").alias("f"),
                 F.lit(None).cast("string").alias("type"), "key", "n"),
-        h.ranges.where(F.col("eof")).select(F.lit("final").alias("what"), F.lit(None).cast("string").alias("f"),
-                        F.lit(None).cast("string").alias("type"), "key", F.lit(1).cast("long")
-                        .alias("n")).distinct(),
+        h.ranges.where(F.col("eof"))
+        .select(F.lit("final").alias("what"), F.lit(None).cast("string").alias("f"),
+                F.lit(None).cast("string").alias("type"), "key",
+                F.lit(1).cast("long").alias("n")).distinct(),
     ]
     rows = parts[0].unionByName(parts[1]).unionByName(parts[2]).unionByName(parts[3]).collect()
     by_f: dict[str, dict[str, int]] = {}
@@ -74,6 +76,6 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
             keys[r["what"]][r["key"]] = r["n"]
     stats = {"ops": h.n_ops, "by_f": dict(sorted(by_f.items())), "nemesis": nemesis_n,
              "monitor": monitor_n, "acked_sends": sum(keys["acked"].values()),
-             "records_read": sum(keys["read"].values()),
+             "records_read": h.records_read,
              "keys": len(keys["acked"].keys() | keys["read"].keys())}
     return stats, sorted(keys["acked"].keys() - keys["final"].keys()), nemesis_ok

@@ -1,135 +1,172 @@
-"""Benchmark of ``analysis.check`` on a synthetic format-2 history.
+"""Analysis at 100 k, 1 M and 10 M ops: wall time, peak RSS of the whole process tree, ops/s,
+exactness against the seeded anomalies, and the ratio to a DuckDB reference query.
 
-    PYTHONPATH=. python bench/analysis_bench.py [N_OPS] [--master local[2]] [--keys 8]
+    PYTHONPATH=. python bench/analysis_bench.py [--sizes 100000,1000000,10000000]
+        [--data /var/tmp/kc-bench] [--anomalies 3] [--master local[2]] [--convert]
+        [--python OTHER_CHECKOUT/.venv/bin/python]
 
-Writes a clean history of about ``N_OPS`` lines (default 200000) into a temp dir, shaped like a
-real run: ``send`` ops of 1-4 sends (~5 % ``fail``, ~5 % ``info`` with part of their sends
-acknowledged), ``assign`` consumers polling in order (re-assigning to the beginning now and
-then), a few nemesis ops, then final reads of every key in chunks. Prints the Spark start-up
-time, the analysis time (``analysis_time_s``: validation + Spark + cycle search, session
-already running), ops/s and the cycle search's figures.
+For each size, ``bench/history_gen.py`` writes a history (kept in ``--data`` and reused by later
+runs with the same size, anomalies and seed) with its columnar copy, as the recorder does. Then,
+each in a fresh process (so start-up costs count and RSS is that job's alone):
+
+- ``kafka-chaos analyze``'s work (``analysis.check``, Spark session start included) on it;
+  ``--convert`` first removes the columnar copy, so the figure includes making it from the
+  JSON Lines (what a history from a crashed run or from elsewhere costs);
+- the DuckDB reference: one SQL query over the same ``history.jsonl`` counting lost writes
+  (acknowledged, never read, a later offset of the key read) and duplicates (a value read at
+  two offsets). It reads only what those two checks need: the practical single-node floor.
+
+Peak RSS is sampled every 100 ms over the process and all its descendants (the Spark JVM), summed.
+Prints one line per size and job, then a table; exits 1 when a seeded count was not found
+exactly.
 """
 
 from __future__ import annotations
 
 import argparse
-import random
+import json
+import os
+import shutil
+import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import psutil
 
-from kafka_chaos import analysis  # noqa: E402
-from kafka_chaos.analysis.spark import session  # noqa: E402
-from kafka_chaos.history import NEMESIS, HistoryWriter  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
-CONFIG = {"acks": "all", "idempotence": True, "txn": False, "retries": 2147483647,
-          "max_in_flight": 5, "min_insync_replicas": 2, "unclean_leader_election": False,
-          "isolation_level": "read_committed", "sub_via": "assign", "auto_offset_reset": "earliest"}
+CHECK = """
+import json, sys
+from kafka_chaos import analysis
+r = analysis.check(sys.argv[1], spark_master=sys.argv[2])
+print(json.dumps({"counts": {n: a["count"] for n, a in r["anomalies"].items() if a["count"]},
+                  "unknown": r["unknown_reasons"], "ops": r["stats"]["ops"],
+                  "analysis_time_s": r["analysis_time_s"], "timings_s": r["timings_s"]}))
+"""
 
-
-def generate(path: Path, n_ops: int, keys: int, processes: int, consumers: int, seed: int,
-             chunk: int = 10_000) -> None:
-    """Write a valid, violation-free format-2 history of about ``n_ops`` lines to ``path``."""
-    rng = random.Random(seed)
-    logs: list[list[int]] = [[] for _ in range(keys)]
-    value = 0
-    procs = list(range(processes))
-    next_proc = processes + consumers
-    position = {c: [0] * keys for c in range(processes, processes + consumers)}
-    with HistoryWriter(path, header={"config": CONFIG}) as w:
-        for c in position:
-            w.append(c, "invoke", "assign", {"keys": list(range(keys)), "seek": "beginning"})
-            w.append(c, "ok", "assign", {"keys": list(range(keys)), "seek": "beginning"})
-        budget = n_ops - 2 * keys * 2 - 2 * consumers
-        while budget >= 2:
-            budget -= 2
-            r = rng.random()
-            if r < 0.0005:
-                w.append(NEMESIS, "invoke", "kill", {"target": "one"})
-                w.append(NEMESIS, "ok", "kill", {"killed": ["n2"]})
-            elif r < 0.3:  # a consumer polls from its position
-                c = rng.choice(list(position))
-                if rng.random() < 0.01:
-                    position[c] = [0] * keys
-                    w.append(c, "invoke", "assign", {"keys": list(range(keys)), "seek": "beginning"})
-                    w.append(c, "ok", "assign", {"keys": list(range(keys)), "seek": "beginning"})
-                    continue
-                read = {}
-                for k in range(keys):
-                    start = position[c][k]
-                    recs = [[o, logs[k][o]] for o in range(start, min(start + 5, len(logs[k])))]
-                    if recs:
-                        read[str(k)] = recs
-                        position[c][k] = recs[-1][0] + 1
-                w.append(c, "invoke", "poll", [["poll"]])
-                w.append(c, "ok", "poll", [["poll", read]])
-            else:
-                slot = rng.randrange(len(procs))
-                p = procs[slot]
-                sends = [["send", rng.randrange(keys), value + i] for i in range(rng.randint(1, 4))]
-                value += len(sends)
-                w.append(p, "invoke", "send", sends)
-                outcome = rng.random()
-                done = []
-                for _, k, v in sends:
-                    appended = outcome >= 0.10 or (outcome >= 0.05 and rng.random() < 0.5)
-                    if appended:
-                        logs[k].append(v)
-                    acked = appended and (outcome >= 0.10 or rng.random() < 0.5)
-                    done.append(["send", k, [len(logs[k]) - 1 if acked else None, v]])
-                if outcome < 0.05:
-                    w.append(p, "fail", "send", done, "NOT_ENOUGH_REPLICAS")
-                elif outcome < 0.10:
-                    w.append(p, "info", "send", done, "_MSG_TIMED_OUT")
-                    procs[slot], next_proc = next_proc, next_proc + 1
-                else:
-                    w.append(p, "ok", "send", done)
-        for k in range(keys):
-            for start in range(0, max(len(logs[k]), 1), chunk):
-                end = min(start + chunk, len(logs[k]))
-                w.append(next_proc, "invoke", "poll", [["poll"]])
-                w.append(next_proc, "ok", "poll", [[
-                    "poll", {str(k): [[o, logs[k][o]] for o in range(start, end)]},
-                    {"final": True, "range": {str(k): [start, end]}, "eof": end == len(logs[k])}]])
+# Format 2 (docs/history-format.md): a send micro-op is ["send", key, [offset, value]] in a
+# completion, a poll micro-op ["poll", {key: [[offset, value], ...]}, ...]. Acknowledged: an
+# offset in an ok or info send, or an ok txn.
+DUCKDB = """
+import duckdb, json, sys
+con = duckdb.connect()
+con.execute("SET threads = 2")
+con.execute('''
+CREATE TEMP TABLE mops AS
+SELECT type, f, unnest(CAST(value AS JSON[])) AS m
+FROM read_ndjson(?, columns={'type': 'VARCHAR', 'f': 'VARCHAR', 'value': 'JSON'})
+WHERE f IN ('send', 'txn', 'poll') AND type IN ('ok', 'info')
+''', [sys.argv[1]])
+lost, dup = con.execute('''
+WITH sends AS (
+  SELECT CAST(m->>'$[1]' AS BIGINT) AS key, CAST(m->>'$[2][0]' AS BIGINT) AS off,
+         CAST(m->>'$[2][1]' AS BIGINT) AS val
+  FROM mops WHERE m->>'$[0]' = 'send' AND (f = 'send' OR type = 'ok')
+    AND m->>'$[2][0]' IS NOT NULL),
+polls AS (SELECT m->'$[1]' AS r FROM mops WHERE m->>'$[0]' = 'poll' AND type = 'ok'),
+keyed AS (SELECT r, unnest(json_keys(r)) AS k FROM polls),
+reads AS (
+  SELECT CAST(k AS BIGINT) AS key, CAST(rec->>'$[0]' AS BIGINT) AS off,
+         CAST(rec->>'$[1]' AS BIGINT) AS val
+  FROM (SELECT k, unnest(CAST(r->k AS JSON[])) AS rec FROM keyed)),
+high AS (SELECT key, max(off) AS top FROM reads GROUP BY key),
+seen AS (SELECT DISTINCT key, val FROM reads)
+SELECT
+  (SELECT count(*) FROM sends s JOIN high h USING (key)
+   WHERE s.off < h.top AND NOT EXISTS (
+     SELECT 1 FROM seen r WHERE r.key = s.key AND r.val = s.val)),
+  (SELECT count(*) FROM (SELECT key, val FROM reads GROUP BY key, val
+                         HAVING count(DISTINCT off) > 1))
+''').fetchone()
+print(json.dumps({"counts": {"lost-write": lost, "duplicate": dup}}))
+"""
 
 
-def main() -> None:
+def measure(argv: list[str]) -> tuple[float, float, dict]:
+    """Run ``argv``; returns (wall s, peak RSS of the process tree in bytes, its JSON output).
+    Raises ``RuntimeError`` with its stderr when it fails."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT)
+    ps = psutil.Process(proc.pid)
+    peak = 0
+    while proc.poll() is None:
+        total = 0
+        try:
+            for p in [ps, *ps.children(recursive=True)]:
+                try:
+                    total += p.memory_info().rss
+                except psutil.Error:
+                    pass
+        except psutil.Error:
+            pass
+        peak = max(peak, total)
+        time.sleep(0.1)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:3]} exited {proc.returncode}:\n{err[-3000:]}")
+    return wall, peak, json.loads(out.strip().splitlines()[-1])
+
+
+def dataset(data: Path, n: int, anomalies: int, seed: int) -> tuple[Path, dict]:
+    """The history of ``n`` ops (generated unless ``data`` holds it); its expected counts."""
+    d = data / f"h{n}-a{anomalies}-s{seed}"
+    expected = d / "expected.json"
+    if not expected.exists():
+        shutil.rmtree(d, ignore_errors=True)
+        t = time.perf_counter()
+        subprocess.run([sys.executable, str(ROOT / "bench" / "history_gen.py"), str(d),
+                        "--ops", str(n), "--anomalies", str(anomalies), "--seed", str(seed)],
+                       check=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+        print(f"generated {n:,} ops in {time.perf_counter() - t:.0f} s", flush=True)
+    return d / "history.jsonl", json.loads(expected.read_text())
+
+
+def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("n_ops", nargs="?", type=int, default=200_000)
-    ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--keys", type=int, default=8)
-    ap.add_argument("--processes", type=int, default=10)
-    ap.add_argument("--consumers", type=int, default=4)
+    ap.add_argument("--sizes", default="100000,1000000,10000000")
+    ap.add_argument("--data", type=Path, default=Path("/var/tmp/kc-bench"))
+    ap.add_argument("--anomalies", type=int, default=3, help="instances of each vignette")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--repeat", type=int, default=1,
-                    help="check the same file this many times (the first run warms the JVM)")
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--python", default=sys.executable,
+                    help="interpreter whose installed kafka-chaos runs the analysis (another "
+                         "checkout's virtualenv: a before/after comparison on the same files)")
+    ap.add_argument("--convert", action="store_true",
+                    help="remove the columnar copy first: time its conversion too")
     args = ap.parse_args()
-
-    with tempfile.TemporaryDirectory(prefix="kc-bench-") as tmp:
-        path = Path(tmp) / "history.jsonl"
-        t = time.perf_counter()
-        generate(path, args.n_ops, args.keys, args.processes, args.consumers, args.seed)
-        gen_s = time.perf_counter() - t
+    sizes = [int(s) for s in args.sizes.split(",")]
+    rows = []
+    exact = True
+    for n in sizes:
+        path, expected = dataset(args.data, n, args.anomalies, args.seed)
         size_mb = path.stat().st_size / 1e6
-        t = time.perf_counter()
-        session(args.master)
-        startup_s = time.perf_counter() - t
-        results = [analysis.check(path, spark_master=args.master) for _ in range(args.repeat)]
-    result = results[-1]
-    ops = result["stats"]["ops"]
-    print(f"history: {ops} ops, {size_mb:.1f} MB, {result['stats']['acked_sends']} acknowledged "
-          f"sends, {result['stats']['records_read']} records read; generated in {gen_s:.1f} s")
-    print(f"spark start-up: {startup_s:.1f} s (not included below)")
-    for i, r in enumerate(results, 1):
-        secs = r["analysis_time_s"]
-        print(f"analysis run {i}: {secs:.2f} s, {ops / secs:,.0f} ops/s")
-    print(f"cycle search: {result['cycle_search']}")
-    print(f"valid: {result['valid']}  violations: {result['violations']}  permitted: "
-          f"{result['permitted']}  unknown: {result['unknown_reasons']}")
+        if args.convert:
+            shutil.rmtree(path.with_name("history.parquet"), ignore_errors=True)
+        wall, rss, r = measure([args.python, "-P", "-c", CHECK, str(path), args.master])
+        ok = r["counts"] == expected and not r["unknown"]
+        exact &= ok
+        print(f"{n:>10,} ops ({size_mb:,.0f} MB): analysis {wall:.1f} s wall "
+              f"(check {r['analysis_time_s']:.1f} s: {r['timings_s']}), peak RSS "
+              f"{rss / 2**30:.2f} GiB, {'exact' if ok else 'NOT EXACT'}", flush=True)
+        if not ok:
+            print(f"  expected {expected}\n  found    {r['counts']}\n  unknown  {r['unknown']}")
+        d_wall, d_rss, d = measure([sys.executable, "-P", "-c", DUCKDB, str(path)])
+        print(f"{'':>10} duckdb reference {d_wall:.1f} s, peak RSS {d_rss / 2**30:.2f} GiB, "
+              f"{d['counts']} (seeded: lost-write {expected.get('lost-write', 0)}, "
+              f"duplicate {expected.get('duplicate', 0)})", flush=True)
+        rows.append((n, wall, rss, d_wall, d_rss))
+    print(f"\n{'ops':>11} {'wall s':>8} {'ops/s':>9} {'peak GiB':>9} {'duckdb s':>9} {'ratio':>6}"
+          f" {'vs linear':>9}")
+    base = rows[0]
+    for n, wall, rss, d_wall, _ in rows:
+        linear = (wall / base[1]) / (n / base[0])
+        print(f"{n:>11,} {wall:>8.1f} {n / wall:>9,.0f} {rss / 2**30:>9.2f} {d_wall:>9.1f} "
+              f"{wall / d_wall:>6.1f} {linear:>9.2f}")
+    return 0 if exact else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

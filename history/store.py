@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import IO, Any, Iterable, Iterator
+from typing import IO, Any, Callable, Iterable, Iterator
 
 import orjson
 
@@ -37,18 +37,40 @@ class HistoryWriter:
         start_ns: ``time.monotonic_ns()`` at the start of the run; op times are relative to it.
         header: written as line 1 with ``"format": 2`` added (``config``, ``keys``, ...); None
             writes a header-less format-1 file (only tests of old histories need that).
+        columnar: also write the columnar copy (``history.columnar``) as ops come:
+            ``"background"`` on a thread of its own (the recorder's callers do not wait for
+            it), ``"inline"`` in the appending thread, or None for none. The copy is skipped
+            when its directory already exists; a copy that could not be completed (an op that
+            does not validate) is dropped at ``close`` and its error kept in
+            ``columnar_error``: the analysis then converts the file, naming the bad line.
+        clock: ns since the start of the run for each op's ``time`` (default: the monotonic
+            clock minus ``start_ns``); synthetic histories pass simulated time.
+        flush_each: flush after every line (the crash-safe default); synthetic histories
+            written in one go need not.
     """
 
     def __init__(self, path: Path, start_ns: int | None = None,
-                 header: dict[str, Any] | None = None) -> None:
+                 header: dict[str, Any] | None = None,
+                 columnar: str | None = "background",
+                 clock: Callable[[], int] | None = None, flush_each: bool = True) -> None:
+        from kafka_chaos.history import columnar as col
+
         self.path = Path(path)
         self._file: IO[bytes] = open(self.path, "xb")
         self._lock = threading.Lock()
         self._next_index = 0
-        self._start_ns = time.monotonic_ns() if start_ns is None else start_ns
+        start = time.monotonic_ns() if start_ns is None else start_ns
+        self._clock = clock or (lambda: time.monotonic_ns() - start)
+        self._flush_each = flush_each
+        self.columnar_error: BaseException | None = None
+        self._columnar = None
         if header is not None:
-            self._file.write(orjson.dumps({"format": FORMAT, **header}) + b"\n")
+            header = {"format": FORMAT, **header}
+            self._file.write(orjson.dumps(header) + b"\n")
             self._file.flush()
+        if columnar is not None and not col.copy_dir(self.path).exists():
+            self._columnar = col.ColumnarWriter(col.copy_dir(self.path), header,
+                                                background=columnar == "background")
 
     def append(self, process: int | str, type: OpType | str, f: str, value: Any = None,
                error: str | None = None) -> Op:
@@ -59,16 +81,37 @@ class HistoryWriter:
         tail = orjson.dumps({"process": process, "type": type.value, "f": f, "value": value,
                              "error": error})
         with self._lock:
-            index, now = self._next_index, time.monotonic_ns() - self._start_ns
+            index, now = self._next_index, self._clock()
             self._file.write(b'{"index":%d,"time":%d,%s\n' % (index, now, tail[1:]))
-            self._file.flush()
+            if self._flush_each:
+                self._file.flush()
             self._next_index += 1
-        return Op(index, now, process, type, f, value, error)
+            op = Op(index, now, process, type, f, value, error)
+            if self._columnar is not None:
+                self._add_columnar(op)
+        return op
+
+    def _add_columnar(self, op: Op) -> None:
+        try:
+            self._columnar.add(op)
+        except Exception as exc:  # inline mode: the JSONL goes on, the copy is dropped
+            self.columnar_error = exc
+            self._columnar.abandon()
+            self._columnar = None
 
     def close(self) -> None:
-        """Flush and close the file; later appends raise ``ValueError``."""
+        """Flush and close the file, then finish the columnar copy; later appends raise
+        ``ValueError``. Never raises for the copy (see ``columnar_error``)."""
         with self._lock:
+            if self._file.closed:
+                return
             self._file.close()
+            writer, self._columnar = self._columnar, None
+        if writer is not None:
+            try:
+                writer.close(self.path)
+            except Exception as exc:
+                self.columnar_error = exc
 
     def __enter__(self) -> "HistoryWriter":
         return self
@@ -109,17 +152,20 @@ def _parse(raw: Any, lineno: int, expected_index: int) -> Op:
     return Op(raw["index"], raw["time"], proc, typ, raw["f"], raw["value"], raw["error"])
 
 
-def _lines(path: Path) -> Iterator[tuple[int, Any]]:
-    """``(line number, parsed JSON)`` per line; a torn last line (no newline, bad JSON) ends it."""
+def _lines(path: Path) -> Iterator[tuple[int, Any, int]]:
+    """``(line number, parsed JSON, byte offset after the line)`` per line; a torn last line
+    (no newline, bad JSON) ends it."""
+    end = 0
     with open(path, "rb") as fh:
         for lineno, line in enumerate(fh, start=1):
+            end += len(line)
             torn = not line.endswith(b"\n")
             if not line.strip():
                 if torn:
                     return
                 raise HistoryError(f"line {lineno}: empty line")
             try:
-                yield lineno, orjson.loads(line)
+                yield lineno, orjson.loads(line), end
             except orjson.JSONDecodeError as exc:
                 if torn:
                     return  # the runner was killed mid-write
@@ -140,7 +186,7 @@ def read_header(path: Path) -> dict[str, Any] | None:
 
     Raises ``HistoryError`` for a header of an unknown format (the line is named).
     """
-    for lineno, raw in _lines(Path(path)):
+    for lineno, raw, _ in _lines(Path(path)):
         return _header(raw, lineno)
     return None
 
@@ -151,11 +197,18 @@ def iter_history(path: Path) -> Iterator[tuple[int, Op]]:
     Skips the header; drops a torn last line; any other bad line raises ``HistoryError`` naming
     its 1-based line number and field.
     """
+    for lineno, op, _ in scan_history(path):
+        yield lineno, op
+
+
+def scan_history(path: Path) -> Iterator[tuple[int, Op, int]]:
+    """``iter_history`` with the byte offset just past each op's line: what a reader of a
+    growing file has consumed."""
     expected = 0
-    for lineno, raw in _lines(Path(path)):
+    for lineno, raw, end in _lines(Path(path)):
         if lineno == 1 and _header(raw, lineno) is not None:
             continue
-        yield lineno, _parse(raw, lineno, expected)
+        yield lineno, _parse(raw, lineno, expected), end
         expected += 1
 
 

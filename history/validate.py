@@ -47,31 +47,51 @@ def validate(path: Path) -> HistoryInfo:
         OSError: the file cannot be read.
     """
     header = read_header(Path(path))
-    fmt = 1 if header is None else 2
-    pairer = Pairer()
-    lines: dict[int, int] = {}  # op index -> line, for the open invokes only
-    n = 0
+    checker = LineValidator(1 if header is None else 2)
     for lineno, op in iter_history(Path(path)):
-        n += 1
+        checker.add(lineno, op)
+    return HistoryInfo(checker.format, checker.ops, header)
+
+
+class LineValidator:
+    """Validation of one op at a time, in file order: what ``validate`` does for each line, for
+    writers that see ops one by one (``history.columnar``). Memory: the open ops only.
+
+    ``format``: 1 or 2; ``ops``: op lines accepted so far.
+    """
+
+    def __init__(self, fmt: int) -> None:
+        self.format = fmt
+        self.ops = 0
+        self._pairer = Pairer()
+
+    def add(self, lineno: int, op: Op) -> Op | None:
+        """Check ``op`` (on 1-based line ``lineno``) against what came before; returns the
+        invoke it completes (None for an invoke).
+
+        Raises ``HistoryError`` naming the line: a pairing error or a malformed client value.
+        """
         try:
-            invoke = pairer.add(op)
+            invoke = self._pairer.add(op)
         except HistoryError as exc:
             # Pairer names op indexes; users open the file, so name the line too
             raise HistoryError(f"line {lineno} ({str(exc).replace(': ', '): ', 1)}") from exc
-        if invoke is None:
-            lines[op.index] = lineno
-        else:
-            lines.pop(invoke.index, None)
+        self.ops += 1
         if op.process in SYSTEM_PROCESSES:
-            continue
+            return invoke
         try:
-            if fmt == 1:
+            if self.format == 1:
                 _check_v1(op, invoke)
             else:
                 _check_v2(op, invoke)
         except _Bad as exc:
             raise HistoryError(f"line {lineno}: {op.f} {op.type.value} {exc}") from None
-    return HistoryInfo(fmt, n, header)
+        return invoke
+
+    @property
+    def open(self) -> list[Op]:
+        """The invokes not completed yet, in invoke order."""
+        return sorted(self._pairer.open.values(), key=lambda op: op.index)
 
 
 class _Bad(Exception):
@@ -176,7 +196,8 @@ def _completion_mops(f: str, v: Any, invoked: list) -> None:
                     raise _Bad(f"mop {i} must be [\"send\", key, [offset, value]], got {mop!r}")
                 _int(res[0], f"mop {i} offset", nullable=True, minimum=0)
                 res = res[1]
-            if [mop[1], res] != sends[n_send][1:] or type(mop[1]) is not int or type(res) is not int:
+            if ([mop[1], res] != sends[n_send][1:] or type(mop[1]) is not int
+                    or type(res) is not int):
                 raise _Bad(f"mop {i}: send of key {mop[1]!r} value {res!r} differs from the "
                            f"invoke's send {sends[n_send][1:]!r}")
             n_send += 1

@@ -35,6 +35,11 @@ def cases(df: DataFrame, kind: Column | str, ord: list[Column | str],
             .where(F.col("kind").isNotNull()))
 
 
+def no_cases(spark) -> DataFrame:
+    """An empty DataFrame of cases (a checker with nothing to look at)."""
+    return spark.createDataFrame([], "kind string, ord array<bigint>, ex string")
+
+
 def summarize(all_cases: Iterable[DataFrame], kinds: Iterable[str]) -> dict[str, dict[str, Any]]:
     """``{kind: {"count": n, "examples": [dict, ...]}}`` for every kind in ``kinds`` (count 0
     when no case has it), from the union of ``all_cases``; examples are the first

@@ -21,7 +21,8 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
+from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases, no_cases
+from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import History
 
 
@@ -32,15 +33,17 @@ def groups(h: History) -> DataFrame:
             .where(F.col("group").isNotNull()).distinct())
 
 
-def delivery(h: History) -> DataFrame:
+def delivery(h: History, v: Versions) -> DataFrame:
     """The cases of ``group-skip`` and ``group-redelivery``.
 
     Examples: ``group, key, offset, value``; for redeliveries ``deliveries`` (how many ops
     delivered it) and ``op_indexes`` (their invoke indexes, first 10); for skips
     ``committed`` (the group's highest committed offset of the key) and ``from_offset``.
     """
-    members = groups(h)
-    delivered = (h.reads.where(~F.col("final")).join(members, "process")
+    if not h.counts.get("subscribe", {}).get("ok"):  # no consumer group: nothing to scan
+        return no_cases(h.ops.sparkSession)
+    members = F.broadcast(groups(h))  # a few processes
+    delivered = (v.reads.where(~F.col("final")).join(members, "process")
                  .select("group", "key", "offset", "value", "op"))
     redelivered = (delivered.groupBy("group", "key", "offset")
                    .agg(F.first("value").alias("value"),
@@ -58,8 +61,10 @@ def delivery(h: History) -> DataFrame:
     committed = (commit_ops.unionByName(commit_events).join(members, "process")
                  .groupBy("group", "key").agg(F.max("offset").alias("committed")))
     start = delivered.groupBy("group", "key").agg(F.min("offset").alias("from_offset"))
-    in_log = h.reads.select("key", "offset", "value").dropDuplicates(["key", "offset"])
-    bounds = committed.join(start, ["group", "key"])
+    # a record some poll (a final read included) returned is in the log
+    in_log = (v.obs.where(F.col("read")).groupBy("key", "offset")
+              .agg(F.min("value").alias("value")))
+    bounds = F.broadcast(committed.join(start, ["group", "key"]))  # groups x keys: small
     skipped = (in_log.join(bounds, "key")
                .where((F.col("offset") >= F.col("from_offset"))
                       & (F.col("offset") < F.col("committed")))

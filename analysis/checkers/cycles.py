@@ -12,84 +12,104 @@ The edges are built here in Spark, between ops that sent or polled (not final re
   nodes (one per completion, in time order) so the edges stay O(ops). ``info`` ops never
   complete, so no realtime edge leaves them.
 
-``analysis.elle.find_cycles`` (networkx) finds the strongly connected components and, bounded in
-time, one cycle per component and anomaly type. Each step of a reported cycle is explained as
-data: ``key``, ``value`` (and ``next_value`` for ``ww``) from the edge tables.
+The data edges (``ww``, ``wr``) come from the ``Versions`` tables without a shuffle (they are
+partitioned by key); the order edges are computed on the driver with numpy from the nodes (a
+few int64 columns per op), where a global sort in Spark would run on one core anyway.
+``analysis.elle.find_cycles`` finds the strongly connected components (scipy) and, bounded in
+time, one cycle per component and anomaly type (networkx). Each step of a reported cycle is
+explained as data: ``key``, ``value`` (and ``next_value`` for ``ww``), looked up for just those
+steps.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis import elle
-from kafka_chaos.analysis.checkers.versions import Versions, observations
-from kafka_chaos.analysis.load import MOP_FS, History
+from kafka_chaos.analysis.checkers.versions import NODE_TYPES, Versions
+from kafka_chaos.analysis.load import MOP_FS, History, is_type
 
 #: Default bound of the cycle search, seconds (``analysis.check`` passes its own).
 TIME_LIMIT_S = 120.0
 
 
 def nodes(h: History) -> DataFrame:
-    """``op, process, type, invoke_time, time``: the ops the dependency graph relates."""
+    """``op, process, ok, invoke_time, time``: the ops the dependency graph relates (``ok``:
+    it completed ok)."""
     return (h.ops.where(F.col("f").isin(*MOP_FS) & ~F.col("final")
-                        & F.col("type").isin("ok", "info", "pending"))
-            .select("op", "process", "type", "invoke_time", "time"))
+                        & F.col("type").isin(*NODE_TYPES))
+            .select("op", "process", (F.col("type") == "ok").alias("ok"), "invoke_time",
+                    "time"))
 
 
-def ww_edges(h: History, v: Versions, node_ops: DataFrame) -> DataFrame:
-    """``src, dst, key, value, next_value``: writers of consecutive version-order positions."""
-    at = (observations(h, v.acked).select("key", "offset", "value").distinct()
-          .join(v.order, ["key", "offset"])
-          .join(v.writers.join(node_ops.select(F.col("op").alias("writer")), "writer"),
-                ["key", "value"])
-          .select("key", "idx", "value", "writer"))
-    a, b = at.alias("a"), at.alias("b")
-    return (a.join(b, (F.col("a.key") == F.col("b.key"))
-                   & (F.col("b.idx") == F.col("a.idx") + 1))
-            .where(F.col("a.writer") != F.col("b.writer"))
-            .select(F.col("a.writer").alias("src"), F.col("b.writer").alias("dst"),
-                    F.col("a.key").alias("key"), F.col("a.value").alias("value"),
-                    F.col("b.value").alias("next_value")))
+def _node_writer() -> F.Column:
+    return F.when(is_type("w_type", *NODE_TYPES), F.col("w_op"))
 
 
-def wr_edges(h: History, v: Versions, node_ops: DataFrame) -> DataFrame:
-    """``src, dst, key, value``: writer of the last value each op read of a key -> that op."""
-    last = (h.reads.join(node_ops.select("op"), "op")
-            .groupBy("op", "key").agg(F.max(F.struct("pos", "rec", "value")).alias("last"))
-            .select("op", "key", F.col("last.value").alias("value")))
-    writers = v.writers.join(node_ops.select(F.col("op").alias("writer")), "writer")
-    return (last.join(writers, ["key", "value"])
-            .where(F.col("writer") != F.col("op"))
-            .select(F.col("writer").alias("src"), F.col("op").alias("dst"), "key", "value"))
+def ww_edges(v: Versions) -> DataFrame:
+    """``src, dst``: writers of consecutive version-order positions of a key, earlier ->
+    later (every writer at a position to every writer at the next one)."""
+    at = (v.obs.select("key", "idx", _node_writer().alias("w")).where(F.col("w").isNotNull())
+          .groupBy("key", "idx").agg(F.collect_set("w").alias("ws")))
+    order = Window.partitionBy("key").orderBy("idx")
+    return (at.select("ws", *(F.lag(c).over(order).alias(f"prev_{c}") for c in ("idx", "ws")),
+                      "idx")
+            .where(F.col("prev_idx") == F.col("idx") - 1)
+            .select(F.explode("prev_ws").alias("src"), "ws")
+            .select("src", F.explode("ws").alias("dst"))
+            .where(F.col("src") != F.col("dst")))
 
 
-def order_edges(node_ops: DataFrame) -> DataFrame:
-    """``src, dst, kind``: process order, and realtime order through timeline nodes (ids < 0)."""
-    by_proc = Window.partitionBy("process").orderBy("op")
-    process = (node_ops.select(F.lag("op").over(by_proc).alias("src"), F.col("op").alias("dst"))
-               .where(F.col("src").isNotNull()).withColumn("kind", F.lit(elle.PROCESS)))
-    # one event row per ok completion (kind 1) and per invoke (kind 0); at equal times the
-    # invoke sorts first, so "completed before invoked" stays strict
-    events = (node_ops.where(F.col("type") == "ok")
-              .select(F.col("time").alias("t"), F.lit(1).alias("k"), "op")
-              .unionByName(node_ops.select(F.col("invoke_time").alias("t"), F.lit(0).alias("k"),
-                                           "op")))
-    seen = Window.orderBy("t", "k", "op").rowsBetween(Window.unboundedPreceding, 0)
-    ranked = events.withColumn("n", F.sum("k").over(seen)).cache()
-    # the j-th completion (1-based) is timeline node -j
-    done = ranked.where(F.col("k") == 1)
-    to_timeline = done.select("op", (-F.col("n")).alias("t")).toDF("src", "dst")
-    chain = done.select((-F.col("n")).alias("src"), (-F.col("n") - 1).alias("dst"))
-    last = done.agg(F.max("n")).first()[0] or 0
-    chain = chain.where(F.col("src") > -last)
-    from_timeline = (ranked.where((F.col("k") == 0) & (F.col("n") > 0))
-                     .select((-F.col("n")).alias("src"), F.col("op").alias("dst")))
-    realtime = (to_timeline.unionByName(chain).unionByName(from_timeline)
-                .withColumn("kind", F.lit(elle.REALTIME)))
-    return process.unionByName(realtime)
+def wr_edges(v: Versions) -> DataFrame:
+    """``src, dst``: the writer of the last value each op read of a key -> that op."""
+    reads = v.reads.where(~F.col("final") & is_type("type", *NODE_TYPES))
+    last = (reads.groupBy("key", "op")
+            .agg(F.max_by("value", F.col("pos").cast("long") * 2**32 + F.col("rec"))
+                 .alias("value")))
+    writers = v.writers.select("key", "value", _node_writer().alias("src"))
+    return (last.join(writers.hint("shuffle_hash"), ["key", "value"])
+            .where(F.col("src").isNotNull() & (F.col("src") != F.col("op")))
+            .select("src", F.col("op").alias("dst")))
+
+
+def order_edges(op: np.ndarray, process: np.ndarray, ok: np.ndarray, invoke_time: np.ndarray,
+                time: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(src, dst, kind)`` of the process and realtime orders of the nodes (equal-length
+    arrays: op index, process, completed ok, invoke and completion times in ns).
+
+    Process order: consecutive ops of one process. Realtime order through timeline nodes
+    (ids < 0): one event per ``ok`` completion and per invoke, sorted by time (an invoke
+    first at equal times, so "completed before invoked" stays strict); the j-th completion
+    (1-based) is timeline node -j, chained to -(j+1); an op -> its completion's node, and each
+    node -> every op invoked after it and before the next completion.
+    """
+    by_process = np.lexsort((op, process))
+    p, q = process[by_process], op[by_process]
+    same = p[1:] == p[:-1]
+    proc_src, proc_dst = q[:-1][same], q[1:][same]
+    n_ok = int(ok.sum())
+    t = np.concatenate([time[ok], invoke_time])
+    k = np.concatenate([np.ones(n_ok, dtype=np.int64), np.zeros(len(op), dtype=np.int64)])
+    who = np.concatenate([op[ok], op])
+    order = np.lexsort((who, k, t))
+    k, who = k[order], who[order]
+    n = np.cumsum(k)
+    done = k == 1
+    later = (k == 0) & (n > 0)
+    chain = -np.arange(1, max(n_ok, 1), dtype=np.int64)
+    src = np.concatenate([proc_src, who[done], chain, -n[later]])
+    dst = np.concatenate([proc_dst, -n[done], chain - 1, who[later]])
+    kind = np.concatenate([np.full(len(proc_src), elle.PROCESS, dtype=np.int64),
+                           np.full(len(src) - len(proc_src), elle.REALTIME, dtype=np.int64)])
+    return src, dst, kind
+
+
+def _column(table: Any, name: str) -> np.ndarray:
+    return table.column(name).to_numpy(zero_copy_only=False)
 
 
 def cycles(h: History, v: Versions,
@@ -102,41 +122,60 @@ def cycles(h: History, v: Versions,
     ``search``: ``{"complete", "components", "largest_component", "edges", "time_s"}``; when
     ``complete`` is false the search hit ``time_limit_s`` and absent cycles prove nothing.
     """
-    node_ops = nodes(h).cache()
-    try:
-        ww = ww_edges(h, v, node_ops)
-        wr = wr_edges(h, v, node_ops)
-        edges = (ww.select("src", "dst", F.lit(elle.WW).alias("kind"))
-                 .unionByName(wr.select("src", "dst", F.lit(elle.WR).alias("kind")))
-                 .unionByName(order_edges(node_ops)))
-        table = edges.toArrow()
-        report = elle.find_cycles(table.column("src").to_pylist(), table.column("dst").to_pylist(),
-                                  table.column("kind").to_pylist(), time_limit_s=time_limit_s)
-        del table
-        out = {name: {"count": len(found), "examples": found[:5]}
-               for name, found in report.cycles.items()}
-        _explain(out, ww, wr)
-    finally:
-        node_ops.unpersist()
+    ww = ww_edges(v).toArrow()
+    wr = wr_edges(v).toArrow()
+    n = nodes(h).toArrow()
+    o_src, o_dst, o_kind = order_edges(*(_column(n, c) for c in (
+        "op", "process", "ok", "invoke_time", "time")))
+    del n
+    src = np.concatenate([_column(ww, "src"), _column(wr, "src"), o_src])
+    dst = np.concatenate([_column(ww, "dst"), _column(wr, "dst"), o_dst])
+    kind = np.concatenate([np.full(ww.num_rows, elle.WW, dtype=np.int64),
+                           np.full(wr.num_rows, elle.WR, dtype=np.int64), o_kind])
+    del ww, wr, o_src, o_dst, o_kind
+    report = elle.find_cycles(src, dst, kind, time_limit_s=time_limit_s)
+    del src, dst, kind
+    out = {name: {"count": len(found), "examples": found[:5]}
+           for name, found in report.cycles.items()}
+    _explain(out, v)
     search = {k: getattr(report, k) for k in ("complete", "components", "largest_component",
                                               "edges", "time_s")}
     return out, search
 
 
-def _explain(out: dict[str, dict[str, Any]], ww: DataFrame, wr: DataFrame) -> None:
+def _explain(out: dict[str, dict[str, Any]], v: Versions) -> None:
     """Replace each example cycle (a list of steps) by ``{"ops", "steps", "text"}`` with the
     key and values behind every ww/wr step, looked up for just those steps."""
-    pairs = {(s["from"], s["to"]) for found in out.values() for cyc in found["examples"]
-             for s in cyc if s["type"] in ("ww", "wr")}
+    steps = [s for found in out.values() for cyc in found["examples"] for s in cyc]
+    ww = {(s["from"], s["to"]) for s in steps if s["type"] == "ww"}
+    wr = {(s["from"], s["to"]) for s in steps if s["type"] == "wr"}
     facts: dict[tuple[str, int, int], dict] = {}
-    if pairs:
-        wanted = ww.sparkSession.createDataFrame(sorted(pairs), "src long, dst long")
-        for kind, df in (("ww", ww), ("wr", wr.withColumn("next_value", F.lit(None)))):
-            rows = (df.join(F.broadcast(wanted), ["src", "dst"])
-                    .groupBy("src", "dst").agg(F.min(F.struct("key", "value", "next_value"))
-                                               .alias("x")).collect())
-            for r in rows:
-                facts[(kind, r["src"], r["dst"])] = r["x"].asDict()
+    if ww:
+        writers = sorted({op for pair in ww for op in pair})
+        at: dict[tuple[int, int], list[tuple[int, int]]] = {}  # (key, idx) -> [(writer, value)]
+        for r in (v.obs.where(F.col("w_op").isin(writers))
+                  .select("key", "idx", "value", "w_op").distinct().collect()):
+            at.setdefault((r["key"], r["idx"]), []).append((r["w_op"], r["value"]))
+        for (key, idx), here in at.items():
+            for a, value in here:
+                for b, next_value in at.get((key, idx + 1), []):
+                    if (a, b) in ww:
+                        fact = {"key": key, "value": value, "next_value": next_value}
+                        old = facts.get(("ww", a, b))
+                        if old is None or tuple(fact.values()) < tuple(old.values()):
+                            facts[("ww", a, b)] = fact
+    if wr:
+        readers = sorted({b for _, b in wr})
+        last: dict[tuple[int, int], tuple] = {}  # (reader, key) -> (pos, rec, value, writer)
+        reads = (v.reads.where(~F.col("final") & F.col("op").isin(readers))
+                 .join(v.writers, ["key", "value"], "left"))
+        for r in reads.select("op", "key", "pos", "rec", "value", "w_op").collect():
+            mine = (r["pos"], r["rec"], r["value"], r["w_op"])
+            if last.get((r["op"], r["key"]), (-1,)) < mine:
+                last[(r["op"], r["key"])] = mine
+        for (reader, key), (_, _, value, writer) in sorted(last.items()):
+            if (writer, reader) in wr and ("wr", writer, reader) not in facts:
+                facts[("wr", writer, reader)] = {"key": key, "value": value, "next_value": None}
     for found in out.values():
         found["examples"] = [_explained(cyc, facts) for cyc in found["examples"]]
 

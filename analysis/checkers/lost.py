@@ -12,9 +12,8 @@ are the log as it stands after the faults healed:
 For a key without such a final read (it failed or is missing), only what polls covered counts:
 
 1. read: some poll returned it;
-2. ``lost-write``: not read, although a consumer read its offset's position in the version
-   order straight through (``polls.covered_runs``: it read another value there) or a
-   final-read chunk covered it; a consumer's skip is never a lost write;
+2. ``lost-write``: not read, although a final-read chunk covered its offset, or a consumer
+   read another value at its offset (a consumer's skip is never a lost write);
 3. not judged: anything else; the result is then "unknown", never valid (``analysis.check``).
 
 Source: Jepsen's ``jepsen.tests.kafka`` analysis step 3 and ``lost-write-cases`` ("we take the
@@ -35,47 +34,49 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
 from kafka_chaos.analysis.checkers.versions import Versions
-from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.load import History, type_name
 
 UNJUDGED = "not-judged"
 
 
-def unread_writes(h: History, v: Versions, runs: DataFrame) -> DataFrame:
+def unread_writes(h: History, v: Versions) -> DataFrame:
     """The cases (``common.cases``) of ``lost-write``, ``unseen`` and ``not-judged``.
-
-    Args:
-        h, v: the loaded history and its ``Versions``.
-        runs: ``polls.covered_runs`` (``key, lo, hi`` inclusive).
 
     Examples (by send op): ``key, value, offset, process, op`` (invoke index of the send),
     ``index`` (its completion), ``type`` (``info`` for a partially acknowledged op),
-    ``covered_by`` (``[start, end)`` of a covering read, lost writes only), ``final_end`` (where
-    the key's final reads ended), ``read_before`` (a poll had returned it).
+    ``covered_by`` (``[start, end)`` of a covering read, lost writes only: a final-read
+    chunk, or ``[offset, offset + 1)`` for a poll that read another value there),
+    ``final_end`` (where the key's final reads ended), ``read_before`` (a poll had returned
+    it).
     """
-    final_end = (h.ranges.groupBy("key")
-                 .agg(F.max("end").alias("final_end"), F.max("eof").alias("eof"))
-                 .where(F.col("eof")).drop("eof"))
-    seen = (h.reads.groupBy("key", "value")
-            .agg(F.max("final").alias("in_final")).withColumn("read_before", F.lit(True)))
     complete = F.col("final_end").isNotNull()
-    missing = (v.acked.join(final_end, "key", "left").join(seen, ["key", "value"], "left")
-               .where(F.when(complete, ~F.coalesce("in_final", F.lit(False)))
-                      .otherwise(F.col("read_before").isNull())))
-    final_cover = h.ranges.select("key", "start", "end", F.lit(True).alias("by_final"))
-    run_cover = runs.select("key", F.col("lo").alias("start"), (F.col("hi") + 1).alias("end"),
-                            F.lit(False).alias("by_final"))
-    m, c = missing.alias("m"), final_cover.unionByName(run_cover).alias("c")
-    covering = (m.where(F.col("offset").isNotNull())
-                .join(c, (F.col("m.key") == F.col("c.key")) & (F.col("c.start") <= F.col("m.offset"))
-                      & (F.col("m.offset") < F.col("c.end"))
-                      # a complete final read is the log's state: only it decides
-                      & (F.col("c.by_final") | F.col("m.final_end").isNull()))
+    missing = (v.sends.where(F.col("acked"))
+               .join(F.broadcast(v.final_end), "key", "left")
+               .where(F.when(complete, ~F.col("read_final")).otherwise(~F.col("read_any"))))
+    # Acknowledged writes missing from the log are few: each meets the final ranges, and its
+    # own claim in ``obs`` says whether a consumer read its offset (``read_at``).
+    m, c = missing.alias("m"), h.ranges.alias("c")
+    by_final = (m.where(F.col("offset").isNotNull())
+                .join(F.broadcast(c), (F.col("m.key") == F.col("c.key"))
+                      & (F.col("c.start") <= F.col("m.offset"))
+                      & (F.col("m.offset") < F.col("c.end")))
                 .groupBy("m.key", "m.value")
-                .agg(F.min(F.array("c.start", "c.end")).alias("covered_by")))
+                .agg(F.min(F.array("c.start", "c.end")).alias("by_final")))
+    at = v.obs.select("key", "offset", "value", "read_at")
+    found = (missing.join(at, ["key", "offset", "value"], "left")
+             .join(by_final, ["key", "value"], "left"))
+    # A consumer that read another value at the offset read that position of the version
+    # order: the acknowledged value was not there.
+    by_poll = F.when(~complete & F.coalesce("read_at", F.lit(False)),
+                     F.array("offset", F.col("offset") + 1))
+    covered = (F.when(F.col("by_final").isNull(), by_poll)
+               .when(by_poll.isNull() | (F.col("by_final") < by_poll), F.col("by_final"))
+               .otherwise(by_poll))
+    found = found.withColumn("covered_by", covered)
     kind = (F.when(F.col("covered_by").isNotNull(), F.lit("lost-write"))
             .when(complete, F.lit("unseen"))
             .otherwise(F.lit(UNJUDGED)))
-    found = missing.join(covering, ["key", "value"], "left")
     return cases(found, kind, ["op", "value"],
-                 ["key", "value", "offset", "process", "op", "index", "type", "covered_by",
-                  "final_end", F.coalesce("read_before", F.lit(False)).alias("read_before")])
+                 ["key", "value", "offset", "process", "op", "index",
+                  type_name("type").alias("type"), "covered_by", "final_end",
+                  F.col("read_any").alias("read_before")])

@@ -17,27 +17,34 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
 from kafka_chaos.analysis.checkers.versions import Versions
-from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.load import is_type
 
 
-def send_order(h: History, v: Versions) -> DataFrame:
+def send_order(v: Versions) -> DataFrame:
     """The cases (``common.cases``) of ``nonmonotonic-send``, ``int-nonmonotonic-send`` and
     ``int-send-skip``.
+
+    One sort of each process's sends to a key (in op and micro-op order): within an op each
+    send is compared with the one before it; the first send of an ``ok``/``info`` op with the
+    last send of the process's previous ``ok``/``info`` op (a ``fail``ed op did not happen).
 
     Examples: ``process, key, values, delta`` (position difference), ``op_indexes`` (invoke
     indexes of the two sends' ops; the same op twice for ``int-``).
     """
-    sends = (h.sends.where(F.col("type") != "pending")
-             .join(v.by_value, ["key", "value"], "left"))
-    order = ("op", "pos")
-    w = Window.partitionBy("process", "key").orderBy(*order)
-    within = (sends.select("*", *(F.lag(c).over(w).alias(f"prev_{c}")
-                                  for c in ("op", "value", "idx")))
-              .where(F.col("op") == F.col("prev_op")))
-    across_src = sends.where(F.col("type").isin("ok", "info"))
-    across = (across_src.select("*", *(F.lag(c).over(w).alias(f"prev_{c}")
-                                       for c in ("op", "value", "idx")))
-              .where(F.col("op") != F.col("prev_op")))
+    sends = (v.sends.where(~is_type("type", "pending"))
+             .select("process", "key", "op", "pos", "type", "value",
+                     F.col("vidx").alias("idx")))
+    w = Window.partitionBy("process", "key").orderBy("op", "pos")
+    counted = is_type("type", "ok", "info")
+    last_counted = F.last(F.when(counted, F.struct("op", "value", "idx")), ignorenulls=True)
+    lagged = sends.select("*", *(F.lag(c).over(w).alias(f"prev_{c}")
+                                 for c in ("op", "value", "idx")),
+                          last_counted.over(w.rowsBetween(Window.unboundedPreceding, -1))
+                          .alias("before"))
+    within = lagged.where(F.col("op") == F.col("prev_op"))
+    across = (lagged.where(counted & (F.col("before.op") != F.col("op")))
+              .select("process", "key", "op", "pos", "value", "idx",
+                      *(F.col(f"before.{c}").alias(f"prev_{c}") for c in ("op", "value", "idx"))))
     delta = F.col("idx") - F.col("prev_idx")
     kind_within = F.when(delta > 1, "int-send-skip").when(delta < 1, "int-nonmonotonic-send")
     kind_across = F.when(delta < 1, "nonmonotonic-send")

@@ -15,21 +15,33 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
 from kafka_chaos.analysis.checkers.versions import Versions
-from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.load import is_f, is_type, type_name
 
 
-def invisible_reads(h: History, v: Versions) -> DataFrame:
+def invisible_reads(v: Versions) -> DataFrame:
     """The cases of ``G1a`` and ``precommitted-read``, one per (reading op, key, value).
+
+    ``G1a`` claims are few (a failed write that an ``ok`` op read: ``Versions.obs``), so only
+    they meet the reads; a precommitted read is a transaction's read of its own write, so
+    only transactions' reads meet their writes.
 
     Examples: ``key, value, offset, writer`` (invoke index of the sending op), ``writer_type,
     reader`` (invoke index of the reading op), ``reader_final``.
     """
-    reads = (h.reads.where((F.col("type") == "ok") | (F.col("f") == "txn"))
-             .select("key", "value", "offset", F.col("op").alias("reader"),
-                     F.col("type").alias("reader_type"), F.col("final").alias("reader_final"))
-             .dropDuplicates(["reader", "key", "value"]))
-    joined = reads.join(v.writers, ["key", "value"])
-    kind = (F.when((F.col("writer_type") == "fail") & (F.col("reader_type") == "ok"), "G1a")
-            .when(F.col("writer") == F.col("reader"), "precommitted-read"))
-    return cases(joined, kind, ["reader", "key", "value"],
-                 ["key", "value", "offset", "writer", "writer_type", "reader", "reader_final"])
+    failed = (v.obs.where(is_type("w_type", "fail") & F.col("read_ok"))
+              .select("key", "value", "w_op", "w_type"))
+    g1a = (v.reads.where(is_type("type", "ok")).join(failed.hint("shuffle_hash"), ["key", "value"])
+           .withColumn("kind", F.lit("G1a")))
+    own = v.writers.where(is_f("w_f", "txn")).drop("w_f")
+    pre = (v.reads.where(is_f("f", "txn"))
+           .join(own.hint("shuffle_hash"), ["key", "value"])
+           .where(F.col("w_op") == F.col("op")).withColumn("kind", F.lit("precommitted-read")))
+    cols = ["kind", "key", "value", "offset", "op", "final", "w_op", "w_type"]
+    found = (g1a.select(*cols).unionByName(pre.select(*cols))
+             .groupBy("kind", "op", "key", "value")
+             .agg(F.min("offset").alias("offset"), F.max("final").alias("reader_final"),
+                  F.first("w_op").alias("writer"),
+                  F.first(type_name("w_type")).alias("writer_type")))
+    return cases(found, "kind", ["op", "key", "value"],
+                 ["key", "value", "offset", "writer", "writer_type",
+                  F.col("op").alias("reader"), "reader_final"])

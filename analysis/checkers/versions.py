@@ -1,4 +1,4 @@
-"""Version orders and acknowledged writes: what every other checker compares against.
+"""Version orders, acknowledged writes and writers: the tables every checker reads.
 
 Source: Jepsen's ``jepsen.tests.kafka`` (jepsen-io/jepsen, ``jepsen/src/jepsen/tests/kafka.clj``):
 ``version-orders`` (offsets -> values per key from every poll, and from sends "when we can prove
@@ -6,79 +6,150 @@ their effects were visible"), ``must-have-committed?`` and ``writer-of``. Positi
 version order are *dense* indexes over the offsets that hold a value, so the offset gaps that
 transaction markers leave are never mistaken for skipped records (and no array is ever indexed
 by a raw offset: maelstrom issue 51).
+
+How it is computed, for speed (``docs/performance.md``): reads and sends are each shuffled once,
+by key, sorted once in the order their windows need (a process's reads or sends of a key) and
+cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
+offset, value), about as many rows as there are sends whatever the number of reads: it is
+aggregated from the cached tables without a shuffle (they share the key partitioning), ranked
+by offset, and joined to the writers on (key, value) within each partition.
 """
 
 from __future__ import annotations
 
 import dataclasses
 
-from pyspark.sql import DataFrame, Window
+from pyspark import StorageLevel
+from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.load import History, is_f, is_type
+
+#: Node types of the dependency graph: a ``fail``ed op did not happen (``cycles``).
+NODE_TYPES = ("ok", "info", "pending")
 
 
 @dataclasses.dataclass(frozen=True)
 class Versions:
-    """Tables derived once per analysis (cached; ``unpersist()`` when done).
+    """What the checkers share: cached tables, all partitioned by ``key``. ``unpersist()``
+    when done.
 
-    - ``acked``: acknowledged sends, ``key, value, offset, process, op, index, f, type``:
-      sends of ``ok`` ops; sends of ``info`` non-transactional ops whose delivery report gave an
-      offset (a delivery report is an acknowledgement, ``docs/history-format.md``); and sends of
-      ``info`` transactions proven committed because an ``ok`` op read one of their values
-      (Jepsen ``must-have-committed?``; not under ``read_uncommitted``, where reading a value
-      proves nothing about its transaction).
-    - ``writers``: ``key, value, writer`` (op), ``writer_type, writer_f, writer_process``: who
-      sent each value (Jepsen ``writer-of``), for every send of every op.
-    - ``order``: ``key, offset, idx``: the dense position of each offset holding a value.
-    - ``by_value``: ``key, value, idx``: a value's first position (its earliest offset).
+    - ``sends``: one row per send micro-op, sorted by process, key, op, pos: ``key, value,
+      offset, op, index, process, f, type, pos``; ``acked``: acknowledged: a send of an ``ok``
+      op; of an ``info`` non-transactional op whose delivery report gave an offset (a delivery
+      report is an acknowledgement, ``docs/history-format.md``); of an ``info`` transaction
+      proven committed because an ``ok`` op read one of its values (Jepsen
+      ``must-have-committed?``; not under ``read_uncommitted``, where reading a value proves
+      nothing about its transaction). With the value's facts: ``vidx`` (its first position in
+      the version order, NULL if never observed), ``dup`` (observed at more than one offset),
+      ``read_any``, ``read_final`` (some read, some final read returned it).
+    - ``reads``: one row per record read, sorted by process, key, op, pos, rec: ``key, offset,
+      value, op, process, pos, rec, final, type, f``.
+    - ``obs``: one row per distinct claim ``key, offset, value``: every read's (of ``ok``,
+      ``info`` and ``fail`` ops alike: "pollers in Kafka's transaction design are *always*
+      supposed to emit safe data", Jepsen ``version-orders``) and every acknowledged send's
+      that carries an offset. ``idx``: the offset's dense position in the key's version order;
+      ``incons``: the offset holds more than one value; ``read_at``: a non-final read returned
+      a record at the offset; ``read``, ``final``, ``nonfinal``, ``read_ok``: some read, final
+      read, non-final read, read of an ``ok`` op returned the claim; ``w_op, w_type``: who
+      sent the value (Jepsen ``writer-of``; NULL for a value nobody sent).
+    - ``writers``: ``key, value, w_op, w_type, w_f``: one row per send micro-op.
+    - ``final_end``: ``key, final_end`` for the keys whose final reads reached the end of the
+      partition: where they ended (the largest range end).
     """
 
-    acked: DataFrame
+    sends: DataFrame
+    reads: DataFrame
+    obs: DataFrame
     writers: DataFrame
-    order: DataFrame
-    by_value: DataFrame
+    final_end: DataFrame
+    _cached: tuple[DataFrame, ...] = ()
+    _scratch: tuple[DataFrame, ...] = ()
+
+    def materialize(self) -> None:
+        """Compute and cache the shared tables now (one job each), then drop the cached
+        intermediate ones."""
+        for df in self._cached:
+            df.count()
+        for df in self._scratch:
+            df.unpersist()
 
     def unpersist(self) -> None:
         """Drop the cached tables."""
-        for df in (self.acked, self.order, self.by_value):
+        for df in self._cached:
             df.unpersist()
 
 
-def versions(h: History) -> Versions:
-    """Derive the ``Versions`` of a loaded history."""
+def proven_txns(h: History, reads: DataFrame) -> DataFrame:
+    """``op``: ``info`` transactions an ``ok`` op read a value of (Jepsen
+    ``must-have-committed?``). The ``info`` transactions are few, so they are broadcast."""
+    info = (h.sends.where(is_f("f", "txn") & is_type("type", "info"))
+            .select("op", "key", "value"))
+    read = reads.where(is_type("type", "ok")).select("key", "value")
+    return read.join(F.broadcast(info), ["key", "value"]).select("op").distinct()
+
+
+def _any(cond: Column) -> Column:
+    return F.max(cond.cast("int")) == 1
+
+
+def versions(h: History, partitions: int) -> Versions:
+    """Derive the ``Versions`` of a loaded history (lazily; ``materialize`` computes them).
+    ``partitions``: how many partitions the key shuffle makes (a key is never split)."""
+    level = StorageLevel.MEMORY_AND_DISK
+    r = (h.reads.select("key", "offset", "value", "op", "process", "pos", "rec", "final",
+                        "type", "f")
+         .repartition(partitions, "key")
+         .sortWithinPartitions("process", "key", "op", "pos", "rec")
+         .persist(level))
     committed_proof = (h.config or {}).get("isolation_level") != "read_uncommitted"
-    proven = (h.sends.where(F.col("f") == "txn")
-              .join(h.reads.where(F.col("type") == "ok").select("key", "value").distinct(),
-                    ["key", "value"])
-              .select("op").distinct().withColumn("proven", F.lit(committed_proof)))
-    s = h.sends.join(proven, "op", "left")
-    is_acked = ((F.col("type") == "ok")
-                | ((F.col("type") == "info") & (F.col("f") == "send") & F.col("offset").isNotNull())
-                | ((F.col("type") == "info") & (F.col("f") == "txn")
-                   & F.coalesce("proven", F.lit(False))))
-    acked = (s.where(is_acked)
-             .select("key", "value", "offset", "process", "op", "index", "f", "type").cache())
-    writers = h.sends.select("key", "value", F.col("op").alias("writer"),
-                             F.col("type").alias("writer_type"), F.col("f").alias("writer_f"),
-                             F.col("process").alias("writer_process"))
-    obs = observations(h, acked)
-    order = (obs.select("key", "offset").distinct()
-             .withColumn("idx", F.dense_rank().over(Window.partitionBy("key").orderBy("offset"))
-                         - 1)
-             .cache())
-    by_value = (obs.join(order, ["key", "offset"]).groupBy("key", "value")
-                .agg(F.min("idx").alias("idx")).cache())
-    return Versions(acked=acked, writers=writers, order=order, by_value=by_value)
-
-
-def observations(h: History, acked: DataFrame) -> DataFrame:
-    """Every ``(key, offset, value)`` claim, one row per claim, with ``op`` (who claimed it).
-
-    Reads of every poll (of ``ok``, ``info`` and ``fail`` ops alike: "pollers in Kafka's
-    transaction design are *always* supposed to emit safe data", Jepsen ``version-orders``) and
-    acknowledged sends that carry an offset.
-    """
-    sent = (acked.where(F.col("offset").isNotNull())
-            .select("key", "offset", "value", "op"))
-    return h.reads.select("key", "offset", "value", "op").unionByName(sent)
+    is_ok, is_info = is_type("type", "ok"), is_type("type", "info")
+    acked = is_ok | (is_info & is_f("f", "send") & F.col("offset").isNotNull())
+    sends = h.sends
+    if committed_proof and h.counts.get("txn", {}).get("info"):
+        proven = proven_txns(h, r).withColumn("proven", F.lit(True))
+        sends = sends.join(F.broadcast(proven), "op", "left")
+        acked = acked | (is_info & is_f("f", "txn") & F.coalesce("proven", F.lit(False)))
+    # shuffled once and kept for the two tables built from it, then dropped (``materialize``)
+    s0 = (sends.select("key", "value", "offset", "op", "index", "process", "f", "type", "pos",
+                       acked.alias("acked"))
+          .repartition(partitions, "key")
+          .persist(level))
+    claims = (r.groupBy("key", "offset", "value")
+              .agg(F.lit(True).alias("read"), _any(F.col("final")).alias("final"),
+                   _any(~F.col("final")).alias("nonfinal"),
+                   _any(is_type("type", "ok")).alias("read_ok"))
+              .unionByName(s0.where(F.col("acked") & F.col("offset").isNotNull())
+                           .select("key", "offset", "value", F.lit(False).alias("read"),
+                                   F.lit(False).alias("final"), F.lit(False).alias("nonfinal"),
+                                   F.lit(False).alias("read_ok")))
+              .groupBy("key", "offset", "value")
+              .agg(*(_any(F.col(c)).alias(c) for c in ("read", "final", "nonfinal", "read_ok"))))
+    at_offset = Window.partitionBy("key", "offset")
+    # sorted with value too, so that joins on (key, offset, value) find obs already sorted
+    ranked = claims.sortWithinPartitions("key", "offset", "value").select(
+        "*", (F.dense_rank().over(Window.partitionBy("key").orderBy("offset")) - 1).alias("idx"),
+        (F.count(F.lit(1)).over(at_offset) > 1).alias("incons"),
+        (F.max(F.col("nonfinal").cast("int")).over(at_offset) == 1).alias("read_at"))
+    writers0 = s0.select("key", "value", F.col("op").alias("w_op"),
+                         F.col("type").alias("w_type"))
+    obs = (ranked.join(writers0.hint("shuffle_hash"), ["key", "value"], "left")
+           .persist(level))
+    facts = (obs.groupBy("key", "value")
+             .agg(F.min("idx").alias("vidx"),
+                  (F.min("offset") != F.max("offset")).alias("dup"),
+                  _any(F.col("read")).alias("read_any"), _any(F.col("final")).alias("read_final")))
+    s = (s0.join(facts.hint("shuffle_hash"), ["key", "value"], "left")
+         .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos", "acked",
+                 "vidx", F.coalesce("dup", F.lit(False)).alias("dup"),
+                 F.coalesce("read_any", F.lit(False)).alias("read_any"),
+                 F.coalesce("read_final", F.lit(False)).alias("read_final"))
+         .sortWithinPartitions("process", "key", "op", "pos")
+         .persist(level))
+    final_end = (h.ranges.groupBy("key")
+                 .agg(F.max("end").alias("final_end"), F.max("eof").alias("eof"))
+                 .where(F.col("eof")).drop("eof"))
+    writers = s.select("key", "value", F.col("op").alias("w_op"), F.col("type").alias("w_type"),
+                       F.col("f").alias("w_f"))
+    return Versions(sends=s, reads=r, obs=obs, writers=writers, final_end=final_end,
+                    _cached=(r, s0, obs, s), _scratch=(s0,))

@@ -214,7 +214,7 @@ def test_a_failed_final_read_leaves_its_writes_unjudged(run) -> None:
 
 
 def test_a_raising_checker_makes_its_anomalies_unknown_and_hides_nothing(run, monkeypatch) -> None:
-    def broken(inputs):
+    def broken(h, v):
         raise RuntimeError("boom\njava stack trace")
     monkeypatch.setitem(CHECKERS, "duplicate", broken)
     monkeypatch.delitem(CHECKERS, "inconsistent-offsets")

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos import analysis
-from kafka_chaos.analysis.load import load
+from kafka_chaos.analysis.load import FS, TYPES, load_copy
+from kafka_chaos.history import columnar
 from kafka_chaos.history import HistoryError
 from kafka_chaos.history.validate import validate
 from tests.builder import H
@@ -16,7 +17,10 @@ from tests.queue_builder import Q
 
 
 def rows(df, *cols):
-    return sorted(tuple(r[c] for c in cols) for r in df.collect())
+    """Sorted tuples of ``cols``; the ``type``/``f`` codes of sends and reads as names."""
+    names = {"type": TYPES, "f": FS}
+    return sorted(tuple(names[c][r[c]] if c in names and isinstance(r[c], int) else r[c]
+                        for c in cols) for r in df.collect())
 
 
 def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path: Path) -> None:
@@ -28,22 +32,20 @@ def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path
          .send(3, [(1, 13)], type="pending")                                     # op 8
          .final(4, 0, [(0, 10), (1, 12)], eof=True))                             # ops 9, 10
     path = q.write(tmp_path / "history.jsonl")
-    info = validate(path)
-    h = load(spark, path, info.ops, info.format, q.config)
-    try:
-        assert rows(h.sends, "op", "pos", "type", "f", "key", "value", "offset") == [
-            (2, 0, "info", "send", 0, 10, 0), (2, 1, "info", "send", 1, 11, None),
-            (6, 1, "ok", "txn", 0, 12, 1), (8, 0, "pending", "send", 1, 13, None)]
-        assert rows(h.reads, "op", "pos", "rec", "final", "key", "offset", "value") == [
-            (4, 1, 0, False, 0, 0, 10), (6, 0, 0, False, 1, 0, 11),
-            (9, 0, 0, True, 0, 0, 10), (9, 0, 1, True, 0, 1, 12)]
-        assert rows(h.ranges, "op", "key", "start", "end", "eof") == [(9, 0, 0, 2, True)]
-        assert rows(h.events, "op", "pos", "kind", "key", "offset") == [
-            (4, 0, "assigned", 0, None), (4, 0, "assigned", 1, None), (6, 2, "committed", 1, 1)]
-        assert rows(h.ops.where("final"), "op") == [(9,)]
-        assert h.n_ops == 11 and info.format == 2
-    finally:
-        h.unpersist()
+    copy = columnar.current(path)
+    assert copy is not None and copy.meta["source"] == "recorder"
+    h = load_copy(spark, copy)
+    assert rows(h.sends, "op", "pos", "type", "f", "key", "value", "offset") == [
+        (2, 0, "info", "send", 0, 10, 0), (2, 1, "info", "send", 1, 11, None),
+        (6, 1, "ok", "txn", 0, 12, 1), (8, 0, "pending", "send", 1, 13, None)]
+    assert rows(h.reads, "op", "pos", "rec", "final", "key", "offset", "value") == [
+        (4, 1, 0, False, 0, 0, 10), (6, 0, 0, False, 1, 0, 11),
+        (9, 0, 0, True, 0, 0, 10), (9, 0, 1, True, 0, 1, 12)]
+    assert rows(h.ranges, "op", "key", "start", "end", "eof") == [(9, 0, 0, 2, True)]
+    assert rows(h.events, "op", "pos", "kind", "key", "offset") == [
+        (4, 0, "assigned", 0, None), (4, 0, "assigned", 1, None), (6, 2, "committed", 1, 1)]
+    assert rows(h.ops.where("final"), "op") == [(9,)]
+    assert h.n_ops == 11 and h.format == 2 and h.config == q.config
 
 
 def test_torn_final_line_and_glob_characters_in_the_path(spark, tmp_path: Path) -> None:

@@ -1,0 +1,109 @@
+"""The analysis on a real Spark standalone cluster: a master and a worker started from the
+pyspark installation (``spark-class``), ``kafka-chaos analyze --spark-master spark://...``, and
+the same findings as local mode on the same history."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+from typing import Iterator
+
+import pyspark
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _state(ui_port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{ui_port}/json/", timeout=5) as r:
+        return json.load(r)
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory) -> Iterator[tuple[str, int]]:
+    """A master and one worker (1 core, 1 GiB) on 127.0.0.1; yields (master URL, UI port)."""
+    tmp = tmp_path_factory.mktemp("spark-standalone")
+    port, ui = _free_port(), _free_port()
+    env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp),
+           "SPARK_CONF_DIR": str(ROOT / "analysis" / "conf")}
+    url = f"spark://127.0.0.1:{port}"
+    procs = []
+    try:
+        procs.append(subprocess.Popen(
+            [str(SPARK_CLASS), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+             "--port", str(port), "--webui-port", str(ui)],
+            env=env, stdout=open(tmp / "master.log", "wb"), stderr=subprocess.STDOUT))
+        procs.append(subprocess.Popen(
+            [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url, "--host",
+             "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
+             "--work-dir", str(tmp / "work")],
+            env=env, stdout=open(tmp / "worker.log", "wb"), stderr=subprocess.STDOUT))
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if any(w["state"] == "ALIVE" for w in _state(ui)["workers"]):
+                    break
+            except OSError:
+                pass
+            if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+                logs = "".join((tmp / f).read_text()[-2000:] for f in ("master.log",
+                                                                        "worker.log"))
+                pytest.fail(f"the standalone cluster did not come up:\n{logs}")
+            time.sleep(1)
+        yield url, ui
+    finally:
+        for p in reversed(procs):
+            p.terminate()
+        for p in procs:
+            try:
+                p.wait(20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+
+
+def _analyze(run_dir: Path, master: str) -> dict:
+    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "kafka-chaos"), "analyze", str(run_dir),
+                           "--spark-master", master], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # anomalies found
+    return json.loads((run_dir / "results.json").read_text())
+
+
+def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
+    url, ui = standalone
+    spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    local, remote = tmp_path / "local", tmp_path / "standalone"
+    expected = gen.generate(local, 30_000, anomalies=1, seed=11)
+    shutil.copytree(local, remote)
+
+    on_cluster = _analyze(remote, url)
+    here = _analyze(local, "local[2]")
+
+    apps = _state(ui)["completedapps"] + _state(ui)["activeapps"]
+    assert [a["name"] for a in apps] == ["kafka-chaos"]  # the cluster ran the analysis
+    assert apps[0]["cores"] >= 1
+
+    def counts(results: dict) -> dict:
+        return {name: a["count"] for name, a in results["anomalies"].items() if a["count"]}
+
+    assert counts(on_cluster) == counts(here) == expected
+    for key in ("valid", "violations", "stats", "cycle_search"):
+        if key == "cycle_search":
+            on_cluster[key].pop("time_s"), here[key].pop("time_s")
+        assert on_cluster[key] == here[key], key
