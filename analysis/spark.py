@@ -77,13 +77,16 @@ SPARK_CONF_ENV = "KAFKA_CHAOS_SPARK_CONF"
 def machine_settings() -> dict[str, str]:
     """Spark settings sized from this machine: ``spark.driver.memory``, an eighth of its RAM
     within ``DRIVER_MEMORY_MB`` (with local masters the driver JVM is the executor: sorts that
-    fit in its heap do not spill; measured in ``docs/performance.md``)."""
+    fit in its heap do not spill; measured in ``docs/performance.md``), and as much for
+    ``spark.driver.maxResultSize``: the cycle search collects its edge lists, which outgrew
+    Spark's 1 GiB default at 10 M ops (its anomalies were then unknown)."""
     try:
         total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
     except (ValueError, OSError):
         total_mb = 8 * DRIVER_MEMORY_MB[0]
     lo, hi = DRIVER_MEMORY_MB
-    return {"spark.driver.memory": f"{min(max(total_mb // 8, lo), hi)}m"}
+    heap = f"{min(max(total_mb // 8, lo), hi)}m"
+    return {"spark.driver.memory": heap, "spark.driver.maxResultSize": heap}
 
 
 def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
