@@ -2,7 +2,7 @@
 
 The JSON Lines file stays the record: crash-safe, one flushed line per op. Parsing that text is
 most of what an analysis that reads it costs (1 M ops: ~60 % of the wall time), so the analysis
-reads this copy instead. It is written while the run goes (``HistoryWriter(columnar=True)``),
+reads this copy instead. It is written while the run goes (``HistoryWriter(columnar="background")``),
 each op validated as it is added (``history.validate.LineValidator``), so a complete copy is a
 validated history. A history without a complete copy (a crashed run, format 1, a file from
 elsewhere, a file edited after its run) is converted once by ``ensure``: one streaming pass
@@ -204,6 +204,13 @@ class _Buffer:
         self.flush()
         self._writer.close()
 
+    def discard(self) -> None:
+        """Close the file without writing the rows still buffered (the copy is dropped)."""
+        try:
+            self._writer.close()
+        except Exception:  # already closed, or its disk failed: the directory goes anyway
+            pass
+
 
 class ColumnarWriter:
     """Builds the columnar copy from ops given in history order (``add``), validating each.
@@ -316,10 +323,7 @@ class ColumnarWriter:
             self._queue.put(None)
             self._thread.join()
         for buf in self._buffers.values():
-            try:
-                buf._writer.close()
-            except Exception:
-                pass
+            buf.discard()
         shutil.rmtree(self.out, ignore_errors=True)
 
     # -- rows --------------------------------------------------------------------------------
