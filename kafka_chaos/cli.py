@@ -175,6 +175,14 @@ def run_cmd(
     seed: int = typer.Option(0, help="Seed of every random choice."),
     spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
     fail_on: str = FAIL_ON,
+    live: bool = typer.Option(False, "--live/--no-live", help="Check the history while the "
+                              "run goes and show the anomalies found so far (live.jsonl); the "
+                              "verdict is still the full analysis at the end."),
+    live_interval: float = typer.Option(10.0, help="Seconds between live checks."),
+    stop_on_violation: bool = typer.Option(
+        False, "--stop-on-violation/--no-stop-on-violation",
+        help="End the workload at the first anomaly a live check counts under --fail-on, then "
+        "heal, read every partition and analyse (implies --live)."),
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
@@ -195,7 +203,7 @@ def run_cmd(
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
     try:
-        facts = execute(cfg, kafka, run_dir)
+        facts = execute(cfg, kafka, run_dir, fail_on=fail_on)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
                       f"re-analyse with: kafka-chaos analyze {run_dir}")
@@ -212,7 +220,7 @@ def run_cmd(
 
 
 def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
-            command: str | None = None) -> dict:
+            command: str | None = None, fail_on: str = "violation") -> dict:
     """``runner.run`` with a progress bar; returns the run facts. Exceptions propagate
     (faults healed, cluster removed); a ``ClusterError`` leaves its message and an unforeseen
     one its traceback in ``run_dir/error.txt``."""
@@ -222,12 +230,13 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
                   console=console, transient=True) as bar:
         task = bar.add_task("workload", total=1.0)
 
-        def progress(frac: float, counts: dict) -> None:
-            bar.update(task, completed=frac, description=f"workload {counts}")
+        def progress(frac: float, counts: dict, note: str = "") -> None:
+            bar.update(task, completed=frac,
+                       description=f"workload {counts}" + (f"; {note}" if note else ""))
 
         try:
             return run(cfg, kafka, run_dir, log=console.log, progress=progress,
-                       on_ready=lambda: _warm_up_spark(cfg), command=command)
+                       on_ready=lambda: _warm_up_spark(cfg), command=command, fail_on=fail_on)
         except KeyboardInterrupt:
             raise
         except ClusterError as exc:  # the run directory keeps why there is no history

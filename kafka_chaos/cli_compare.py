@@ -91,7 +91,8 @@ def compare_cmd(
     _announce(comparison)
     sigterm_as_interrupt()
     try:
-        compare.run_pending(comparison, _execute, _analyzer(comparison), console.print)
+        compare.run_pending(comparison, _executor(comparison), _analyzer(comparison),
+                            console.print)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: the running cell was healed and torn down; "
                       "finished runs are kept. Finish with: kafka-chaos compare --resume "
@@ -123,10 +124,16 @@ def _announce(comparison: compare.Comparison) -> None:
             console.print(f"[dim]skipped cell {cell['label']}: {cell['skipped']}[/]")
 
 
-def _execute(cfg: RunConfig, run_dir: Path, command: str) -> dict:
-    kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else \
-        dist.resolve(cfg.kafka_version)
-    return execute(cfg, kafka, run_dir, command)
+def _executor(comparison: compare.Comparison):
+    """``execute(cfg, run_dir, command)`` for ``compare.run_pending`` (a live check counts
+    what the comparison's ``--fail-on`` counts)."""
+
+    def execute_cell(cfg: RunConfig, run_dir: Path, command: str) -> dict:
+        kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else \
+            dist.resolve(cfg.kafka_version)
+        return execute(cfg, kafka, run_dir, command, comparison.manifest["fail_on"])
+
+    return execute_cell
 
 
 def _analyzer(comparison: compare.Comparison):

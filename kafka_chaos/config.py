@@ -114,6 +114,12 @@ class RunConfig(BaseModel):
     #: anomalies the user permits, or forbids whatever Kafka documents (plan ``checkers:``)
     allow: list[str] = Field(default_factory=list)
     forbid: list[str] = Field(default_factory=list)
+    #: the live verdict (``kafka_chaos.live``): check the history every ``live_interval_s``
+    #: seconds while the run goes; ``stop_on_violation`` (implies ``live``) ends the workload
+    #: at the first anomaly counted under ``--fail-on``
+    live: bool = False
+    live_interval_s: float = Field(10.0, ge=1.0, le=3600.0)
+    stop_on_violation: bool = False
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
@@ -170,6 +176,12 @@ class RunConfig(BaseModel):
                 and (self.brokers < 3 or self.acks != "all")):
             raise ValueError(f"--scenario {self.scenario} needs --brokers >= 3 and --acks all")
         return self
+
+    @property
+    def follows_live(self) -> bool:
+        """Whether the run checks its history while it goes (``--live`` or
+        ``--stop-on-violation``)."""
+        return self.live or self.stop_on_violation
 
     @property
     def idempotent(self) -> bool:

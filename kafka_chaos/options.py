@@ -21,7 +21,7 @@ from kafka_chaos.report import FAIL_ON
 
 #: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
 FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
-            "crash_client_interval": "crash_client_interval_s"}
+            "crash_client_interval": "crash_client_interval_s", "live_interval": "live_interval_s"}
 
 
 def option_of(field: str) -> str:

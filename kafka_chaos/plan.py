@@ -19,6 +19,8 @@ Sections (every key optional; absent: the ``run`` option's default)::
     nemesis: {faults: [kill, partition], targets: [leader, halves], interval_s: 10}
     # or: nemesis: {scenario: isr-shrink-unclean}    (a name, or a file relative to the plan)
     checkers: {fail_on: violation, forbid: [duplicate], allow: []}
+    # the live verdict: check while the run goes, end it at the first violation
+    # checkers: {live: true, live_interval_s: 10, stop_on_violation: true}
     seed: 7
     # kafka-chaos compare only: the cells are every combination; each runs `repeats` times
     # with seeds seed, seed+1, ... (the same in every cell)
@@ -112,13 +114,17 @@ class CheckersPlan(BaseModel):
     """The ``checkers:`` section: ``fail_on`` (``--fail-on``); ``allow``: anomaly names
     permitted whatever the configuration promises; ``forbid``: anomaly names that are
     violations even where Kafka documents them (e.g. ``duplicate`` for a pipeline that
-    cannot take one)."""
+    cannot take one); ``live``, ``live_interval_s``, ``stop_on_violation``: the live verdict
+    (``--live``, ``--live-interval``, ``--stop-on-violation``)."""
 
     model_config = ConfigDict(extra="forbid")
 
     fail_on: Optional[Literal["violation", "any"]] = None
     allow: list[str] = []
     forbid: list[str] = []
+    live: Optional[bool] = None
+    live_interval_s: Optional[float] = Field(None, ge=1.0, le=3600.0)
+    stop_on_violation: Optional[bool] = None
 
     @field_validator("allow", "forbid")
     @classmethod
@@ -210,6 +216,8 @@ def run_fields(plan: Plan, plan_path: Path) -> dict[str, Any]:
     for key in ("allow", "forbid"):
         if getattr(plan.checkers, key):
             fields[key] = getattr(plan.checkers, key)
+    fields.update(plan.checkers.model_dump(
+        include={"live", "live_interval_s", "stop_on_violation"}, exclude_none=True))
     if plan.seed is not None:
         fields["seed"] = plan.seed
     return fields

@@ -23,6 +23,7 @@ from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__
 from kafka_chaos.config import RunConfig, load_scenario
+from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
 from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.script import Runner
@@ -67,12 +68,19 @@ def _log_tail(cluster: Cluster, lines: int = 15) -> str:
 
 
 def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
-        progress: Callable[[float, dict], None] | None = None,
-        on_ready: Callable[[], None] | None = None, command: str | None = None) -> dict:
+        progress: Callable[[float, dict, str], None] | None = None,
+        on_ready: Callable[[], None] | None = None, command: str | None = None,
+        fail_on: str = "violation") -> dict:
     """Execute the run described by ``cfg`` with ``kafka`` in ``run_dir``; return run facts
     (not the verdict). ``on_ready`` is called once the cluster and topics are ready, before
     the workload starts (it must return at once). ``command`` is the command line that reruns
-    it (default: this process's own).
+    it (default: this process's own). ``progress(fraction done, op counts, live summary)`` is
+    called about every 0.5 s of a time-limited workload.
+
+    With ``cfg.follows_live`` a ``live.LiveCheck`` checks the history while the workload runs
+    (``live.jsonl``; facts under ``"live"``); with ``cfg.stop_on_violation`` its first counted
+    anomaly ends the workload early (``"stopped_early"``), and the run goes on to heal and
+    final reads as after its time limit. ``fail_on`` is what the live check counts.
 
     Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
     config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
@@ -114,7 +122,9 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
                   "nodes": {str(n.node_id): {"name": n.name, "roles": list(n.roles)}
                             for n in cluster.nodes}}
         with HistoryWriter(run_dir / "history.jsonl", header=header) as history:
-            facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress))
+            live = _live_check(cfg, run_dir, fail_on, stop, log, facts)
+            facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress,
+                                     live))
     except KeyboardInterrupt:
         stop.set()
         facts["interrupted"] = True
@@ -128,8 +138,22 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     return facts
 
 
+def _live_check(cfg: RunConfig, run_dir: Path, fail_on: str, stop: threading.Event, log,
+                facts: dict) -> LiveCheck | None:
+    if not cfg.follows_live:
+        return None
+
+    def stop_early(names: list[str]) -> None:
+        facts["stopped_early"] = {"anomalies": names}
+        stop.set()  # the workload loop or the scenario returns at its next wait
+
+    return LiveCheck(run_dir / "history.jsonl", run_dir, cfg.spark_master, fail_on,
+                     cfg.live_interval_s, cfg.stop_on_violation, on_stop=stop_early, log=log)
+
+
 def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
-                rng: random.Random, stop: threading.Event, log, progress) -> dict:
+                rng: random.Random, stop: threading.Event, log, progress,
+                live: LiveCheck | None) -> dict:
     facts: dict = {}
     packages = list(cfg.nemesis)
     if cfg.scenario:
@@ -147,7 +171,7 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     monitor.start()
     try:
         _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler, workload,
-                facts)
+                facts, live)
     finally:
         # before the history closes: no sample may be left open in it
         monitor.stop()
@@ -157,11 +181,13 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
 
 def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
             stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
-            workload: QueueWorkload, facts: dict) -> None:
+            workload: QueueWorkload, facts: dict, live: LiveCheck | None) -> None:
     start = time.monotonic()
     try:
         workload.start()
         scheduler.start()
+        if live:
+            live.start()
         if cfg.scenario:
             scenario = load_scenario(cfg.scenario)
             log(f"scenario {scenario.name}: {scenario.about}")
@@ -171,10 +197,13 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             while not stop.wait(0.5):
                 elapsed = time.monotonic() - start
                 if progress:
-                    progress(min(elapsed / cfg.time_limit_s, 1.0), dict(workload.counts))
+                    progress(min(elapsed / cfg.time_limit_s, 1.0), dict(workload.counts),
+                             live.summary() if live else "")
                 if elapsed >= cfg.time_limit_s:
                     break
     finally:
+        if live:  # before the heal: the final analysis, not a prefix's, judges what follows
+            facts["live"] = live.close()
         log("healing all faults")
         facts["healed"] = scheduler.finish()
         facts["heal_left"] = unhealed(cluster, facts["healed"])

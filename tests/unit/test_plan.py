@@ -82,14 +82,17 @@ def test_every_section_reaches_the_run(tmp_path):
                  "workload:\n  time_limit_s: 12\n  acks: 1\n  ops_per_txn: [2, 3]\n"
                  "  sub_via: subscribe\n"
                  "nemesis: {faults: [kill, clock], targets: [leader, 2], interval_s: 3}\n"
-                 "checkers: {fail_on: any}\nseed: 9\n")
+                 "checkers: {fail_on: any, stop_on_violation: true, live_interval_s: 4}\n"
+                 "seed: 9\n")
     fields = plan.run_fields(plan.load(path), path)
     assert fields == {"topics": 2, "keys": 8, "min_insync_replicas": 1, "time_limit_s": 12,
                       "acks": "1", "ops_per_txn": (2, 3), "sub_via": "subscribe",
                       "nemesis": ["kill", "clock"], "nemesis_interval_s": 3,
-                      "nemesis_targets": "leader,2", "fail_on": "any", "seed": 9}
+                      "nemesis_targets": "leader,2", "fail_on": "any", "seed": 9,
+                      "stop_on_violation": True, "live_interval_s": 4}
     fields.pop("fail_on")
-    assert RunConfig(**fields).backend_options().clock
+    cfg = RunConfig(**fields)
+    assert cfg.backend_options().clock and cfg.follows_live and not cfg.live
     scenario = _plan(tmp_path, "nemesis: {scenario: my.yaml}\n")
     assert plan.run_fields(plan.load(scenario), scenario)["scenario"] == str(
         tmp_path / "plans" / "my.yaml")
@@ -102,6 +105,8 @@ def test_every_section_reaches_the_run(tmp_path):
     ("topics:\n  count: 40\n", ["line 2", "topics.count", "less than or equal to 16"]),
     ("nemesis:\n  faults: kill\n", ["line 2", "nemesis.faults", "valid list"]),
     ("checkers:\n  fail_on: sometimes\n", ["line 2", "checkers.fail_on", "violation"]),
+    ("checkers:\n  live_interval_s: 0.1\n", ["line 2", "checkers.live_interval_s",
+                                              "greater than or equal to 1"]),
     ("seed: [1]\n", ["line 1", "seed"]),
 ])
 def test_typos_wrong_types_and_bad_values_name_the_key_path(tmp_path, text, words):
