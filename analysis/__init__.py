@@ -224,6 +224,16 @@ def _failed(anomalies: dict, reasons: list[str], name: str, exc: BaseException) 
 
 
 def _short(exc: BaseException) -> str:
+    """The first line of ``exc``; for a Java exception, of its root cause too (Py4J's own
+    first line only names the call, e.g. "An error occurred while calling o289.count")."""
     text = str(exc).strip().splitlines()
     first = text[0] if text else repr(exc)
+    root = getattr(exc, "java_exception", None)
+    try:
+        while root is not None and root.getCause() is not None:
+            root = root.getCause()
+        if root is not None:
+            first = f"{first} {str(root.toString()).splitlines()[0]}"
+    except Exception:  # the JVM may be gone: the first line alone
+        pass
     return first[:_MAX_REASON]

@@ -184,6 +184,10 @@ def run_cmd(
         help="End the workload at the first anomaly a live check counts under --fail-on, then "
         "heal, read every partition and analyse (implies --live)."),
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
+    publish: Optional[Path] = typer.Option(None, help="After the verdict, copy the run "
+                                           "directory (history and its columnar copy) into "
+                                           "this directory: storage a Spark cluster reads "
+                                           "(kafka-chaos publish)."),
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
     from kafka_chaos.runner import new_run_dir
@@ -198,6 +202,8 @@ def run_cmd(
         cfg, fail_on = run_options.configure(params, given, announce=console.print)
     except ValueError as exc:
         fail(str(exc))
+    if publish is not None and publish.exists() and not publish.is_dir():
+        fail(f"--publish {publish}: not a directory")
     kafka = check_inputs(cfg)
     sigterm_as_interrupt()
     run_dir = new_run_dir(out)
@@ -216,7 +222,27 @@ def run_cmd(
     code = analyze_dir(run_dir, cfg.spark_master, fail_on, facts)
     console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
                   + ("" if "--seed" in sys.argv else f" --seed {cfg.seed}"))
+    if publish is not None:
+        try:
+            _publish(run_dir, publish)
+        except typer.Exit:  # the verdict stands; a failed copy is never a silent 0
+            code = code if code == report.EXIT_ANOMALIES else report.EXIT_UNKNOWN
     raise typer.Exit(code)
+
+
+def _publish(run_dir: Path, dest: Path) -> Path:
+    """``publish.publish`` with its errors turned into one message and exit 2."""
+    from kafka_chaos.history import HistoryError
+    from kafka_chaos.publish import PublishError, publish
+
+    try:
+        target = publish(run_dir, dest)
+    except (PublishError, HistoryError) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or dest}: {exc.strerror}")
+    console.print(f"published: {target} (kafka-chaos analyze {target} --spark-master URL)")
+    return target
 
 
 def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
@@ -265,6 +291,17 @@ def analyze_cmd(
     if not (run_dir / "history.jsonl").is_file():
         fail(f"{run_dir}: no history.jsonl here")
     raise typer.Exit(analyze_dir(run_dir, spark_master, fail_on))
+
+
+@app.command("publish")
+def publish_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
+    dest: Path = typer.Argument(..., help="Directory to copy it into: storage every executor "
+                                "of the Spark cluster mounts at the same path."),
+) -> None:
+    """Copy a run directory (history, its columnar copy, the run's files) to DEST/<name> for
+    analysis on a Spark cluster; never overwrites (exit 2 naming the problem)."""
+    _publish(run_dir, dest)
 
 
 @app.command("report")

@@ -1,13 +1,16 @@
 """The analysis on a real Spark standalone cluster: a master and a worker started from the
 pyspark installation (``spark-class``), ``kafka-chaos analyze --spark-master spark://...``, and
-the same findings as local mode on the same history."""
+the same findings as local mode on the same history.
+
+The worker runs in a mount namespace of its own in which the driver's run directories are
+hidden, as on another host: it reads only what ``kafka-chaos publish`` copied to the storage
+both share (here the rest of the file system, like an NFS mount on every host)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -34,9 +37,11 @@ def _state(ui_port: int) -> dict:
 
 
 @pytest.fixture(scope="module")
-def standalone(tmp_path_factory) -> Iterator[tuple[str, int]]:
-    """A master and one worker (1 core, 1 GiB) on 127.0.0.1; yields (master URL, UI port)."""
+def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
+    """A master and one worker (1 core, 1 GiB) on 127.0.0.1; yields (master URL, UI port, a
+    directory the worker cannot see: an empty tmpfs is mounted on it in its namespace)."""
     tmp = tmp_path_factory.mktemp("spark-standalone")
+    private = tmp_path_factory.mktemp("driver-only")
     port, ui = _free_port(), _free_port()
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp),
            "SPARK_CONF_DIR": str(ROOT / "analysis" / "conf")}
@@ -47,10 +52,12 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int]]:
             [str(SPARK_CLASS), "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
              "--port", str(port), "--webui-port", str(ui)],
             env=env, stdout=open(tmp / "master.log", "wb"), stderr=subprocess.STDOUT))
+        worker = [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url, "--host",
+                  "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
+                  str(_free_port()), "--work-dir", str(tmp / "work")]
         procs.append(subprocess.Popen(
-            [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url, "--host",
-             "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
-             "--work-dir", str(tmp / "work")],
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c",
+             'mount -t tmpfs driver-only "$0" && exec "$@"', str(private), *worker],
             env=env, stdout=open(tmp / "worker.log", "wb"), stderr=subprocess.STDOUT))
         deadline = time.monotonic() + 90
         while True:
@@ -64,7 +71,7 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int]]:
                                                                         "worker.log"))
                 pytest.fail(f"the standalone cluster did not come up:\n{logs}")
             time.sleep(1)
-        yield url, ui
+        yield url, ui, private
     finally:
         for p in reversed(procs):
             p.terminate()
@@ -75,29 +82,42 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int]]:
                 p.kill()
 
 
+def _kafka_chaos(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(ROOT / ".venv" / "bin" / "kafka-chaos"), *args],
+                          capture_output=True, text=True, timeout=900)
+
+
 def _analyze(run_dir: Path, master: str) -> dict:
-    proc = subprocess.run([str(ROOT / ".venv" / "bin" / "kafka-chaos"), "analyze", str(run_dir),
-                           "--spark-master", master], capture_output=True, text=True,
-                          timeout=900)
+    proc = _kafka_chaos("analyze", str(run_dir), "--spark-master", master)
     assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # anomalies found
     return json.loads((run_dir / "results.json").read_text())
 
 
 def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
-    url, ui = standalone
+    url, ui, private = standalone
     spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
-    local, remote = tmp_path / "local", tmp_path / "standalone"
+    local = private / "run-1"
     expected = gen.generate(local, 30_000, anomalies=1, seed=11)
-    shutil.copytree(local, remote)
+    # the precondition: the executor cannot read the driver's own run directory
+    unseen = _kafka_chaos("analyze", str(local), "--spark-master", url)
+    assert unseen.returncode == 2 and "analysis failed" in unseen.stdout, unseen.stdout[-3000:]
+    assert "FileNotFoundException" in unseen.stdout.replace("\n", ""), unseen.stdout[-3000:]
+    assert not (local / "results.json").exists()
+    published = _kafka_chaos("publish", str(local), str(tmp_path / "shared"))
+    assert published.returncode == 0, published.stdout
+    remote = tmp_path / "shared" / "run-1"
+    assert f"published: {remote}" in published.stdout.replace("\n", "")
+    again = _kafka_chaos("publish", str(local), str(tmp_path / "shared"))
+    assert again.returncode == 2 and "exists already" in again.stdout  # never overwritten
 
     on_cluster = _analyze(remote, url)
     here = _analyze(local, "local[2]")
 
     apps = _state(ui)["completedapps"] + _state(ui)["activeapps"]
-    assert [a["name"] for a in apps] == ["kafka-chaos"]  # the cluster ran the analysis
-    assert apps[0]["cores"] >= 1
+    assert [a["name"] for a in apps] == ["kafka-chaos"] * 2  # the cluster ran the analyses
+    assert all(a["cores"] >= 1 for a in apps)
 
     def counts(results: dict) -> dict:
         return {name: a["count"] for name, a in results["anomalies"].items() if a["count"]}
