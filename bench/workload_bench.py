@@ -9,12 +9,14 @@ Brings up the local 3-broker cluster (root: network namespaces), creates one top
    ``linger.ms`` 5, no idempotence) producing as fast as it can, a trivial delivery callback;
 2. bare + JSON: the same, its delivery callback writing one JSON line per ack to a file;
 3. recorded: the queue workload (``workloads.queue``) with ``--clients`` processes doing only
-   ``send`` ops of ``--mops`` sends each, no rate limit, every op recorded in a history file.
+   ``send`` ops of ``--mops`` sends each, no rate limit, every op recorded in a history file
+   and in its columnar copy (``history.columnar``, written on a thread of its own as in a run);
+4. recorded without the columnar copy (the JSON Lines file alone): the copy thread's cost;
+5. bare again, since the cluster's speed drifts from phase to phase.
 
-4. bare again, since the cluster's speed drifts from phase to phase.
-
-Prints acknowledged sends/s of each and the recorded rate as a share of the faster bare run.
-Tears the cluster down in any case.
+Prints the cluster-ready time (start of the first broker to a topic whose partitions all have
+a leader and a full ISR), acknowledged sends/s of each phase and the recorded rate as a share
+of the faster bare run. Tears the cluster down in any case.
 """
 
 from __future__ import annotations
@@ -72,9 +74,10 @@ def bare(bootstrap: str, settings: WorkloadSettings, keys: KeySpace, seconds: fl
 
 
 def recorded(bootstrap: str, settings: WorkloadSettings, keys: KeySpace, seconds: float,
-             path: Path) -> tuple[float, dict]:
-    """Acknowledged sends/s the queue workload records in ``seconds``; also its counts."""
-    with HistoryWriter(path, header={"config": {}}) as history:
+             path: Path, columnar: str | None = "background") -> tuple[float, dict]:
+    """Acknowledged sends/s the queue workload records in ``seconds``; also its counts.
+    ``columnar``: ``HistoryWriter``'s argument (None: no columnar copy)."""
+    with HistoryWriter(path, header={"config": {}}, columnar=columnar) as history:
         workload = QueueWorkload(bootstrap, history, settings, keys, seed=1)
         start = time.monotonic()
         workload.start()
@@ -100,11 +103,14 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="kc-wbench-") as tmp:
         cluster = LocalCluster(dist.resolve(), Path(tmp) / "nodes", brokers=3)
         try:
+            t0 = time.monotonic()
             cluster.setup()
             admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
             admin.create_topic(admin.client(cluster.bootstrap_servers), "bench",
                                args.partitions, 3)
             admin.wait_ready(cluster.bootstrap_servers, 3, ["bench"], timeout_s=60)
+            print(f"cluster ready:            {time.monotonic() - t0:>10.1f} s "
+                  f"(3 brokers, KRaft combined, topic of {args.partitions} partitions)")
             b1 = bare(cluster.bootstrap_servers, settings, keys, args.seconds, None)
             print(f"bare producer:            {b1:>10,.0f} acknowledged sends/s")
             bj = bare(cluster.bootstrap_servers, settings, keys, args.seconds,
@@ -116,10 +122,14 @@ def main() -> None:
             print(f"recorded (workload):      {r:>10,.0f} acknowledged sends/s "
                   f"({args.clients} processes x {args.mops} sends per op; ops {counts}; "
                   f"history {size:.0f} MB)")
+            rn, _ = recorded(cluster.bootstrap_servers, settings, keys, args.seconds,
+                             Path(tmp) / "history-jsonl-only.jsonl", columnar=None)
+            print(f"recorded, no columnar:    {rn:>10,.0f} acknowledged sends/s")
             b2 = bare(cluster.bootstrap_servers, settings, keys, args.seconds, None)
             print(f"bare producer again:      {b2:>10,.0f} acknowledged sends/s")
             # the cluster's own speed drifts between phases: compare with the faster bare run
-            print(f"recorded / bare: {r / max(b1, b2):.0%} (of the faster bare run)")
+            print(f"recorded / bare: {r / max(b1, b2):.0%} (of the faster bare run); "
+                  f"with / without the columnar copy: {r / rn:.0%}")
         finally:
             cluster.teardown()
 

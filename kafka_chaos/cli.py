@@ -247,9 +247,10 @@ def _publish(run_dir: Path, dest: Path) -> Path:
 
 def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
             command: str | None = None, fail_on: str = "violation") -> dict:
-    """``runner.run`` with a progress bar; returns the run facts. Exceptions propagate
-    (faults healed, cluster removed); a ``ClusterError`` leaves its message and an unforeseen
-    one its traceback in ``run_dir/error.txt``."""
+    """``runner.run`` with a progress bar; returns the run facts. ``fail_on`` is what a live
+    check counts (``--fail-on``). Exceptions propagate (faults healed, cluster removed); a
+    ``ClusterError`` leaves its message and an unforeseen one its traceback in
+    ``run_dir/error.txt``."""
     from kafka_chaos.runner import run
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),

@@ -44,12 +44,14 @@ def test_a_forbidden_loss_stops_the_run_early_and_the_verdict_is_the_batch_one(t
     assert facts["stopped_early"] == {"anomalies": stopping["counted"]}
     assert facts["live"]["checks"] == len(checks) and facts["live"]["errors"] == 0
     assert facts["live"]["counted"] == stopping["counted"]
-    # early: the ISR shrank, the leader died, an unclean election happened and the old
-    # leader came back (4 steps whose conditions held); the 90 s tail was cut short
-    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
+    # early: the ISR shrank to the leader and the leader died (the steps whose conditions
+    # held); the loss follows the unclean election of step 3, and the stop may come before
+    # that step or the restart of step 4 have returned; the 90 s tail was cut short
+    assert 2 <= facts["scenario"]["steps_done"] <= 4, facts["scenario"]
+    assert "unmet" not in facts["scenario"], facts["scenario"]
     assert facts["workload_s"] < 75, facts["workload_s"]
     assert facts["live"]["stopped_at_s"] < facts["workload_s"]
-    assert "stopping the run (heal, final reads, full analysis)" in proc.stdout
+    assert "stopping the run (heal, final reads" in " ".join(proc.stdout.split())  # wrapped
     # then as after a time limit: healed, read to the end, analysed in full
     assert facts["heal_left"] == [] and facts["final_reads"] == {"0": "ok"}, facts
     assert proc.returncode == 1 and res["valid"] is False, proc.stdout
