@@ -41,6 +41,7 @@ final read a poll with the range ``[0, end_offset)``.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import hashlib
 import os
 import queue
@@ -126,33 +127,60 @@ def read_meta(directory: Path) -> dict[str, Any] | None:
 
 
 def current(history: Path) -> Copy | None:
-    """The complete copy of ``history`` when it was made from the file as it is now, else None."""
-    d = copy_dir(history)
-    meta = read_meta(d)
-    if meta is None:
-        return None
-    try:
-        if meta.get("jsonl") != fingerprint(history):
+    """The complete copy of ``history`` when it was made from the file as it is now, beside
+    it or in the cache (``cache_dir``), else None."""
+    for d in (copy_dir(history), cache_dir(history)):
+        meta = read_meta(d)
+        try:
+            if meta is not None and meta.get("jsonl") == fingerprint(history):
+                return Copy(d, meta)
+        except OSError:
             return None
-    except OSError:
-        return None
-    return Copy(d, meta)
+    return None
+
+
+#: Environment variable naming the cache of copies of histories in read-only folders (default
+#: ``~/.cache/kafka-chaos``).
+CACHE_ENV = "KAFKA_CHAOS_CACHE"
+#: ``errno`` values that mean "this folder cannot be written": the copy goes to the cache.
+_NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def cache_dir(history: Path) -> Path:
+    """Where the copy of ``history`` goes when its folder cannot be written (a read-only
+    mount, another user's run): ``<cache>/columnar/<first 16 hex digits of the SHA-256 of the
+    history's resolved path>/history.parquet``, the cache being ``$KAFKA_CHAOS_CACHE`` or
+    ``~/.cache/kafka-chaos``."""
+    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kafka-chaos")
+    key = hashlib.sha256(str(Path(history).resolve()).encode()).hexdigest()[:16]
+    return root / "columnar" / key / copy_dir(Path(history)).name
 
 
 def ensure(history: Path) -> Copy:
     """The complete copy of ``history``, converting the file first when it has none or the
     copy is stale. The conversion validates every line and replaces a stale or partial copy
-    only once it is complete.
+    only once it is complete. The copy is made beside the history, or in ``cache_dir`` when
+    that folder cannot be written.
 
     Raises:
         HistoryError: a malformed line (named), as ``history.validate.validate`` does.
-        OSError: the history cannot be read or the copy cannot be written.
+        OSError: the history cannot be read or the copy cannot be written anywhere.
     """
     history = Path(history)
     found = current(history)
     if found is not None:
         return found
-    d = copy_dir(history)
+    try:
+        return _make(history, copy_dir(history))
+    except OSError as exc:
+        if exc.errno not in _NOT_WRITABLE or not os.access(history, os.R_OK):
+            raise
+    return _make(history, cache_dir(history))
+
+
+def _make(history: Path, d: Path) -> Copy:
+    """Convert ``history`` into a temporary folder beside ``d``, then put it in place."""
+    d.parent.mkdir(parents=True, exist_ok=True)
     tmp = d.with_name(f".{d.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
@@ -434,4 +462,5 @@ def iter_table_rows(copy: Copy, name: str) -> Iterator[dict[str, Any]]:
 
 
 __all__ = ["LAYOUT", "SCHEMAS", "TABLES", "Copy", "ColumnarWriter", "HistoryError", "convert",
-           "copy_dir", "current", "ensure", "fingerprint", "read_meta", "iter_table_rows"]
+           "copy_dir", "cache_dir", "current", "ensure", "fingerprint", "read_meta",
+           "iter_table_rows"]

@@ -46,14 +46,14 @@ def publish(run_dir: Path, dest: Path) -> Path:
     target = Path(dest) / run_dir.name
     if target.exists():
         raise PublishError(f"{target} exists already: nothing was overwritten")
-    columnar.ensure(history)
+    copy = columnar.ensure(history)  # beside the history, or in the cache
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     try:
         tmp.mkdir()
         shutil.copy2(history, tmp / history.name)
-        shutil.copytree(columnar.copy_dir(history), columnar.copy_dir(tmp / history.name))
+        shutil.copytree(copy.dir, columnar.copy_dir(tmp / history.name))
         for name in RUN_FILES:
             if (run_dir / name).is_file():
                 shutil.copy2(run_dir / name, tmp / name)

@@ -3,7 +3,9 @@ file, a copy that no longer matches its file is made again, and a bad line is na
 
 from __future__ import annotations
 
+import os
 import shutil
+import subprocess
 from pathlib import Path
 
 import orjson
@@ -88,3 +90,29 @@ def test_a_torn_last_line_is_left_out(tmp_path: Path) -> None:
     copy = columnar.ensure(torn)
     assert copy.meta["ops"] == 11
     assert tables(copy) == tables(columnar.current(src))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+def test_a_history_in_a_read_only_folder_gets_its_copy_in_the_cache(tmp_path: Path,
+                                                                      monkeypatch) -> None:
+    src = tmp_path / "run"
+    src.mkdir()
+    path = history(src)
+    (columnar.copy_dir(path) / "meta.json").unlink()  # a run killed before the copy closed
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    monkeypatch.setenv(columnar.CACHE_ENV, str(tmp_path / "cache"))
+    subprocess.run(["mount", "--bind", str(src), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        with pytest.raises(OSError):  # as root too: the mount refuses writes
+            (ro / "probe").write_text("")
+        made = columnar.ensure(ro / "history.jsonl")
+        assert made.dir == columnar.cache_dir(ro / "history.jsonl")
+        assert made.dir.is_relative_to(tmp_path / "cache") and made.meta["ops"] == 11
+        assert columnar.current(ro / "history.jsonl") == made  # found there next time
+        assert not (columnar.copy_dir(path) / "meta.json").exists()  # nothing written beside
+        assert tables(made) == tables(columnar.Copy(tmp_path / "c", columnar.convert(
+            path, tmp_path / "c")))
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
