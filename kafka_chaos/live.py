@@ -152,7 +152,7 @@ class LiveCheck:
             if self._halt.is_set() or not entry or not entry.get("counted"):
                 continue
             if self.stop_on_violation:
-                self.stopped_at_s = entry["t_s"] + entry["check_s"]
+                self.stopped_at_s = round(entry["t_s"] + entry["check_s"], 2)
                 self.log(f"live: {', '.join(entry['counted'])} found after "
                          f"{self.stopped_at_s:.1f} s: stopping the run (heal, final reads, "
                          "full analysis)")
