@@ -129,14 +129,15 @@ def read_meta(directory: Path) -> dict[str, Any] | None:
 def current(history: Path) -> Copy | None:
     """The complete copy of ``history`` when it was made from the file as it is now, beside
     it or in the cache (``cache_dir``), else None."""
-    for d in (copy_dir(history), cache_dir(history)):
-        meta = read_meta(d)
-        try:
-            if meta is not None and meta.get("jsonl") == fingerprint(history):
-                return Copy(d, meta)
-        except OSError:
-            return None
-    return None
+    found = [(d, meta) for d in (copy_dir(history), cache_dir(history))
+             if (meta := read_meta(d)) is not None]
+    if not found:
+        return None
+    try:
+        now = fingerprint(history)
+    except OSError:
+        return None
+    return next((Copy(d, meta) for d, meta in found if meta.get("jsonl") == now), None)
 
 
 #: Environment variable naming the cache of copies of histories in read-only folders (default

@@ -40,6 +40,7 @@ def test_each_check_sees_the_complete_lines_and_counts_what_fail_on_counts(spark
         _append(w, _clean())
         first = live.check_once()
         assert first["lines"] == 7 and first["anomalies"] == {} and first["counted"] == []
+        assert logged == []  # nothing found, nothing changed: nothing said
         # a line being written is left for the next check
         w.append(0, "invoke", "send", [["send", 0, 1]])
         with path.open("ab") as f:
