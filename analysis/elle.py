@@ -119,8 +119,11 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float)
     edges = _distinct_pairs(s, d)
     (labels, base), sizes = _scc_labels(s, d)
     # Only edges inside a nontrivial component can be on a cycle: networkx gets just those.
-    ls, ld = labels[s - base], labels[d - base]
-    inside = (ls == ld) & (sizes[ls] > 1)
+    span = len(labels)
+    ls = labels[_shifted(s, base, span)]
+    inside = ls == labels[_shifted(d, base, span)]
+    inside &= sizes[ls] > 1
+    del ls, labels
     g = nx.DiGraph()
     g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(s[inside], d[inside],
                                                                  k[inside]).items())
@@ -156,21 +159,34 @@ def describe_cycle(steps: list[dict]) -> str:
 
 
 def _array(seq: Any) -> np.ndarray:
-    """``seq`` as int64, or an object array of its elements when some element is not an int
+    """``seq`` as a signed int array (its own width kept: an int32 array of 40 M edges is half
+    the memory of int64), or an object array of its elements when some element is not an int
     (``_arrays`` then names its row)."""
     if hasattr(seq, "to_numpy"):  # pyarrow, pandas
         seq = seq.to_numpy(zero_copy_only=False) if hasattr(seq, "to_pylist") else seq.to_numpy()
     items = seq if isinstance(seq, np.ndarray) else list(seq)
     a = np.asarray(items)
-    if a.dtype.kind in "iu" and a.ndim == 1:
-        return a.astype(np.int64, copy=False)
+    if a.dtype.kind == "i" and a.ndim == 1:
+        return a
+    if a.dtype.kind == "u" and a.ndim == 1:
+        return a.astype(np.int64)
     out = np.empty(len(items), dtype=object)
     out[:] = items
     return out
 
 
+def _shifted(a: np.ndarray, lo: int, span: int) -> np.ndarray:
+    """``a - lo`` (values in ``[0, span)``) in a new array, int32 when that is exact."""
+    if a.dtype.itemsize <= 4 and span <= 2**31 and -2**31 <= lo:
+        out = a.astype(np.int32)  # lo <= a and a - lo < 2**31: int32 cannot overflow
+    else:
+        out = a.astype(np.int64)
+    out -= lo
+    return out
+
+
 def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validated int64 arrays of ``find_cycles``' three sequences (see its ``Raises``)."""
+    """Validated int arrays of ``find_cycles``' three sequences (see its ``Raises``)."""
     s, d, k = _array(src), _array(dst), _array(kind)
     if not len(s) == len(d) == len(k):
         raise ValueError(f"src, dst and kind have lengths {len(s)}, {len(d)}, {len(k)}: "
@@ -199,11 +215,17 @@ def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.n
 def _distinct_pairs(s: np.ndarray, d: np.ndarray) -> int:
     if not len(s):
         return 0
-    lo = min(s.min(), d.min())
-    span = int(max(s.max(), d.max()) - lo) + 1
+    lo = int(min(s.min(), d.min()))
+    span = int(max(s.max(), d.max())) - lo + 1
     if span < 2**31:
-        keys = np.sort((s - lo) * span + (d - lo))  # a sort beats numpy's hashing unique here
-        return int(np.count_nonzero(np.diff(keys))) + 1
+        # one int64 key per edge, sorted in place: a sort beats numpy's hashing unique here,
+        # and no temporary the size of the edge list is kept beside it
+        keys = s.astype(np.int64)
+        keys -= lo
+        keys *= span
+        keys += _shifted(d, lo, span)
+        keys.sort()
+        return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
     return len(set(zip(s.tolist(), d.tolist())))
 
 
@@ -219,13 +241,15 @@ def _scc_labels(s: np.ndarray, d: np.ndarray) -> tuple[tuple[np.ndarray, int], n
         ids, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
         g = sparse.csr_matrix((np.ones(len(s), dtype=bool),
                                (inverse[:len(s)], inverse[len(s):])), shape=(len(ids),) * 2)
+        del inverse
         _, compact = csgraph.connected_components(g, directed=True, connection="strong")
         labels = np.zeros(n, dtype=np.int64)
         labels[ids - lo] = compact
     else:
-        g = sparse.csr_matrix((np.ones(len(s), dtype=bool), (s - lo, d - lo)),
-                              shape=(n, n))
+        g = sparse.csr_matrix((np.ones(len(s), dtype=bool),
+                               (_shifted(s, lo, n), _shifted(d, lo, n))), shape=(n, n))
         _, labels = csgraph.connected_components(g, directed=True, connection="strong")
+    del g
     return (labels, lo), np.bincount(labels)
 
 

@@ -83,31 +83,34 @@ print(json.dumps({"counts": {"lost-write": lost, "duplicate": dup}}))
 """
 
 
-def measure(argv: list[str]) -> tuple[float, float, dict]:
-    """Run ``argv``; returns (wall s, peak RSS of the process tree in bytes, its JSON output).
+def measure(argv: list[str]) -> tuple[float, float, dict, dict[str, int]]:
+    """Run ``argv``; returns (wall s, peak RSS of the process tree in bytes, its JSON output,
+    the peak RSS of each part: ``{"python": the process itself, "jvm": its descendants}``).
     Raises ``RuntimeError`` with its stderr when it fails."""
     start = time.perf_counter()
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT)
     ps = psutil.Process(proc.pid)
     peak = 0
+    parts = {"python": 0, "jvm": 0}
     while proc.poll() is None:
-        total = 0
+        now = {"python": 0, "jvm": 0}
         try:
             for p in [ps, *ps.children(recursive=True)]:
                 try:
-                    total += p.memory_info().rss
+                    now["python" if p.pid == proc.pid else "jvm"] += p.memory_info().rss
                 except psutil.Error:
                     pass
         except psutil.Error:
             pass
-        peak = max(peak, total)
+        peak = max(peak, sum(now.values()))
+        parts = {k: max(parts[k], now[k]) for k in parts}
         time.sleep(0.1)
     out, err = proc.communicate()
     wall = time.perf_counter() - start
     if proc.returncode != 0:
         raise RuntimeError(f"{argv[:3]} exited {proc.returncode}:\n{err[-3000:]}")
-    return wall, peak, json.loads(out.strip().splitlines()[-1])
+    return wall, peak, json.loads(out.strip().splitlines()[-1]), parts
 
 
 def dataset(data: Path, n: int, anomalies: int, seed: int) -> tuple[Path, dict]:
@@ -145,15 +148,16 @@ def main() -> int:
         size_mb = path.stat().st_size / 1e6
         if args.convert:
             shutil.rmtree(path.with_name("history.parquet"), ignore_errors=True)
-        wall, rss, r = measure([args.python, "-P", "-c", CHECK, str(path), args.master])
+        wall, rss, r, parts = measure([args.python, "-P", "-c", CHECK, str(path), args.master])
         ok = r["counts"] == expected and not r["unknown"]
         exact &= ok
         print(f"{n:>10,} ops ({size_mb:,.0f} MB): analysis {wall:.1f} s wall "
               f"(check {r['analysis_time_s']:.1f} s: {r['timings_s']}), peak RSS "
-              f"{rss / 2**30:.2f} GiB, {'exact' if ok else 'NOT EXACT'}", flush=True)
+              f"{rss / 2**30:.2f} GiB (peaks: Python {parts['python'] / 2**30:.2f}, JVM "
+              f"{parts['jvm'] / 2**30:.2f}), {'exact' if ok else 'NOT EXACT'}", flush=True)
         if not ok:
             print(f"  expected {expected}\n  found    {r['counts']}\n  unknown  {r['unknown']}")
-        d_wall, d_rss, d = measure([sys.executable, "-P", "-c", DUCKDB, str(path)])
+        d_wall, d_rss, d, _ = measure([sys.executable, "-P", "-c", DUCKDB, str(path)])
         print(f"{'':>10} duckdb reference {d_wall:.1f} s, peak RSS {d_rss / 2**30:.2f} GiB, "
               f"{d['counts']} (seeded: lost-write {expected.get('lost-write', 0)}, "
               f"duplicate {expected.get('duplicate', 0)})", flush=True)

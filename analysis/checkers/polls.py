@@ -33,6 +33,40 @@ def _at(op: str, pos: str | Column, rec: str | Column) -> Column:
     return F.struct(col(op).alias("o"), col(pos).alias("p"), col(rec).alias("r"))
 
 
+def _without_resets(pairs: DataFrame, resets: DataFrame, by: list[str]) -> DataFrame:
+    """The ``pairs`` with no row of ``resets`` (``*by, reset``) of the same ``by`` columns
+    strictly between their two reads.
+
+    A range join would compare every pair with every reset of its process: quadratic, and
+    it was (10 M ops: 445 s, against 10.6 s at 1 M). Instead both ends of every pair go into
+    one sorted stream with the resets, per ``by``; a running count of the resets passed
+    gives each end a number, and a pair is kept when its two ends have the same. Reads and
+    resets never sit at the same position (a reset's record is -1), so ties cannot blur
+    which side of a reset a read is on.
+    """
+    ends = pairs.select(*by, F.struct(*pairs.columns).alias("p"))
+    stream = (resets.select(*by, F.col("reset").alias("at"), F.lit(1).alias("is_reset"),
+                            F.lit(None).cast(ends.schema["p"].dataType).alias("p"),
+                            F.lit(None).cast("boolean").alias("end"))
+              .unionByName(ends.select(*by, _at("p.prev_op", "p.prev_pos", "p.prev_rec")
+                                       .alias("at"), F.lit(0).alias("is_reset"), "p",
+                                       F.lit(False).alias("end")))
+              .unionByName(ends.select(*by, _at("p.op", "p.pos", "p.rec").alias("at"),
+                                       F.lit(0).alias("is_reset"), "p",
+                                       F.lit(True).alias("end"))))
+    w = (Window.partitionBy(*by).orderBy("at")
+         .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    passed = (stream.select("p", "end", F.sum("is_reset").over(w).alias("n"))
+              .where(F.col("end").isNotNull()))
+    # a pair's identity: where its second read is (the key and process are in it)
+    me = [F.col(f"p.{c}") for c in ("process", "key", "op", "pos", "rec")]
+    return (passed.groupBy(*me)
+            .agg(F.first("p").alias("p"),
+                 (F.max(F.when(F.col("end"), F.col("n")))
+                  - F.max(F.when(~F.col("end"), F.col("n")))).alias("resets"))
+            .where(F.col("resets") == 0).select("p.*"))
+
+
 def poll_order(h: History, v: Versions) -> DataFrame:
     """The cases of ``poll-skip``, ``nonmonotonic-poll``, ``int-poll-skip`` and
     ``int-nonmonotonic-poll``.
@@ -71,14 +105,9 @@ def poll_order(h: History, v: Versions) -> DataFrame:
                                         F.lit(-1)).alias("reset")))
     key_resets = (h.events.where(F.col("kind").isin(*_RESETS))
                   .select("process", "key", _at("op", "pos", F.lit(-1)).alias("reset")))
-    between = ((_at("prev_op", "prev_pos", "prev_rec") < F.col("reset"))
-               & (F.col("reset") < _at("op", "pos", "rec")))
-    kept = pairs.alias("p").join(op_resets.alias("r"),
-                                 (F.col("p.process") == F.col("r.process")) & between,
-                                 "left_anti")
-    kept = kept.alias("p").join(key_resets.alias("r"),
-                                (F.col("p.process") == F.col("r.process"))
-                                & (F.col("p.key") == F.col("r.key")) & between, "left_anti")
+    kept = _without_resets(pairs, op_resets, ["process"])
+    if h.rows.get("events", 1):  # no event rows, no pass (fewer operators to plan)
+        kept = _without_resets(kept, key_resets, ["process", "key"])
     same = F.col("op") == F.col("prev_op")
     kind = (F.when(delta > 1, F.when(same, "int-poll-skip").otherwise("poll-skip"))
             .when(delta < 1, F.when(same, "int-nonmonotonic-poll").otherwise("nonmonotonic-poll")))

@@ -11,8 +11,9 @@ How it is computed, for speed (``docs/performance.md``): reads and sends are eac
 by key, sorted once in the order their windows need (a process's reads or sends of a key) and
 cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
 offset, value), about as many rows as there are sends whatever the number of reads: it is
-aggregated from the cached tables without a shuffle (they share the key partitioning), ranked
-by offset, and joined to the writers on (key, value) within each partition.
+aggregated from the cached tables, ranked by offset, and joined to the writers on (key, value)
+within each partition. (Spark still shuffles the claims twice on the way, by (key, offset,
+value) for the aggregation and by key for the ranking: ``docs/performance.md``.)
 """
 
 from __future__ import annotations

@@ -149,6 +149,21 @@ def test_reads_of_uncommitted_data_are_permitted_only_under_read_uncommitted(run
     assert result["anomalies"]["G1a"]["rule"] == "read-uncommitted"
 
 
+def test_rebalance_and_seek_events_reset_only_their_key(run) -> None:
+    """A consumer moved back on one key by a rebalance or a seek reads it again without a
+    nonmonotonic-poll; the same step back on a key no event touched is one."""
+    q = (Q().assign(0, [0, 1, 2])
+         .send(5, [(0, 1), (0, 2), (1, 3), (1, 4), (2, 5), (2, 6)])
+         .poll(0, {0: [(0, 1), (1, 2)], 1: [(0, 3), (1, 4)], 2: [(0, 5), (1, 6)]})
+         .poll(0, {0: [(0, 1)]}, events=[["assigned", [0]]])
+         .poll(0, {1: [(0, 3)]}, events=[["seek", {"1": 0}]])
+         .poll(0, {2: [(0, 5)]}, events=[["assigned", [0]], ["seek", {"1": 0}]])
+         .read_all(9))
+    result = run(q)
+    assert found(result) == {"nonmonotonic-poll": 1}
+    assert first(result, "nonmonotonic-poll")["key"] == 2
+
+
 def test_consumer_group_delivery_is_reported_apart_from_the_log(run) -> None:
     q = (Q(sub_via="subscribe", auto_commit=True)
          .subscribe(0, [0]).subscribe(1, [0])
