@@ -3,7 +3,8 @@ cycles, and the verdict judged against what the run's configuration promises.
 
 Entry point: ``check(path)``. Layout: ``load`` (DataFrames of both history formats),
 ``checkers`` (one module per family of anomalies), ``elle`` (bounded cycle search, networkx),
-``promises`` (configuration -> permitted anomalies), ``stats``, ``spark`` (the session).
+``promises`` (configuration -> permitted anomalies), ``stats``, ``spark`` (the session),
+``warm`` (a warm-up check while a short run goes).
 """
 
 from __future__ import annotations
