@@ -57,18 +57,22 @@ def analyze_dir(run_dir: Path, spark_master: str, fail_on: str, facts: dict | No
 #: Runs at most this long get their analysis session started while the workload runs: their
 #: histories stay under ``SMALL_HISTORY_OPS`` lines at the rates measured here.
 WARM_UP_MAX_S = 120.0
+#: Longest wait, seconds, for the warm-up to end before the verdict's own check starts.
+WARM_UP_JOIN_S = 60.0
 
 
-def _warm_up_spark(cfg: RunConfig) -> None:
+def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
     """Start the analysis SparkSession on a background thread while a short run goes, and
     check a tiny made-up history on it (``analysis.warm``), so the verdict waits neither for
     the JVM (about 6 s of launch on 2 cores) nor for a cold first check (30 s runs of about
     3,000 ops: 9.5 s of analysis without the check, 5.3 s with it; ``docs/performance.md``).
     With ``--live`` the live checks warm the session, and an extra check would only delay
     the first of them. A failure here is ignored: the analysis starts its own session and
-    reports the error."""
+    reports the error. Returns the thread (None when there is no warm-up), which the caller
+    joins before the verdict's check: both share one session, whose runtime settings each
+    check sets for its own history's size."""
     if cfg.time_limit_s > WARM_UP_MAX_S or not cfg.spark_master.startswith("local"):
-        return
+        return None
 
     def warm() -> None:
         try:
@@ -81,7 +85,9 @@ def _warm_up_spark(cfg: RunConfig) -> None:
         except Exception:
             pass
 
-    threading.Thread(target=warm, name="spark-warm-up", daemon=True).start()
+    thread = threading.Thread(target=warm, name="spark-warm-up", daemon=True)
+    thread.start()
+    return thread
 
 
 def check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
@@ -255,7 +261,8 @@ def _publish(run_dir: Path, dest: Path) -> Path:
 
 def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
             command: str | None = None, fail_on: str = "violation") -> dict:
-    """``runner.run`` with a progress bar; returns the run facts. ``fail_on`` is what a live
+    """``runner.run`` with a progress bar, then the end of the Spark warm-up (at most
+    ``WARM_UP_JOIN_S``); returns the run facts. ``fail_on`` is what a live
     check counts (``--fail-on``). Exceptions propagate (faults healed, cluster removed); a
     ``ClusterError`` leaves its message and an unforeseen one its traceback in
     ``run_dir/error.txt``."""
@@ -269,9 +276,16 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
             bar.update(task, completed=frac,
                        description=f"workload {counts}" + (f"; {note}" if note else ""))
 
+        warming: list[threading.Thread] = []
+
+        def ready() -> None:
+            thread = _warm_up_spark(cfg)
+            if thread is not None:
+                warming.append(thread)
+
         try:
-            return run(cfg, kafka, run_dir, log=console.log, progress=progress,
-                       on_ready=lambda: _warm_up_spark(cfg), command=command, fail_on=fail_on)
+            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
+                        on_ready=ready, command=command, fail_on=fail_on)
         except KeyboardInterrupt:
             raise
         except ClusterError as exc:  # the run directory keeps why there is no history
@@ -280,6 +294,9 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
         except Exception:
             (run_dir / "error.txt").write_text(traceback.format_exc())
             raise
+    for thread in warming:  # the verdict's check then never races the warm-up's
+        thread.join(WARM_UP_JOIN_S)
+    return facts
 
 
 @app.command("analyze", epilog=EXIT_CODES_HELP)
