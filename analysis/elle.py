@@ -116,14 +116,8 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float)
     loops = s == d
     if loops.any():
         s, d, k = s[~loops], d[~loops], k[~loops]
-    edges = _distinct_pairs(s, d)
-    (labels, base), sizes = _scc_labels(s, d)
-    # Only edges inside a nontrivial component can be on a cycle: networkx gets just those.
-    span = len(labels)
-    ls = labels[_shifted(s, base, span)]
-    inside = ls == labels[_shifted(d, base, span)]
-    inside &= sizes[ls] > 1
-    del ls, labels
+    edges, inside = _components(s, d)
+    # networkx gets just the edges that can be on a cycle
     g = nx.DiGraph()
     g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(s[inside], d[inside],
                                                                  k[inside]).items())
@@ -175,16 +169,6 @@ def _array(seq: Any) -> np.ndarray:
     return out
 
 
-def _shifted(a: np.ndarray, lo: int, span: int) -> np.ndarray:
-    """``a - lo`` (values in ``[0, span)``) in a new array, int32 when that is exact."""
-    if a.dtype.itemsize <= 4 and span <= 2**31 and -2**31 <= lo:
-        out = a.astype(np.int32)  # lo <= a and a - lo < 2**31: int32 cannot overflow
-    else:
-        out = a.astype(np.int64)
-    out -= lo
-    return out
-
-
 def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Validated int arrays of ``find_cycles``' three sequences (see its ``Raises``)."""
     s, d, k = _array(src), _array(dst), _array(kind)
@@ -212,45 +196,53 @@ def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.n
     return s, d, k
 
 
-def _distinct_pairs(s: np.ndarray, d: np.ndarray) -> int:
-    if not len(s):
-        return 0
-    lo = int(min(s.min(), d.min()))
-    span = int(max(s.max(), d.max())) - lo + 1
-    if span < 2**31:
-        # one int64 key per edge, sorted in place: a sort beats numpy's hashing unique here,
-        # and no temporary the size of the edge list is kept beside it
-        keys = s.astype(np.int64)
-        keys -= lo
-        keys *= span
-        keys += _shifted(d, lo, span)
-        keys.sort()
-        return int(np.count_nonzero(keys[1:] != keys[:-1])) + 1
-    return len(set(zip(s.tolist(), d.tolist())))
+def _components(s: np.ndarray, d: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(distinct (src, dst) pairs, mask of the edges inside a strongly connected component
+    of two nodes or more)``: only those can be on a cycle. Components by scipy (compiled
+    code: tens of millions of edges in seconds, where networkx needs minutes and gigabytes).
 
-
-def _scc_labels(s: np.ndarray, d: np.ndarray) -> tuple[tuple[np.ndarray, int], np.ndarray]:
-    """Strongly connected components of the whole graph by scipy (compiled code: tens of
-    millions of edges in seconds, where networkx needs minutes and gigabytes):
-    ``((label of node id - base, base), size of each label)``."""
+    Memory, for the 38.5 M distinct edges of a 10 M-op history: the node ids are renumbered
+    densely (they span every history line; the nodes are a quarter of them), the graph is one
+    CSR matrix whose duplicates scipy merges in place, and its float64 data, which only
+    scipy's validation asks for, is one value broadcast to every edge (``docs/performance.md``).
+    """
     if not len(s):
-        return (np.zeros(1, dtype=np.int64), 0), np.zeros(1, dtype=np.int64)
-    lo = int(min(s.min(), d.min()))
-    n = int(max(s.max(), d.max())) - lo + 1
-    if n > 4 * len(s) + (1 << 20):  # sparse ids: compact them first
-        ids, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
-        g = sparse.csr_matrix((np.ones(len(s), dtype=bool),
-                               (inverse[:len(s)], inverse[len(s):])), shape=(len(ids),) * 2)
-        del inverse
-        _, compact = csgraph.connected_components(g, directed=True, connection="strong")
-        labels = np.zeros(n, dtype=np.int64)
-        labels[ids - lo] = compact
-    else:
-        g = sparse.csr_matrix((np.ones(len(s), dtype=bool),
-                               (_shifted(s, lo, n), _shifted(d, lo, n))), shape=(n, n))
-        _, labels = csgraph.connected_components(g, directed=True, connection="strong")
+        return 0, np.zeros(0, dtype=bool)
+    cs, cd = _dense_ids(s, d)
+    m = int(max(cs.max(), cd.max())) + 1
+    g = sparse.coo_matrix((np.ones(len(cs), dtype=bool), (cs, cd)), shape=(m, m)).tocsr()
+    g.sum_duplicates()
+    edges = g.nnz
+    g = sparse.csr_matrix((np.broadcast_to(np.float64(1), (edges,)), g.indices, g.indptr),
+                          shape=(m, m))
+    _, labels = csgraph.connected_components(g, directed=True, connection="strong")
     del g
-    return (labels, lo), np.bincount(labels)
+    big = np.bincount(labels) > 1
+    ls = labels[cs]
+    del cs
+    inside = ls == labels[cd]
+    inside &= big[ls]
+    return edges, inside
+
+
+def _dense_ids(s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``s`` and ``d`` renumbered ``0..nodes-1`` (int32 below 2**31 nodes)."""
+    lo = int(min(s.min(), d.min(), 0))
+    hi = int(max(s.max(), d.max(), -1))
+    slots = hi + 1 - lo
+    if slots > 4 * len(s) + (1 << 20):  # ids sparser than the edges: no table over their span
+        _, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
+        return inverse[:len(s)], inverse[len(s):]
+    # One slot per id, indexed by the id itself: numpy reads a negative index from the end,
+    # so the timeline nodes' ids land after the ops' and no shifted copy of the edge lists is
+    # made (nor an int64 one: np.take and np.put would convert int32 indexes to int64).
+    present = np.zeros(slots, dtype=bool)
+    present[s] = True
+    present[d] = True
+    dense = np.cumsum(present, dtype=np.int32 if slots < 2**31 else np.int64)
+    del present
+    dense -= 1  # slot -> its id's dense number (where an id is present)
+    return dense[s], dense[d]
 
 
 def _merge(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> dict[tuple[int, int], int]:

@@ -37,15 +37,16 @@ plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema
 app.add_typer(plan_app, name="plan")
 
 
-def analyze_dir(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None) -> int:
+def analyze_dir(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None,
+                out_dir: Path | None = None) -> int:
     """Check ``run_dir/history.jsonl``, write ``results.json``, ``junit.xml`` and
-    ``report.html``, print the verdict; returns the exit code (``verdict.analyze_run``).
-    Bad input or a crash of the analysis exits 2 with its message; so does an interrupt,
-    leaving an earlier ``results.json`` as it was."""
+    ``report.html`` (into ``out_dir``, default ``run_dir``), print the verdict; returns the
+    exit code (``verdict.analyze_run``). Bad input or a crash of the analysis exits 2 with its
+    message; so does an interrupt, leaving an earlier ``results.json`` as it was."""
     from kafka_chaos.verdict import analyze_run
 
     try:
-        verdict = analyze_run(run_dir, spark_master, fail_on, facts, console)
+        verdict = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
         raise typer.Exit(report.EXIT_UNKNOWN)
@@ -304,8 +305,13 @@ def analyze_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
     spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
     fail_on: str = FAIL_ON,
+    out: Optional[Path] = typer.Option(
+        None, "--out", help="Write results.json, junit.xml and report.html into this folder "
+        "(made if missing) instead of RUN_DIR: for a run directory that cannot be written."),
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
+    import os
+
     from kafka_chaos.analysis.spark import check_master
 
     if fail_on not in report.FAIL_ON:
@@ -316,7 +322,18 @@ def analyze_cmd(
         fail(f"--spark-master {exc}")
     if not (run_dir / "history.jsonl").is_file():
         fail(f"{run_dir}: no history.jsonl here")
-    raise typer.Exit(analyze_dir(run_dir, spark_master, fail_on))
+    if out is not None:
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"--out {out}: {exc.strerror or exc}")
+    target = out if out is not None else run_dir
+    # access(2) also answers EROFS for a read-only mount, where root's rights do not help
+    if not os.access(target, os.W_OK):
+        fail(f"{target}: cannot be written" if out is not None else
+             f"{run_dir}: cannot be written: give --out DIR for results.json, junit.xml and "
+             "report.html")
+    raise typer.Exit(analyze_dir(run_dir, spark_master, fail_on, out_dir=out))
 
 
 @app.command("publish")

@@ -91,9 +91,10 @@ def read(history: Path, results: dict[str, Any]) -> ReportData:
 
 
 def write(run_dir: Path, results: dict[str, Any] | None = None,
-          data: ReportData | None = None) -> Path:
-    """Build the report (``build``) and write ``run_dir/report.html`` atomically."""
-    path = Path(run_dir) / "report.html"
+          data: ReportData | None = None, out: Path | None = None) -> Path:
+    """Build the report (``build``) and write ``report.html`` atomically into ``out``
+    (default ``run_dir``)."""
+    path = Path(out if out is not None else run_dir) / "report.html"
     tmp = path.with_suffix(".html.tmp")
     tmp.write_text(build(run_dir, results, data), encoding="utf-8")
     tmp.replace(path)

@@ -38,13 +38,14 @@ def config_of(run_dir: Path) -> dict[str, Any] | None:
 
 
 def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None,
-                console: Console | None = None) -> Verdict:
-    """Check ``run_dir/history.jsonl`` and write the verdict files; print the verdict table
-    on ``console`` when given.
+                console: Console | None = None, out_dir: Path | None = None) -> Verdict:
+    """Check ``run_dir/history.jsonl`` and write the verdict files into ``out_dir`` (default
+    ``run_dir``; another folder when ``run_dir`` cannot be written, e.g. a read-only mount of
+    a CI artefact); print the verdict table on ``console`` when given.
 
     ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
-    ``run_dir`` (``report.run_facts``). Bad input or a crash of the analysis returns exit 2
-    with ``error`` set and leaves an earlier ``results.json`` as it was. ``KeyboardInterrupt``
+    ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input or a crash of the
+    analysis returns exit 2 with ``error`` set and leaves an earlier ``results.json`` as it was. ``KeyboardInterrupt``
     during the analysis propagates (no verdict, nothing written); during the report files it
     makes exit 2 with the verdict kept in ``results.json``.
     """
@@ -52,6 +53,7 @@ def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | No
     from kafka_chaos.history import HistoryError
 
     path = Path(run_dir) / "history.jsonl"
+    out = Path(out_dir) if out_dir is not None else Path(run_dir)
     try:
         result = analysis.check(path, spark_master=spark_master, config=config_of(run_dir))
     except HistoryError as exc:
@@ -60,16 +62,17 @@ def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | No
         return Verdict(report.EXIT_UNKNOWN,
                        error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
     result["fail_on"] = fail_on
-    facts = facts if facts is not None else report.run_facts(run_dir)
+    if facts is None:
+        facts = report.run_facts(out) or report.run_facts(Path(run_dir))
     report.judge_run(result, facts)
     code = report.exit_code(result, fail_on)
     problem, data = _availability(path, result)
-    report.write_results(run_dir, result, facts)
+    report.write_results(out, result, facts)
     if console is not None:
         report.render(result, console, run_dir)
     results = {**result, "run": facts}
     if problem is None:
-        problem = _write_reports(Path(run_dir), results, data)
+        problem = _write_reports(Path(run_dir), out, results, data)
     if problem is not None:
         text, interrupted = problem
         if console is not None:
@@ -78,7 +81,7 @@ def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | No
         code = code if code == report.EXIT_ANOMALIES and not interrupted \
             else report.EXIT_UNKNOWN
     elif console is not None:
-        console.print(f"report: {Path(run_dir) / 'report.html'} (and junit.xml)")
+        console.print(f"report: {out / 'report.html'} (and junit.xml)")
     return Verdict(code, results)
 
 
@@ -102,15 +105,17 @@ def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, A
                 f"{str(exc)[:300]}", False), None
 
 
-def _write_reports(run_dir: Path, results: dict[str, Any], data: Any) -> Problem | None:
-    """Write ``junit.xml`` and ``report.html``; returns what went wrong, or None."""
+def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
+                   data: Any) -> Problem | None:
+    """Write ``junit.xml`` and ``report.html`` of ``run_dir`` into ``out``; returns what went
+    wrong, or None."""
     from kafka_chaos import html_report, junit
     from kafka_chaos.history import read_header
 
     try:
         header = read_header(run_dir / "history.jsonl") or {}
-        junit.write(run_dir, results, header.get("config") or config_of(run_dir))
-        html_report.write(run_dir, results, data)
+        junit.write(out, results, header.get("config") or config_of(run_dir))
+        html_report.write(run_dir, results, data, out=out)
     except KeyboardInterrupt:
         return "interrupted while writing junit.xml and report.html", True
     except Exception as exc:

@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis import elle
-from kafka_chaos.analysis.checkers.versions import NODE_TYPES, Versions
+from kafka_chaos.analysis.checkers.versions import NODE_TYPES, Versions, writers_join
 from kafka_chaos.analysis.load import MOP_FS, History, is_type
 
 #: Default bound of the cycle search, seconds (``analysis.check`` passes its own).
@@ -65,14 +65,14 @@ def ww_edges(v: Versions) -> DataFrame:
             .where(F.col("src") != F.col("dst")))
 
 
-def wr_edges(v: Versions) -> DataFrame:
+def wr_edges(h: History, v: Versions) -> DataFrame:
     """``src, dst``: the writer of the last value each op read of a key -> that op."""
     reads = v.reads.where(~F.col("final") & is_type("type", *NODE_TYPES))
     last = (reads.groupBy("key", "op")
             .agg(F.max_by("value", F.col("pos").cast("long") * 2**32 + F.col("rec"))
                  .alias("value")))
     writers = v.writers.select("key", "value", _node_writer().alias("src"))
-    return (last.join(writers.hint("shuffle_hash"), ["key", "value"])
+    return (last.join(writers.hint(writers_join(h)), ["key", "value"])
             .where(F.col("src").isNotNull() & (F.col("src") != F.col("op")))
             .select("src", F.col("op").alias("dst")))
 
@@ -120,13 +120,13 @@ def _column(table: Any, name: str) -> np.ndarray:
     return table.column(name).to_numpy(zero_copy_only=False)
 
 
-def data_edges(v: Versions, id_type: str = "int") -> DataFrame:
+def data_edges(h: History, v: Versions, id_type: str = "int") -> DataFrame:
     """``src, dst`` (of ``id_type``), ``kind`` (byte: ``elle.WW`` or ``elle.WR``): the
     ``ww_edges`` and ``wr_edges``, collected in one job."""
     def typed(df: DataFrame, kind: int) -> DataFrame:
         return df.select(F.col("src").cast(id_type), F.col("dst").cast(id_type),
                          F.lit(kind).cast("byte").alias("kind"))
-    return typed(ww_edges(v), elle.WW).unionByName(typed(wr_edges(v), elle.WR))
+    return typed(ww_edges(v), elle.WW).unionByName(typed(wr_edges(h, v), elle.WR))
 
 
 def cycles(h: History, v: Versions,
@@ -143,7 +143,7 @@ def cycles(h: History, v: Versions,
     a 10 M-op history has about 40 M), int64 only for a history of 2**30 op lines or more.
     """
     id_type = "int" if h.n_ops < 2**30 else "long"  # op indexes are line numbers
-    data = data_edges(v, id_type).toArrow()
+    data = data_edges(h, v, id_type).toArrow()
     n = nodes(h).select(F.col("op").cast(id_type), "process", "ok", "invoke_time",
                         "time").toArrow()
     o_src, o_dst, o_kind = order_edges(*(_column(n, c) for c in (

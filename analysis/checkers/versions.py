@@ -12,8 +12,9 @@ by key, sorted once in the order their windows need (a process's reads or sends 
 cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
 offset, value), about as many rows as there are sends whatever the number of reads: it is
 aggregated from the cached tables, ranked by offset, and joined to the writers on (key, value)
-within each partition. (Spark still shuffles the claims twice on the way, by (key, offset,
-value) for the aggregation and by key for the ranking: ``docs/performance.md``.)
+within each partition (``writers_join``). (Spark still shuffles the claims twice on the way,
+by (key, offset, value) for the aggregation and by key for the ranking:
+``docs/performance.md``.)
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.load import History, is_f, is_type
+from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS
 
 #: Node types of the dependency graph: a ``fail``ed op did not happen (``cycles``).
 NODE_TYPES = ("ok", "info", "pending")
@@ -81,6 +83,17 @@ class Versions:
             df.unpersist()
 
 
+def writers_join(h: History) -> str:
+    """The join hint for joining claims or reads to their writers on (key, value): a shuffled
+    hash join for a small history (no sort of either side), a sort-merge join for a large one.
+    A hash join holds every writer of its partition's keys in memory, and the analysis
+    partitions by key alone, so more partitions do not shrink a big key: a 10 M-op history
+    whose sends go to 8 keys ran out of a 2 GiB heap, and of a 3 GiB one with the parallel
+    collector ("There is not enough memory to build hash map"); a sort spills instead
+    (``docs/performance.md``)."""
+    return "shuffle_hash" if h.n_ops < SMALL_HISTORY_OPS else "merge"
+
+
 def proven_txns(h: History, reads: DataFrame) -> DataFrame:
     """``op``: ``info`` transactions an ``ok`` op read a value of (Jepsen
     ``must-have-committed?``). The ``info`` transactions are few, so they are broadcast."""
@@ -134,13 +147,13 @@ def versions(h: History, partitions: int) -> Versions:
         (F.max(F.col("nonfinal").cast("int")).over(at_offset) == 1).alias("read_at"))
     writers0 = s0.select("key", "value", F.col("op").alias("w_op"),
                          F.col("type").alias("w_type"))
-    obs = (ranked.join(writers0.hint("shuffle_hash"), ["key", "value"], "left")
+    obs = (ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
            .persist(level))
     facts = (obs.groupBy("key", "value")
              .agg(F.min("idx").alias("vidx"),
                   (F.min("offset") != F.max("offset")).alias("dup"),
                   _any(F.col("read")).alias("read_any"), _any(F.col("final")).alias("read_final")))
-    s = (s0.join(facts.hint("shuffle_hash"), ["key", "value"], "left")
+    s = (s0.join(facts.hint(writers_join(h)), ["key", "value"], "left")
          .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos", "acked",
                  "vidx", F.coalesce("dup", F.lit(False)).alias("dup"),
                  F.coalesce("read_any", F.lit(False)).alias("read_any"),

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -10,6 +12,7 @@ from typer.testing import CliRunner
 
 from kafka_chaos import analysis
 from kafka_chaos.cli import app
+from kafka_chaos.history import columnar
 from tests.queue_builder import Q
 
 
@@ -20,6 +23,10 @@ def run_dir(tmp_path: Path, q: Q, facts: dict | None = None) -> Path:
     if facts is not None:
         (d / "results.json").write_text(json.dumps({"valid": True, "run": facts}))
     return d
+
+
+def files(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in d.rglob("*") if p.is_file()}
 
 
 def analyze(d: Path, *args: str):
@@ -79,3 +86,31 @@ def test_a_crash_or_interrupt_of_the_analysis_is_unknown(tmp_path, monkeypatch, 
     res = analyze(d)
     assert res.exit_code == 2, res.output
     assert json.loads((d / "results.json").read_text()) == {"valid": True, "run": {"seed": 1}}
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
+def test_a_read_only_run_directory_is_analysed_into_out(spark, tmp_path, monkeypatch) -> None:
+    d = run_dir(tmp_path, with_duplicates(), facts={"seed": 3})
+    before = files(d)
+    monkeypatch.setenv(columnar.CACHE_ENV, str(tmp_path / "cache"))
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    subprocess.run(["mount", "--bind", str(d), str(ro)], check=True)
+    try:
+        subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
+        res = analyze(ro)
+        assert res.exit_code == 2 and "give --out DIR" in " ".join(res.output.split())
+        out = tmp_path / "verdicts" / "run"
+        res = analyze(ro, "--out", str(out), "--fail-on", "any")
+        assert res.exit_code == 1, res.output  # the permitted duplicate, under --fail-on any
+        saved = json.loads((out / "results.json").read_text())
+        assert saved["anomaly_types"] == ["duplicate"] and saved["run"] == {"seed": 3}
+        assert "duplicate" in (out / "junit.xml").read_text()
+        assert "duplicate" in (out / "report.html").read_text()
+        assert files(ro) == before  # nothing written there
+        (out / "results.json").write_text(json.dumps({"run": {"seed": 4}}))
+        assert analyze(ro, "--out", str(out)).exit_code == 0  # a second verdict there
+        assert json.loads((out / "results.json").read_text())["run"] == {"seed": 4}
+        assert analyze(ro, "--out", str(out / "results.json")).exit_code == 2  # a file
+    finally:
+        subprocess.run(["umount", str(ro)], check=True)
