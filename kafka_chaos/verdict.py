@@ -45,9 +45,9 @@ def analyze_run(run_dir: Path, spark_master: str, fail_on: str, facts: dict | No
 
     ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
     ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input or a crash of the
-    analysis returns exit 2 with ``error`` set and leaves an earlier ``results.json`` as it was. ``KeyboardInterrupt``
-    during the analysis propagates (no verdict, nothing written); during the report files it
-    makes exit 2 with the verdict kept in ``results.json``.
+    analysis returns exit 2 with ``error`` set and leaves an earlier ``results.json`` as it
+    was. ``KeyboardInterrupt`` during the analysis propagates (no verdict, nothing written);
+    during the report files it makes exit 2 with the verdict kept in ``results.json``.
     """
     from kafka_chaos import analysis
     from kafka_chaos.history import HistoryError
