@@ -208,10 +208,10 @@ def _components(s: np.ndarray, d: np.ndarray) -> tuple[int, np.ndarray]:
     """
     if not len(s):
         return 0, np.zeros(0, dtype=bool)
-    cs, cd = _dense_ids(s, d)
-    m = int(max(cs.max(), cd.max())) + 1
+    cs, cd, m = _dense_ids(s, d)
+    # tocsr sums duplicate entries (scipy's documented conversion): nnz is then the distinct
+    # edge count
     g = sparse.coo_matrix((np.ones(len(cs), dtype=bool), (cs, cd)), shape=(m, m)).tocsr()
-    g.sum_duplicates()
     edges = g.nnz
     g = sparse.csr_matrix((np.broadcast_to(np.float64(1), (edges,)), g.indices, g.indptr),
                           shape=(m, m))
@@ -225,14 +225,15 @@ def _components(s: np.ndarray, d: np.ndarray) -> tuple[int, np.ndarray]:
     return edges, inside
 
 
-def _dense_ids(s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``s`` and ``d`` renumbered ``0..nodes-1`` (int32 below 2**31 nodes)."""
+def _dense_ids(s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(s, d, nodes)``: ``s`` and ``d`` renumbered ``0..nodes-1`` (int32 below 2**31
+    nodes)."""
     lo = int(min(s.min(), d.min(), 0))
     hi = int(max(s.max(), d.max(), -1))
     slots = hi + 1 - lo
     if slots > 4 * len(s) + (1 << 20):  # ids sparser than the edges: no table over their span
-        _, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
-        return inverse[:len(s)], inverse[len(s):]
+        ids, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
+        return inverse[:len(s)], inverse[len(s):], len(ids)
     # One slot per id, indexed by the id itself: numpy reads a negative index from the end,
     # so the timeline nodes' ids land after the ops' and no shifted copy of the edge lists is
     # made (nor an int64 one: np.take and np.put would convert int32 indexes to int64).
@@ -241,8 +242,9 @@ def _dense_ids(s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     present[d] = True
     dense = np.cumsum(present, dtype=np.int32 if slots < 2**31 else np.int64)
     del present
+    nodes = int(dense[-1])
     dense -= 1  # slot -> its id's dense number (where an id is present)
-    return dense[s], dense[d]
+    return dense[s], dense[d], nodes
 
 
 def _merge(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> dict[tuple[int, int], int]:

@@ -9,6 +9,7 @@ failed.
 from __future__ import annotations
 
 import json
+import os
 import sys
 import threading
 import traceback
@@ -310,8 +311,6 @@ def analyze_cmd(
         "(made if missing) instead of RUN_DIR: for a run directory that cannot be written."),
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
-    import os
-
     from kafka_chaos.analysis.spark import check_master
 
     if fail_on not in report.FAIL_ON:
