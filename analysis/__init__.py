@@ -14,11 +14,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.analysis import elle, promises
+from kafka_chaos.analysis import elle, promises, remote
 from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cycles, versions
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
-from kafka_chaos.analysis.load import History, load, load_copy
+from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, partitions, session
 from kafka_chaos.analysis.stats import count_ops
 from kafka_chaos.history import HistoryError, columnar
@@ -44,7 +44,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     """Check the history at ``history_path`` and judge what is found.
 
     Args:
-        history_path: a ``history.jsonl`` of format 1 or 2 (``docs/history-format.md``).
+        history_path: a ``history.jsonl`` of format 1 or 2 (``docs/history-format.md``), or
+            its URL on storage the Spark cluster reads (``hdfs://.../history.jsonl``, any
+            scheme of Hadoop's ``FileSystem``) beside a current columnar copy
+            (``analysis.remote.current_copy``; ``kafka-chaos publish`` puts both there).
         spark_master: Spark master URL.
         config: the run configuration (``config.json``) to judge against when the history has
             no header (format 1); a format-2 header's configuration always wins.
@@ -78,20 +81,29 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
 
     Raises:
         HistoryError: malformed or empty history (checked before Spark starts); names the line.
+            For a URL: no history or no current copy there.
         OSError: the file cannot be read, or its columnar copy cannot be written.
-        AnalysisError: Spark failed outside a checker.
+        AnalysisError: Spark failed outside a checker, or a URL could not be read.
     """
     start = time.perf_counter()
     timings: dict[str, float] = {}
-    path = Path(history_path)
-    copy = columnar.ensure(path)  # validates the history when it has no current copy
+    if remote.is_url(history_path):
+        path = history_path
+        try:  # the size, so the JVM's tuning for small histories, is unknown until then
+            tables, meta = remote.current_copy(session(spark_master), path)
+        except remote.RemoteError as exc:
+            raise AnalysisError(str(exc)) from exc
+    else:
+        path = Path(history_path)
+        copy = columnar.ensure(path)  # validates the history when it has no current copy
+        tables, meta = {t: str(copy.table(t)) for t in columnar.TABLES}, copy.meta
     timings["columnar"] = time.perf_counter() - start
-    if copy.meta["ops"] == 0:
+    if meta["ops"] == 0:
         raise HistoryError("the history holds no ops: nothing to analyse")
     try:
-        small = copy.meta["ops"] < SMALL_HISTORY_OPS
+        small = meta["ops"] < SMALL_HISTORY_OPS
         spark = session(spark_master, small=small)
-        h = load_copy(spark, copy, config)
+        h = load(spark, tables, meta, config)
         v = versions(h, 1 if small else partitions(spark))
         v.materialize()  # the shuffles, sorts and caches, before the families share them
         timings["versions"] = time.perf_counter() - start - timings["columnar"]
@@ -158,7 +170,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         "permitted": [name for name in found if anomalies[name]["permitted"]],
         "cycle_search": search,
         "stats": op_stats,
-        "format": copy.meta["format"],
+        "format": meta["format"],
         "config_known": config is not None,
         "unknown_reasons": reasons,
         "analysis_time_s": round(time.perf_counter() - start, 3),

@@ -64,7 +64,7 @@ LAYOUT = 1
 ROW_GROUP_OPS = 100_000
 #: Records buffered before a flush whatever the op count: final reads hold 10,000 each.
 ROW_GROUP_RECORDS = 2_000_000
-_FINGERPRINT_BYTES = 64 * 1024
+FINGERPRINT_BYTES = 64 * 1024
 
 _I64, _I32, _STR, _BOOL = pa.int64(), pa.int32(), pa.string(), pa.bool_()
 SCHEMAS: dict[str, pa.Schema] = {
@@ -98,9 +98,16 @@ def fingerprint(path: Path, size: int | None = None) -> dict[str, Any]:
     with open(path, "rb") as fh:
         if size is None:
             size = os.fstat(fh.fileno()).st_size
-        head = fh.read(min(size, _FINGERPRINT_BYTES))
-        fh.seek(max(0, size - _FINGERPRINT_BYTES))
-        tail = fh.read(min(size, _FINGERPRINT_BYTES))
+        head = fh.read(min(size, FINGERPRINT_BYTES))
+        fh.seek(max(0, size - FINGERPRINT_BYTES))
+        tail = fh.read(min(size, FINGERPRINT_BYTES))
+    return fingerprint_of(size, head, tail)
+
+
+def fingerprint_of(size: int, head: bytes, tail: bytes) -> dict[str, Any]:
+    """``fingerprint`` of a file of ``size`` bytes whose first and last ``FINGERPRINT_BYTES``
+    (or all of it, when shorter) are ``head`` and ``tail``: for a file read elsewhere
+    (``analysis.remote``)."""
     return {"bytes": size, "head": hashlib.sha256(head).hexdigest(),
             "tail": hashlib.sha256(tail).hexdigest()}
 

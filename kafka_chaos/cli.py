@@ -38,12 +38,13 @@ plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema
 app.add_typer(plan_app, name="plan")
 
 
-def analyze_dir(run_dir: Path, spark_master: str, fail_on: str, facts: dict | None = None,
-                out_dir: Path | None = None) -> int:
-    """Check ``run_dir/history.jsonl``, write ``results.json``, ``junit.xml`` and
-    ``report.html`` (into ``out_dir``, default ``run_dir``), print the verdict; returns the
-    exit code (``verdict.analyze_run``). Bad input or a crash of the analysis exits 2 with its
-    message; so does an interrupt, leaving an earlier ``results.json`` as it was."""
+def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
+                facts: dict | None = None, out_dir: Path | None = None) -> int:
+    """Check ``run_dir/history.jsonl`` (``run_dir`` may be a URL), write ``results.json``,
+    ``junit.xml`` and ``report.html`` (into ``out_dir``, default ``run_dir``), print the
+    verdict; returns the exit code (``verdict.analyze_run``). Bad input or a crash of the
+    analysis exits 2 with its message; so does an interrupt, leaving an earlier
+    ``results.json`` as it was."""
     from kafka_chaos.verdict import analyze_run
 
     try:
@@ -200,12 +201,13 @@ def run_cmd(
         help="End the workload at the first anomaly a live check counts under --fail-on, then "
         "heal, read every partition and analyse (implies --live)."),
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
-    publish: Optional[Path] = typer.Option(None, help="After the verdict, copy the run "
-                                           "directory (history and its columnar copy) into "
-                                           "this directory: storage a Spark cluster reads "
-                                           "(kafka-chaos publish)."),
+    publish: Optional[str] = typer.Option(None, help="After the verdict, copy the run "
+                                          "directory (history and its columnar copy) into "
+                                          "this directory or URL (hdfs://...): storage a "
+                                          "Spark cluster reads (kafka-chaos publish)."),
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
+    from kafka_chaos.analysis.remote import is_url
     from kafka_chaos.runner import new_run_dir
 
     params = {k: v for k, v in locals().items() if k != "ctx"}
@@ -218,7 +220,8 @@ def run_cmd(
         cfg, fail_on = run_options.configure(params, given, announce=console.print)
     except ValueError as exc:
         fail(str(exc))
-    if publish is not None and publish.exists() and not publish.is_dir():
+    if publish is not None and not is_url(publish) and Path(publish).exists() \
+            and not Path(publish).is_dir():
         fail(f"--publish {publish}: not a directory")
     kafka = check_inputs(cfg)
     sigterm_as_interrupt()
@@ -246,14 +249,15 @@ def run_cmd(
     raise typer.Exit(code)
 
 
-def _publish(run_dir: Path, dest: Path) -> Path:
+def _publish(run_dir: Path, dest: str) -> Path | str:
     """``publish.publish`` with its errors turned into one message and exit 2."""
+    from kafka_chaos.analysis.remote import RemoteError, is_url
     from kafka_chaos.history import HistoryError
     from kafka_chaos.publish import PublishError, publish
 
     try:
-        target = publish(run_dir, dest)
-    except (PublishError, HistoryError) as exc:
+        target = publish(run_dir, dest if is_url(dest) else Path(dest))
+    except (PublishError, HistoryError, RemoteError) as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"{exc.filename or dest}: {exc.strerror}")
@@ -303,7 +307,8 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
 
 @app.command("analyze", epilog=EXIT_CODES_HELP)
 def analyze_cmd(
-    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
+    run_dir: str = typer.Argument(..., help="A run directory holding history.jsonl, or its "
+                                  "URL (hdfs://..., s3a://...: kafka-chaos publish)."),
     spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
     fail_on: str = FAIL_ON,
     out: Optional[Path] = typer.Option(
@@ -311,6 +316,7 @@ def analyze_cmd(
         "(made if missing) instead of RUN_DIR: for a run directory that cannot be written."),
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
+    from kafka_chaos.analysis.remote import is_url
     from kafka_chaos.analysis.spark import check_master
 
     if fail_on not in report.FAIL_ON:
@@ -319,27 +325,32 @@ def analyze_cmd(
         check_master(spark_master)
     except ValueError as exc:
         fail(f"--spark-master {exc}")
-    if not (run_dir / "history.jsonl").is_file():
+    url = is_url(run_dir)
+    if url and out is None:
+        fail(f"{run_dir}: a URL: give --out DIR for results.json, junit.xml and report.html")
+    if not url and not (Path(run_dir) / "history.jsonl").is_file():
         fail(f"{run_dir}: no history.jsonl here")
     if out is not None:
         try:
             out.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             fail(f"--out {out}: {exc.strerror or exc}")
-    target = out if out is not None else run_dir
+    target = out if out is not None else Path(run_dir)
     # access(2) also answers EROFS for a read-only mount, where root's rights do not help
     if not os.access(target, os.W_OK):
         fail(f"{target}: cannot be written" if out is not None else
              f"{run_dir}: cannot be written: give --out DIR for results.json, junit.xml and "
              "report.html")
-    raise typer.Exit(analyze_dir(run_dir, spark_master, fail_on, out_dir=out))
+    raise typer.Exit(analyze_dir(run_dir if url else Path(run_dir), spark_master, fail_on,
+                                 out_dir=out))
 
 
 @app.command("publish")
 def publish_cmd(
     run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl."),
-    dest: Path = typer.Argument(..., help="Directory to copy it into: storage every executor "
-                                "of the Spark cluster mounts at the same path."),
+    dest: str = typer.Argument(..., help="Directory to copy it into: storage every executor "
+                               "of the Spark cluster mounts at the same path, or a URL "
+                               "(hdfs://..., s3a://...)."),
 ) -> None:
     """Copy a run directory (history, its columnar copy, the run's files) to DEST/<name> for
     analysis on a Spark cluster; never overwrites (exit 2 naming the problem)."""

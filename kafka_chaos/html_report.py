@@ -56,7 +56,7 @@ def load_results(run_dir: Path) -> dict[str, Any]:
 
 
 def build(run_dir: Path, results: dict[str, Any] | None = None,
-          data: ReportData | None = None) -> str:
+          data: ReportData | None = None, source: str | None = None) -> str:
     """The HTML text of the report of ``run_dir``.
 
     Args:
@@ -64,6 +64,8 @@ def build(run_dir: Path, results: dict[str, Any] | None = None,
             ``config.json`` and ``command.txt`` are used when present.
         results: the verdict (``results.json``'s content), if already in memory.
         data: ``report_data.extract(history, results)``, if already read.
+        source: the URL the run directory was fetched from (``kafka-chaos analyze URL``),
+            shown instead of ``run_dir``.
 
     Raises ``ReportError`` for a missing or unreadable input file, ``HistoryError`` (message
     prefixed with the file) for a malformed history line.
@@ -77,7 +79,7 @@ def build(run_dir: Path, results: dict[str, Any] | None = None,
     if data is None:
         data = read(history, results)
     config = (data.header or {}).get("config") or _json(run_dir / "config.json")
-    context = _context(run_dir, data, results, config)
+    context = _context(run_dir, data, results, config, source)
     context["build_s"] = round(time.perf_counter() - started, 2)
     return _template().render(**context)
 
@@ -91,12 +93,13 @@ def read(history: Path, results: dict[str, Any]) -> ReportData:
 
 
 def write(run_dir: Path, results: dict[str, Any] | None = None,
-          data: ReportData | None = None, out: Path | None = None) -> Path:
+          data: ReportData | None = None, out: Path | None = None,
+          source: str | None = None) -> Path:
     """Build the report (``build``) and write ``report.html`` atomically into ``out``
     (default ``run_dir``)."""
     path = Path(out if out is not None else run_dir) / "report.html"
     tmp = path.with_suffix(".html.tmp")
-    tmp.write_text(build(run_dir, results, data), encoding="utf-8")
+    tmp.write_text(build(run_dir, results, data, source), encoding="utf-8")
     tmp.replace(path)
     return path
 
@@ -121,7 +124,7 @@ def _div(fig: dict, div_id: str) -> str:
 
 
 def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
-             config: dict[str, Any] | None) -> dict[str, Any]:
+             config: dict[str, Any] | None, source: str | None = None) -> dict[str, Any]:
     facts = results.get("run") or {}
     fail_on = results.get("fail_on") or "violation"
     bin_s = report_stats.bin_width_s(data.workload_s[1])
@@ -140,9 +143,11 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
     for n, (name, key, lo, hi, examples) in enumerate(example_windows(results)):
         fig = report_figures.offsets(name, views[(key, lo, hi)], examples)
         diagrams.setdefault(name, []).append(_div(fig, f"fig-offsets-{n}"))
+    name = source.rstrip("/").rpartition("/")[2] if source else run_dir.resolve().name
     return {
-        "title": f"kafka-chaos run {run_dir.resolve().name}",
-        "run_dir": str(run_dir),
+        "title": f"kafka-chaos run {name}",
+        "run_dir": source or str(run_dir),
+        "rebuild": source is None,  # ``kafka-chaos report`` reads a local run directory
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "version": __version__,
         "plotly_js": get_plotlyjs(),

@@ -4,13 +4,17 @@ the same findings as local mode on the same history.
 
 The worker runs in a mount namespace of its own in which the driver's run directories are
 hidden, as on another host: it reads only what ``kafka-chaos publish`` copied to the storage
-both share (here the rest of the file system, like an NFS mount on every host)."""
+both share: the rest of the file system (like an NFS mount on every host), or HDFS (Hadoop's
+MiniDFSCluster: a NameNode and a DataNode, ``MiniHdfs.java``, from the
+``hadoop-client-minicluster`` jar of pyspark's Hadoop version on Maven Central)."""
 
 from __future__ import annotations
 
 import importlib.util
 import json
 import os
+import re
+import select
 import socket
 import subprocess
 import time
@@ -82,6 +86,37 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
                 p.kill()
 
 
+@pytest.fixture(scope="module")
+def hdfs(tmp_path_factory) -> Iterator[str]:
+    """A one-node HDFS on localhost; yields its URL (``hdfs://localhost:PORT``)."""
+    jars = Path(pyspark.__file__).parent / "jars"
+    version = next(m.group(1) for p in jars.iterdir()
+                   if (m := re.fullmatch(r"hadoop-client-runtime-(.+)\.jar", p.name)))
+    cache = Path.home() / ".cache" / "kafka-chaos" / "hadoop"
+    jar = cache / f"hadoop-client-minicluster-{version}.jar"
+    if not jar.is_file():
+        subprocess.run(["mvn", "-q", "dependency:copy", f"-DoutputDirectory={cache}",
+                        f"-Dartifact=org.apache.hadoop:hadoop-client-minicluster:{version}"],
+                       check=True, timeout=600)
+    tmp = tmp_path_factory.mktemp("hdfs")
+    proc = subprocess.Popen(
+        ["java", "-cp", f"{jar}:{jars}/*", str(Path(__file__).with_name("MiniHdfs.java")),
+         str(tmp / "data"), "0"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+        stderr=open(tmp / "hdfs.log", "wb"), text=True)
+    try:
+        ready, _, _ = select.select([proc.stdout], [], [], 120)
+        line = proc.stdout.readline() if ready else ""
+        if not line.startswith("ready hdfs://"):
+            pytest.fail(f"HDFS did not come up:\n{(tmp / 'hdfs.log').read_text()[-3000:]}")
+        yield line.split()[1]
+    finally:
+        proc.stdin.close()  # MiniHdfs shuts its cluster down
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def _kafka_chaos(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([str(ROOT / ".venv" / "bin" / "kafka-chaos"), *args],
                           capture_output=True, text=True, timeout=900)
@@ -93,11 +128,16 @@ def _analyze(run_dir: Path, master: str) -> dict:
     return json.loads((run_dir / "results.json").read_text())
 
 
-def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
-    url, ui, private = standalone
+def _generator():
     spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
     gen = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gen)
+    return gen
+
+
+def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
+    url, ui, private = standalone
+    gen = _generator()
     local = private / "run-1"
     expected = gen.generate(local, 30_000, anomalies=1, seed=11)
     # the precondition: the executor cannot read the driver's own run directory
@@ -127,3 +167,26 @@ def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: 
         if key == "cycle_search":
             on_cluster[key].pop("time_s"), here[key].pop("time_s")
         assert on_cluster[key] == here[key], key
+
+
+def test_a_standalone_cluster_analyses_a_history_published_to_hdfs(standalone, hdfs,
+                                                                    tmp_path: Path) -> None:
+    url, ui, private = standalone
+    gen = _generator()
+    local = private / "run-2"
+    expected = gen.generate(local, 20_000, anomalies=1, seed=12)
+    published = _kafka_chaos("publish", str(local), f"{hdfs}/runs")
+    assert published.returncode == 0, published.stdout + published.stderr[-3000:]
+    assert f"published: {hdfs}/runs/run-2" in published.stdout.replace("\n", "")
+    apps = len(_state(ui)["completedapps"] + _state(ui)["activeapps"])
+    out = tmp_path / "verdict"
+    proc = _kafka_chaos("analyze", f"{hdfs}/runs/run-2", "--spark-master", url,
+                        "--out", str(out))
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # anomalies found
+    assert len(_state(ui)["completedapps"] + _state(ui)["activeapps"]) == apps + 1
+    results = json.loads((out / "results.json").read_text())
+    assert {n: a["count"] for n, a in results["anomalies"].items() if a["count"]} == expected
+    assert results["stats"]["ops"] > 0 and results["cycle_search"]["complete"]
+    assert f"{hdfs}/runs/run-2" in (out / "report.html").read_text()
+    assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html",
+                                                     "results.json"]
