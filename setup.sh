@@ -5,12 +5,14 @@
 # backend needs a Docker daemon, started here when none runs; set KAFKA_CHAOS_NO_DOCKERD=1 to
 # skip that). openssh-server and sudo are for the ssh backend's tests (an sshd per test host);
 # fuse3 for the lose-unfsynced fault (a FUSE filesystem under each broker's data); chromium and
-# chromium-driver for the HTML report's browser test.
+# chromium-driver for the HTML report's browser test; the JDK's compiler for the one-node HDFS
+# of the Spark cluster test (tests/integration/MiniHdfs.java, run as a source file).
 set -euo pipefail
 cd "$(dirname "$0")"
 
 need=()
 for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven \
+            javac:openjdk-17-jdk-headless \
             dockerd:docker.io debootstrap:debootstrap nsenter:util-linux \
             sshd:openssh-server sudo:sudo fusermount3:fuse3 \
             chromium:chromium chromedriver:chromium-driver; do
