@@ -104,9 +104,9 @@ def _publish_url(run_dir: Path, dest: str) -> str:
     return target
 
 
-#: What ``fetch`` copies back: the history and the files the verdict and the report read.
-FETCHED = ("history.jsonl", "config.json", "scenario.json", "command.txt", "run.json",
-           "results.json", "live.jsonl")
+#: What ``fetch`` copies back: the history and the run's files, but not the reports that the
+#: analysis writes again.
+FETCHED = ("history.jsonl", *(n for n in RUN_FILES if n not in ("junit.xml", "report.html")))
 
 
 def fetch(url: str, local: Path, spark_master: str) -> Path:

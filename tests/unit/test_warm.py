@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -19,3 +22,21 @@ def test_warm_up_checks_every_kind_of_op_and_leaves_nothing(spark) -> None:
         "assign", "poll", "send", "txn"}
     assert result["stats"]["acked_sends"] == 3 and result["cycle_search"]["complete"]
     assert set(Path(tempfile.gettempdir()).glob("kc-warm-up-*")) == before
+
+
+def test_a_process_ending_during_the_warm_up_leaves_no_history_behind(tmp_path) -> None:
+    """The warm-up runs on a daemon thread: a run interrupted (Ctrl-C, SIGTERM) while it
+    checks ends the interpreter without running the thread's ``finally``; the temporary
+    directory's own finalizer still removes the made-up history at exit."""
+    script = (
+        "import pathlib, sys, threading, time\n"
+        "from kafka_chaos.analysis.warm import warm_up\n"
+        "threading.Thread(target=warm_up, args=('local[1]',), daemon=True).start()\n"
+        "tmp = pathlib.Path(sys.argv[1])\n"
+        "while not list(tmp.glob('kc-warm-up-*/history.jsonl')):\n"
+        "    time.sleep(0.05)\n"
+        "print('made', flush=True)\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
+    assert proc.returncode == 0 and "made" in proc.stdout, proc.stderr[-2000:]
+    assert list(tmp_path.glob("kc-warm-up-*")) == []
