@@ -104,8 +104,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         small = meta["ops"] < SMALL_HISTORY_OPS
         spark = session(spark_master, small=small)
         h = load(spark, tables, meta, config)
-        v = versions(h, 1 if small else partitions(spark))
-        v.materialize()  # the shuffles, sorts and caches, before the families share them
+        v = versions(h, 1 if small else partitions(spark))  # shuffled, sorted, cached
         timings["versions"] = time.perf_counter() - start - timings["columnar"]
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc

@@ -66,12 +66,17 @@ def ww_edges(v: Versions) -> DataFrame:
 
 
 def wr_edges(h: History, v: Versions) -> DataFrame:
-    """``src, dst``: the writer of the last value each op read of a key -> that op."""
+    """``src, dst``: the writer of the last value each op read of a key -> that op.
+
+    The reads are sorted by process, key, op, so each op's last read of a key is found
+    without another sort or a hash table of every (key, op); its writer comes from ``obs``,
+    already sorted by key and value for the join.
+    """
     reads = v.reads.where(~F.col("final") & is_type("type", *NODE_TYPES))
-    last = (reads.groupBy("key", "op")
+    last = (reads.groupBy("process", "key", "op")
             .agg(F.max_by("value", F.col("pos").cast("long") * 2**32 + F.col("rec"))
                  .alias("value")))
-    writers = v.writers.select("key", "value", _node_writer().alias("src"))
+    writers = v.obs.select("key", "value", _node_writer().alias("src"))
     return (last.join(writers.hint(writers_join(h)), ["key", "value"])
             .where(F.col("src").isNotNull() & (F.col("src") != F.col("op")))
             .select("src", F.col("op").alias("dst")))
@@ -189,16 +194,21 @@ def _explain(out: dict[str, dict[str, Any]], v: Versions) -> None:
                             facts[("ww", a, b)] = fact
     if wr:
         readers = sorted({b for _, b in wr})
-        last: dict[tuple[int, int], tuple] = {}  # (reader, key) -> (pos, rec, value, writer)
-        reads = (v.reads.where(~F.col("final") & F.col("op").isin(readers))
-                 .join(v.writers, ["key", "value"], "left"))
-        for r in reads.select("op", "key", "pos", "rec", "value", "w_op").collect():
-            mine = (r["pos"], r["rec"], r["value"], r["w_op"])
+        last: dict[tuple[int, int], tuple] = {}  # (reader, key) -> (pos, rec, value)
+        reads = v.reads.where(~F.col("final") & F.col("op").isin(readers))
+        for r in reads.select("op", "key", "pos", "rec", "value").collect():
+            mine = (r["pos"], r["rec"], r["value"])
             if last.get((r["op"], r["key"]), (-1,)) < mine:
                 last[(r["op"], r["key"])] = mine
-        for (reader, key), (_, _, value, writer) in sorted(last.items()):
-            if (writer, reader) in wr and ("wr", writer, reader) not in facts:
-                facts[("wr", writer, reader)] = {"key": key, "value": value, "next_value": None}
+        # the writers of just those values: a scan, where a join sorted or hashed every writer
+        values = sorted({value for _, _, value in last.values()})
+        writer = {(r["key"], r["value"]): r["w_op"]
+                  for r in (v.obs.where(F.col("value").isin(values))
+                            .select("key", "value", "w_op").distinct().collect())}
+        for (reader, key), (_, _, value) in sorted(last.items()):
+            w = writer.get((key, value))
+            if (w, reader) in wr and ("wr", w, reader) not in facts:
+                facts[("wr", w, reader)] = {"key": key, "value": value, "next_value": None}
     for found in out.values():
         found["examples"] = [_explained(cyc, facts) for cyc in found["examples"]]
 

@@ -53,18 +53,18 @@ def unread_writes(h: History, v: Versions) -> DataFrame:
     missing = (v.sends.where(F.col("acked"))
                .join(F.broadcast(v.final_end), "key", "left")
                .where(F.when(complete, ~F.col("read_final")).otherwise(~F.col("read_any"))))
-    # Acknowledged writes missing from the log are few: each meets the final ranges, and its
-    # own claim in ``obs`` says whether a consumer read its offset (``read_at``).
-    m, c = missing.alias("m"), h.ranges.alias("c")
-    by_final = (m.where(F.col("offset").isNotNull())
-                .join(F.broadcast(c), (F.col("m.key") == F.col("c.key"))
-                      & (F.col("c.start") <= F.col("m.offset"))
-                      & (F.col("m.offset") < F.col("c.end")))
-                .groupBy("m.key", "m.value")
-                .agg(F.min(F.array("c.start", "c.end")).alias("by_final")))
+    # Acknowledged writes missing from the log are few: they are hashed and ``obs`` streams
+    # past them for each one's own claim (whether a consumer read its offset: ``read_at``),
+    # and each meets the final reads' ranges, broadcast.
     at = v.obs.select("key", "offset", "value", "read_at")
-    found = (missing.join(at, ["key", "offset", "value"], "left")
-             .join(by_final, ["key", "value"], "left"))
+    found = missing.hint("shuffle_hash").join(at, ["key", "offset", "value"], "left")
+    m, c = found.alias("m"), h.ranges.alias("c")
+    found = (m.join(F.broadcast(c), (F.col("m.key") == F.col("c.key"))
+                    & (F.col("c.start") <= F.col("m.offset"))
+                    & (F.col("m.offset") < F.col("c.end")), "left")
+             .groupBy(*(F.col(f"m.{col}") for col in found.columns))
+             .agg(F.min(F.when(F.col("c.start").isNotNull(), F.array("c.start", "c.end")))
+                  .alias("by_final")))
     # A consumer that read another value at the offset read that position of the version
     # order: the acknowledged value was not there.
     by_poll = F.when(~complete & F.coalesce("read_at", F.lit(False)),

@@ -51,8 +51,8 @@ def duplicates(v: Versions) -> DataFrame:
     Returns the cases (``common.cases``); one per (key, value), each with ``key, value,
     offsets`` (sorted) and ``op_indexes`` (invoke indexes of ops that saw it, first 10).
     """
-    found = (v.obs.groupBy("key", "value").agg(_sorted_set("offset").alias("offsets"))
-             .where(F.size("offsets") > 1))
+    found = (v.obs.where(F.col("dup")).groupBy("key", "value")
+             .agg(_sorted_set("offset").alias("offsets")))
     return _one_with_many(v, found, "value", "offsets", "duplicate")
 
 

@@ -44,16 +44,19 @@ def _without_resets(pairs: DataFrame, resets: DataFrame, by: list[str]) -> DataF
     resets never sit at the same position (a reset's record is -1), so ties cannot blur
     which side of a reset a read is on.
     """
-    ends = pairs.select(*by, F.struct(*pairs.columns).alias("p"))
+    # each pair once, as its two ends (a union of two selects of ``pairs`` computed it twice)
+    ends = (pairs.select(*by, F.struct(*pairs.columns).alias("p"))
+            .select(*by, "p", F.explode(F.array(
+                F.struct(_at("p.prev_op", "p.prev_pos", "p.prev_rec").alias("at"),
+                         F.lit(False).alias("end")),
+                F.struct(_at("p.op", "p.pos", "p.rec").alias("at"),
+                         F.lit(True).alias("end")))).alias("e")))
     stream = (resets.select(*by, F.col("reset").alias("at"), F.lit(1).alias("is_reset"),
                             F.lit(None).cast(ends.schema["p"].dataType).alias("p"),
                             F.lit(None).cast("boolean").alias("end"))
-              .unionByName(ends.select(*by, _at("p.prev_op", "p.prev_pos", "p.prev_rec")
-                                       .alias("at"), F.lit(0).alias("is_reset"), "p",
-                                       F.lit(False).alias("end")))
-              .unionByName(ends.select(*by, _at("p.op", "p.pos", "p.rec").alias("at"),
+              .unionByName(ends.select(*by, F.col("e.at").alias("at"),
                                        F.lit(0).alias("is_reset"), "p",
-                                       F.lit(True).alias("end"))))
+                                       F.col("e.end").alias("end"))))
     w = (Window.partitionBy(*by).orderBy("at")
          .rowsBetween(Window.unboundedPreceding, Window.currentRow))
     passed = (stream.select("p", "end", F.sum("is_reset").over(w).alias("n"))
@@ -92,8 +95,9 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     prev_idx = idx.select("key", F.col("offset").alias("prev_offset"),
                           F.col("value").alias("prev_value"), F.col("idx").alias("prev_idx"))
     delta = F.col("idx") - F.col("prev_idx")
-    pairs = (pairs.join(idx, ["key", "offset", "value"])
-             .join(prev_idx, ["key", "prev_offset", "prev_value"])
+    # the pairs are few and ``obs`` is not sorted by offset: hash the pairs, stream ``obs``
+    pairs = (pairs.hint("shuffle_hash").join(idx, ["key", "offset", "value"])
+             .hint("shuffle_hash").join(prev_idx, ["key", "prev_offset", "prev_value"])
              .where(delta != 1))
     # Resets of a process's position: assign/subscribe ops (before their op) and ops that did
     # not complete ok (after theirs: an aborted transaction seeks back), for every key;

@@ -24,7 +24,8 @@ def send_order(v: Versions) -> DataFrame:
     """The cases (``common.cases``) of ``nonmonotonic-send``, ``int-nonmonotonic-send`` and
     ``int-send-skip``.
 
-    One sort of each process's sends to a key (in op and micro-op order): within an op each
+    One sort of each process's sends to a key (in op and micro-op order; of the few columns
+    compared, so it is done here rather than on the whole cached table): within an op each
     send is compared with the one before it; the first send of an ``ok``/``info`` op with the
     last send of the process's previous ``ok``/``info`` op (a ``fail``ed op did not happen).
 

@@ -8,13 +8,12 @@ transaction markers leave are never mistaken for skipped records (and no array i
 by a raw offset: maelstrom issue 51).
 
 How it is computed, for speed (``docs/performance.md``): reads and sends are each shuffled once,
-by key, sorted once in the order their windows need (a process's reads or sends of a key) and
-cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
-offset, value), about as many rows as there are sends whatever the number of reads: it is
-aggregated from the cached tables, ranked by offset, and joined to the writers on (key, value)
-within each partition (``writers_join``). (Spark still shuffles the claims twice on the way,
-by (key, offset, value) for the aggregation and by key for the ranking:
-``docs/performance.md``.)
+by key, sorted once (the reads in the order their windows need, a process's reads of a key; the
+sends by key and value, for the joins) and cached. Everything about a key's version order comes
+from ``obs``, one row per distinct (key, offset, value), about as many rows as there are sends
+whatever the number of reads: it is aggregated from the cached tables, ranked by offset, and
+joined to the writers on (key, value) within each partition (``writers_join``), with no shuffle
+on the way: each table is computed before the next is planned (``versions``).
 """
 
 from __future__ import annotations
@@ -37,7 +36,7 @@ class Versions:
     """What the checkers share: cached tables, all partitioned by ``key``. ``unpersist()``
     when done.
 
-    - ``sends``: one row per send micro-op, sorted by process, key, op, pos: ``key, value,
+    - ``sends``: one row per send micro-op, sorted by key and value: ``key, value,
       offset, op, index, process, f, type, pos``; ``acked``: acknowledged: a send of an ``ok``
       op; of an ``info`` non-transactional op whose delivery report gave an offset (a delivery
       report is an acknowledgement, ``docs/history-format.md``); of an ``info`` transaction
@@ -55,7 +54,9 @@ class Versions:
       ``incons``: the offset holds more than one value; ``read_at``: a non-final read returned
       a record at the offset; ``read``, ``final``, ``nonfinal``, ``read_ok``: some read, final
       read, non-final read, read of an ``ok`` op returned the claim; ``w_op, w_type``: who
-      sent the value (Jepsen ``writer-of``; NULL for a value nobody sent).
+      sent the value (Jepsen ``writer-of``; NULL for a value nobody sent); ``dup``: the value
+      is claimed at more than one offset of the key. Sorted by key and value for a large
+      history (``writers_join``).
     - ``writers``: ``key, value, w_op, w_type, w_f``: one row per send micro-op.
     - ``final_end``: ``key, final_end`` for the keys whose final reads reached the end of the
       partition: where they ended (the largest range end).
@@ -67,15 +68,6 @@ class Versions:
     writers: DataFrame
     final_end: DataFrame
     _cached: tuple[DataFrame, ...] = ()
-    _scratch: tuple[DataFrame, ...] = ()
-
-    def materialize(self) -> None:
-        """Compute and cache the shared tables now (one job each), then drop the cached
-        intermediate ones."""
-        for df in self._cached:
-            df.count()
-        for df in self._scratch:
-            df.unpersist()
 
     def unpersist(self) -> None:
         """Drop the cached tables."""
@@ -108,14 +100,29 @@ def _any(cond: Column) -> Column:
 
 
 def versions(h: History, partitions: int) -> Versions:
-    """Derive the ``Versions`` of a loaded history (lazily; ``materialize`` computes them).
-    ``partitions``: how many partitions the key shuffle makes (a key is never split)."""
-    level = StorageLevel.MEMORY_AND_DISK
-    r = (h.reads.select("key", "offset", "value", "op", "process", "pos", "rec", "final",
-                        "type", "f")
-         .repartition(partitions, "key")
-         .sortWithinPartitions("process", "key", "op", "pos", "rec")
-         .persist(level))
+    """Compute and cache the ``Versions`` of a loaded history (one Spark job per table).
+    ``partitions``: how many partitions the key shuffle makes (a key is never split).
+
+    Each cached table is computed before the tables built from it are planned. Spark plans a
+    cached table when it is persisted, and under adaptive query execution a cached table
+    reports its partitioning by key only once it is computed: planned earlier, the claims'
+    aggregation and window and the joins to the writers shuffled the cached rows all over
+    again (``docs/performance.md``). What is cached is dropped again if this raises.
+    """
+    cached: list[DataFrame] = []
+    try:
+        return _versions(h, partitions, lambda df: _cache(df, cached))
+    except BaseException:
+        for df in cached:
+            df.unpersist()
+        raise
+
+
+def _versions(h: History, partitions: int, cache) -> Versions:
+    r = cache(h.reads.select("key", "offset", "value", "op", "process", "pos", "rec", "final",
+                              "type", "f")
+               .repartition(partitions, "key")
+               .sortWithinPartitions("process", "key", "op", "pos", "rec"))
     committed_proof = (h.config or {}).get("isolation_level") != "read_uncommitted"
     is_ok, is_info = is_type("type", "ok"), is_type("type", "info")
     acked = is_ok | (is_info & is_f("f", "send") & F.col("offset").isNotNull())
@@ -124,11 +131,11 @@ def versions(h: History, partitions: int) -> Versions:
         proven = proven_txns(h, r).withColumn("proven", F.lit(True))
         sends = sends.join(F.broadcast(proven), "op", "left")
         acked = acked | (is_info & is_f("f", "txn") & F.coalesce("proven", F.lit(False)))
-    # shuffled once and kept for the two tables built from it, then dropped (``materialize``)
-    s0 = (sends.select("key", "value", "offset", "op", "index", "process", "f", "type", "pos",
-                       acked.alias("acked"))
-          .repartition(partitions, "key")
-          .persist(level))
+    # shuffled and sorted once for the two joins on (key, value) below, then dropped
+    s0 = cache(sends.select("key", "value", "offset", "op", "index", "process", "f", "type",
+                             "pos", acked.alias("acked"))
+               .repartition(partitions, "key")
+               .sortWithinPartitions("key", "value"))
     claims = (r.groupBy("key", "offset", "value")
               .agg(F.lit(True).alias("read"), _any(F.col("final")).alias("final"),
                    _any(~F.col("final")).alias("nonfinal"),
@@ -140,30 +147,38 @@ def versions(h: History, partitions: int) -> Versions:
               .groupBy("key", "offset", "value")
               .agg(*(_any(F.col(c)).alias(c) for c in ("read", "final", "nonfinal", "read_ok"))))
     at_offset = Window.partitionBy("key", "offset")
-    # sorted with value too, so that joins on (key, offset, value) find obs already sorted
-    ranked = claims.sortWithinPartitions("key", "offset", "value").select(
+    ranked = claims.select(
         "*", (F.dense_rank().over(Window.partitionBy("key").orderBy("offset")) - 1).alias("idx"),
         (F.count(F.lit(1)).over(at_offset) > 1).alias("incons"),
         (F.max(F.col("nonfinal").cast("int")).over(at_offset) == 1).alias("read_at"))
     writers0 = s0.select("key", "value", F.col("op").alias("w_op"),
                          F.col("type").alias("w_type"))
-    obs = (ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
-           .persist(level))
+    # a sort-merge join leaves the claims sorted by key and value: the window over each value
+    # needs no sort (a large history: ``writers_join``)
+    by_value = Window.partitionBy("key", "value")
+    obs = cache(ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
+                .select("*", (F.min("offset").over(by_value)
+                              != F.max("offset").over(by_value)).alias("dup")))
     facts = (obs.groupBy("key", "value")
-             .agg(F.min("idx").alias("vidx"),
-                  (F.min("offset") != F.max("offset")).alias("dup"),
+             .agg(F.min("idx").alias("vidx"), F.max("dup").alias("dup"),
                   _any(F.col("read")).alias("read_any"), _any(F.col("final")).alias("read_final")))
-    s = (s0.join(facts.hint(writers_join(h)), ["key", "value"], "left")
-         .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos", "acked",
-                 "vidx", F.coalesce("dup", F.lit(False)).alias("dup"),
-                 F.coalesce("read_any", F.lit(False)).alias("read_any"),
-                 F.coalesce("read_final", F.lit(False)).alias("read_final"))
-         .sortWithinPartitions("process", "key", "op", "pos")
-         .persist(level))
+    s = cache(s0.join(facts.hint(writers_join(h)), ["key", "value"], "left")
+               .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos",
+                       "acked", "vidx", F.coalesce("dup", F.lit(False)).alias("dup"),
+                       F.coalesce("read_any", F.lit(False)).alias("read_any"),
+                       F.coalesce("read_final", F.lit(False)).alias("read_final")))
+    s0.unpersist()
     final_end = (h.ranges.groupBy("key")
                  .agg(F.max("end").alias("final_end"), F.max("eof").alias("eof"))
                  .where(F.col("eof")).drop("eof"))
     writers = s.select("key", "value", F.col("op").alias("w_op"), F.col("type").alias("w_type"),
                        F.col("f").alias("w_f"))
     return Versions(sends=s, reads=r, obs=obs, writers=writers, final_end=final_end,
-                    _cached=(r, s0, obs, s), _scratch=(s0,))
+                    _cached=(r, obs, s))
+
+
+def _cache(df: DataFrame, cached: list[DataFrame]) -> DataFrame:
+    """``df`` cached (memory, spilling to disk), added to ``cached``, and computed now."""
+    cached.append(df.persist(StorageLevel.MEMORY_AND_DISK))
+    df.count()
+    return df

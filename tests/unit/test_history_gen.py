@@ -7,7 +7,11 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 from kafka_chaos import analysis
+
+_VERSIONS = importlib.import_module("kafka_chaos.analysis.checkers.versions")
 
 _GEN = Path(__file__).resolve().parents[2] / "bench" / "history_gen.py"
 
@@ -19,7 +23,14 @@ def _gen_module():
     return module
 
 
-def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Path) -> None:
+@pytest.mark.parametrize("plan", ["small", "large"])
+def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Path, plan: str,
+                                                             monkeypatch) -> None:
+    """Both plans: a large history's (adaptive execution, sort-merge joins to the writers,
+    several partitions) is otherwise met only by the benchmarks' large histories."""
+    if plan == "large":
+        monkeypatch.setattr(analysis, "SMALL_HISTORY_OPS", 0)
+        monkeypatch.setattr(_VERSIONS, "SMALL_HISTORY_OPS", 0)
     gen = _gen_module()
     expected = gen.generate(tmp_path, 30_000, anomalies=2, seed=7)
     assert json.loads((tmp_path / "expected.json").read_text()) == expected
