@@ -61,13 +61,15 @@ def delivery(h: History, v: Versions) -> DataFrame:
     committed = (commit_ops.unionByName(commit_events).join(members, "process")
                  .groupBy("group", "key").agg(F.max("offset").alias("committed")))
     start = delivered.groupBy("group", "key").agg(F.min("offset").alias("from_offset"))
-    # a record some poll (a final read included) returned is in the log
-    in_log = (v.obs.where(F.col("read")).groupBy("key", "offset")
-              .agg(F.min("value").alias("value")))
+    # a record some poll (a final read included) returned is in the log; only the claims
+    # between a group's bounds are aggregated, not every claim of the history
     bounds = F.broadcast(committed.join(start, ["group", "key"]))  # groups x keys: small
-    skipped = (in_log.join(bounds, "key")
+    skipped = (v.obs.where(F.col("read")).join(bounds, "key")
                .where((F.col("offset") >= F.col("from_offset"))
                       & (F.col("offset") < F.col("committed")))
+               .groupBy("group", "key", "offset")
+               .agg(F.min("value").alias("value"), F.first("committed").alias("committed"),
+                    F.first("from_offset").alias("from_offset"))
                .join(delivered.select("group", "key", "offset").distinct(),
                      ["group", "key", "offset"], "left_anti"))
     order = ["key", "offset"]

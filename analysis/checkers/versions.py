@@ -136,10 +136,11 @@ def _versions(h: History, partitions: int, cache) -> Versions:
                              "pos", acked.alias("acked"))
                .repartition(partitions, "key")
                .sortWithinPartitions("key", "value"))
-    claims = (r.groupBy("key", "offset", "value")
-              .agg(F.lit(True).alias("read"), _any(F.col("final")).alias("final"),
-                   _any(~F.col("final")).alias("nonfinal"),
-                   _any(is_type("type", "ok")).alias("read_ok"))
+    # one aggregation of every read and acknowledged send (aggregating the reads first, then
+    # their union with the sends, built two hash tables of every claim)
+    claims = (r.select("key", "offset", "value", F.lit(True).alias("read"), "final",
+                       (~F.col("final")).alias("nonfinal"),
+                       is_type("type", "ok").alias("read_ok"))
               .unionByName(s0.where(F.col("acked") & F.col("offset").isNotNull())
                            .select("key", "offset", "value", F.lit(False).alias("read"),
                                    F.lit(False).alias("final"), F.lit(False).alias("nonfinal"),
