@@ -16,6 +16,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from kafka_chaos.analysis.remote import is_url
+
 MOP_FS = ("send", "poll", "txn")
 #: ``type`` and ``f`` of ``sends`` and ``reads`` are codes: the index of the name here. Small
 #: ints sort and hash faster than strings (the sorted, shuffled reads of a 1 M-op history:
@@ -95,7 +97,7 @@ class History:
 def hadoop_path(path: Path | str) -> str:
     """A local ``path`` made absolute with Hadoop glob characters escaped (Spark globs every
     path); a URL (``scheme://...``) is returned as it is."""
-    if isinstance(path, str) and re.match(r"^[a-zA-Z][a-zA-Z0-9+.-]*://", path):
+    if is_url(path):
         return path
     return re.sub(r"([\\\[\]{}*?])", r"\\\1", str(Path(path).resolve()))
 

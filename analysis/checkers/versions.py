@@ -19,6 +19,7 @@ on the way: each table is computed before the next is planned (``versions``).
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, Window
@@ -118,7 +119,8 @@ def versions(h: History, partitions: int) -> Versions:
         raise
 
 
-def _versions(h: History, partitions: int, cache) -> Versions:
+def _versions(h: History, partitions: int,
+              cache: Callable[[DataFrame], DataFrame]) -> Versions:
     r = cache(h.reads.select("key", "offset", "value", "op", "process", "pos", "rec", "final",
                               "type", "f")
                .repartition(partitions, "key")
