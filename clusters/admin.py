@@ -49,9 +49,12 @@ def partitions(admin: AdminClient, topic: str, timeout_s: float = 5.0) -> list[P
 
 #: Errors of a CreateTopics sent while a new cluster settles: the broker that forwards it has
 #: no controller channel yet, or the controller has not unfenced enough brokers to place every
-#: replica (KRaft places replicas on unfenced brokers only). Retried until the deadline.
+#: replica (KRaft places replicas on unfenced brokers only), or the client dropped the broker
+#: handle the request was queued on (``_DESTROY_BROKER``: librdkafka decommissions a broker
+#: that a metadata answer does not list, as the first answers of a settling cluster may not).
+#: Retried until the deadline.
 _SETTLING = {"INVALID_REPLICATION_FACTOR", "NOT_CONTROLLER", "BROKER_NOT_AVAILABLE",
-             "_TRANSPORT", "_TIMED_OUT", "REQUEST_TIMED_OUT"}
+             "_TRANSPORT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_DESTROY_BROKER"}
 
 
 def create_topic(admin: AdminClient, topic: str, partitions_n: int, replication_factor: int,

@@ -142,13 +142,25 @@ def test_leadership_moves_to_an_in_sync_follower_and_back(cluster):
     assert old == before[1].leader and new != old and new in before[1].isr
     assert moved["replicas"] == [list(before[1].replicas),
                                  [new] + [i for i in before[1].replicas if i != new]]
-    now = {s.partition: s for s in admin.partitions(client, "clock")}
+    now = _settled(client, lambda now: now[1].leader == new)
     assert now[1].leader == new and list(now[1].replicas) == moved["replicas"][1]
     assert now[0].leader == before[0].leader  # only the partition asked for
     assert nemesis.teardown() == {"restored": {"clock-1": {
         "replicas": list(before[1].replicas), "leader": before[1].leader}}}
-    assert [s.leader for s in admin.partitions(client, "clock")] == [
-        before[p].leader for p in range(3)]
+    now = _settled(client, lambda now: now[1].leader == before[1].leader)
+    assert [now[p].leader for p in range(3)] == [before[p].leader for p in range(3)]
+
+
+def _settled(client, done, timeout_s: float = 10.0) -> dict:
+    """``clock``'s partition states once ``done(states)`` holds, or as last read after
+    ``timeout_s``: the nemesis confirms a move on one broker's metadata, and the broker this
+    client asks may apply the controller's record a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        now = {s.partition: s for s in admin.partitions(client, "clock")}
+        if done(now) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.2)
 
 
 def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):
