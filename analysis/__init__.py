@@ -19,7 +19,7 @@ from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cy
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
 from kafka_chaos.analysis.load import History, load
-from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, partitions, session
+from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, is_connect, partitions, session
 from kafka_chaos.analysis.stats import count_ops
 from kafka_chaos.history import HistoryError, columnar
 
@@ -128,7 +128,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
             except BaseException:
                 # leaving the pool waits for its threads: stop their Spark jobs first (Ctrl-C,
                 # or the counting failed and the check is over)
-                spark.sparkContext.cancelAllJobs()
+                if is_connect(spark):
+                    spark.interruptAll()
+                else:
+                    spark.sparkContext.cancelAllJobs()
                 raise
             anomalies.update(found)
             reasons.extend(cycle_reasons)

@@ -20,6 +20,8 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from kafka_chaos.analysis.spark import is_connect
+
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
 
 
@@ -43,6 +45,9 @@ class Remote:
     ``spark.hadoop.*`` settings apply: credentials, endpoints)."""
 
     def __init__(self, spark: SparkSession, url: str) -> None:
+        if is_connect(spark):
+            raise RemoteError(f"{url}: a Spark Connect session has no Hadoop client in this "
+                              "process: analyse a URL with a local or spark:// master")
         self.spark = spark
         self._jvm = spark.sparkContext._jvm
         self._conf = spark.sparkContext._jsc.hadoopConfiguration()

@@ -15,6 +15,15 @@ SHUFFLE_PARTITIONS = 4
 
 _LOCAL = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
 _STANDALONE = re.compile(r"spark://([^:/,]+:[0-9]+)(,[^:/,]+:[0-9]+)*")
+_CONNECT = re.compile(r"sc://([^:/;]+)(?::([0-9]+))?/?(;.*)?")
+#: Spark Connect's default port (``spark.connect.grpc.binding.port``).
+CONNECT_PORT = 15002
+
+
+def is_connect(spark: SparkSession) -> bool:
+    """``spark`` is a Spark Connect client session (``sc://``): no ``sparkContext``, no JVM in
+    this process; the plans run in the server's driver."""
+    return type(spark).__module__.startswith("pyspark.sql.connect")
 
 
 def check_master(master: str, timeout_s: float = 3.0) -> None:
@@ -22,17 +31,23 @@ def check_master(master: str, timeout_s: float = 3.0) -> None:
 
     Accepted (Spark's "Master URLs"): ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``;
     ``spark://host:port[,host:port...]`` of which one must accept a TCP connection within
-    ``timeout_s`` seconds; ``yarn``; ``k8s://...``; ``sc://...`` (Spark Connect).
+    ``timeout_s`` seconds; ``sc://host[:port][/;params]`` (a Spark Connect server, port 15002
+    by default), which must accept one too; ``yarn``; ``k8s://...``.
 
     Raises ``ValueError`` naming the problem.
     """
-    if _LOCAL.fullmatch(master) or master == "yarn" or master.startswith(("k8s://", "sc://")):
+    if _LOCAL.fullmatch(master) or master == "yarn" or master.startswith("k8s://"):
         return
-    if not _STANDALONE.fullmatch(master):
+    connect = _CONNECT.fullmatch(master)
+    if connect:
+        hostports = [f"{connect[1]}:{connect[2] or CONNECT_PORT}"]
+    elif _STANDALONE.fullmatch(master):
+        hostports = master.removeprefix("spark://").split(",")
+    else:
         raise ValueError(f"{master!r} is not a Spark master URL (local[N], local[*], "
-                         "spark://host:port, yarn, k8s://...)")
+                         "spark://host:port, sc://host[:port], yarn, k8s://...)")
     errors = []
-    for hostport in master.removeprefix("spark://").split(","):
+    for hostport in hostports:
         host, port = hostport.rsplit(":", 1)
         try:
             socket.create_connection((host, int(port)), timeout=timeout_s).close()
@@ -104,6 +119,10 @@ def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
     return out
 
 
+#: Spark's configuration folder for every JVM the analysis starts: errors-only logging.
+CONF_DIR = Path(__file__).with_name("conf")
+
+
 def session(master: str = "local[2]", small: bool = False,
             conf: dict[str, str] | None = None) -> SparkSession:
     """Return the process-wide SparkSession, creating it on first use.
@@ -133,40 +152,35 @@ def session(master: str = "local[2]", small: bool = False,
     ``getOrCreate`` semantics: when a session already exists in this process it is returned
     as is and ``master`` is ignored.
 
+    ``sc://host[:port]`` (``CONNECT_PORT`` by default) makes a Spark Connect client session of
+    a running server (``analysis.server``, ``kafka-chaos spark-server``) instead: no JVM starts
+    here, the check's runtime SQL settings are set on it, ``machine_settings()`` and the JVM
+    options are the server's own, and a ``conf`` or environment setting that is not a runtime
+    one raises. The server reads the history's columnar copy at the path this process gives:
+    a server on this machine, or one that mounts the same folder at the same path.
+
     Raises:
         pyspark.errors.PySparkRuntimeError: the JVM could not start (e.g. no Java 17+ on PATH).
     """
+    overrides = {**parse_conf(os.environ.get(SPARK_CONF_ENV)), **(conf or {})}
+    if _CONNECT.fullmatch(master):
+        return _connect(master, {**_runtime_settings(small), **overrides})
     builder = (SparkSession.builder
                .master(master)
                .appName("kafka-chaos")
                .config("spark.ui.enabled", "false")
                .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", "1" if small else str(SHUFFLE_PARTITIONS))
                # the driver keeps UI data of past jobs even with the UI off; a session that runs
                # many checks (tests, a live verdict) ran out of its 1 GiB heap holding 5,000 stages
                .config("spark.ui.retainedJobs", "100")
                .config("spark.ui.retainedStages", "100")
                .config("spark.ui.retainedTasks", "10000")
-               .config("spark.sql.ui.retainedExecutions", "50")
-               # the analysis's tables are partitioned by key alone; joins on (key, value) or
-               # (key, offset, value) then need no second shuffle
-               .config("spark.sql.requireAllClusterKeysForCoPartition", "false")
-               # an aggregation whose input is already sorted by its keys (the cached reads, by
-               # process, key, op) streams instead of building a hash table of every group
-               .config("spark.sql.execution.replaceHashWithSortAgg", "true")
-               # cached tables uncompressed: building compressed column batches cost more than
-               # it saved (the reads of a 1 M-op history: 12.7 s -> 9.0 s)
-               .config("spark.sql.inMemoryColumnarStorage.compressed", "false"))
-    builder = builder.config("spark.sql.adaptive.enabled", str(not small).lower())
-    for key, (small_value, large_value) in _SHORT_JOB_SQL.items():
-        builder = builder.config(key, small_value if small else large_value)
+               .config("spark.sql.ui.retainedExecutions", "50"))
     if small:
         builder = builder.config("spark.driver.extraJavaOptions", _SHORT_JOB_JVM)
-    overrides = {**machine_settings(), **parse_conf(os.environ.get(SPARK_CONF_ENV)),
-                 **(conf or {})}
-    for key, value in overrides.items():
+    for key, value in {**_runtime_settings(small), **machine_settings(), **overrides}.items():
         builder = builder.config(key, value)
-    os.environ.setdefault("SPARK_CONF_DIR", str(Path(__file__).with_name("conf")))
+    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = (builder.config("spark.driver.host", "127.0.0.1")
@@ -176,7 +190,40 @@ def session(master: str = "local[2]", small: bool = False,
     return spark
 
 
+def _runtime_settings(small: bool) -> dict[str, str]:
+    """The SQL settings of a check: runtime ones, which a Spark Connect session can set too."""
+    settings = {
+        "spark.sql.shuffle.partitions": "1" if small else str(SHUFFLE_PARTITIONS),
+        # the analysis's tables are partitioned by key alone; joins on (key, value) or
+        # (key, offset, value) then need no second shuffle
+        "spark.sql.requireAllClusterKeysForCoPartition": "false",
+        # an aggregation whose input is already sorted by its keys (the cached reads, by
+        # process, key, op) streams instead of building a hash table of every group
+        "spark.sql.execution.replaceHashWithSortAgg": "true",
+        # cached tables uncompressed: building compressed column batches cost more than it
+        # saved (the reads of a 1 M-op history: 12.7 s -> 9.0 s)
+        "spark.sql.inMemoryColumnarStorage.compressed": "false",
+        "spark.sql.adaptive.enabled": str(not small).lower(),
+    }
+    for key, (small_value, large_value) in _SHORT_JOB_SQL.items():
+        settings[key] = small_value if small else large_value
+    return settings
+
+
+def _connect(url: str, settings: dict[str, str]) -> SparkSession:
+    """This process's Spark Connect session to ``url``, with ``settings`` set on it. Only
+    runtime settings can be: a static one (``spark.driver.memory``) raises, naming it."""
+    spark = SparkSession.builder.remote(url).getOrCreate()
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    return spark
+
+
 def partitions(spark: SparkSession) -> int:
     """Partitions of the analysis's key shuffle for a large history: twice the cores Spark
     has (``defaultParallelism``), so keys of unequal size still spread over every core."""
-    return max(2, 2 * spark.sparkContext.defaultParallelism)
+    if is_connect(spark):  # the server's cores: what it was started with, if it says
+        cores = int(spark.conf.get("spark.default.parallelism", None) or SHUFFLE_PARTITIONS // 2)
+    else:
+        cores = spark.sparkContext.defaultParallelism
+    return max(2, 2 * cores)

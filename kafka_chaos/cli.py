@@ -26,6 +26,7 @@ from kafka_chaos import report
 from kafka_chaos.cli_cluster import cluster_app
 from kafka_chaos.cli_common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
                                     fail, sigterm_as_interrupt)
+from kafka_chaos.cli_spark import spark_app
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import SCENARIOS, RunConfig
@@ -36,6 +37,7 @@ app.add_typer(cluster_app, name="cluster")
 plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema, and checking "
                        "one without running it.")
 app.add_typer(plan_app, name="plan")
+app.add_typer(spark_app, name="spark-server")
 
 
 def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
@@ -309,7 +311,8 @@ def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
 def analyze_cmd(
     run_dir: str = typer.Argument(..., help="A run directory holding history.jsonl, or its "
                                   "URL (hdfs://..., s3a://...: kafka-chaos publish)."),
-    spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://...)."),
+    spark_master: str = typer.Option("local[2]", help="Spark master (local[*], spark://..., "
+                                     "sc://... of kafka-chaos spark-server)."),
     fail_on: str = FAIL_ON,
     out: Optional[Path] = typer.Option(
         None, "--out", help="Write results.json, junit.xml and report.html into this folder "

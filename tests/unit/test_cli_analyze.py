@@ -73,6 +73,10 @@ def test_bad_input_is_exit_2_and_leaves_results_json_alone(tmp_path) -> None:
     assert (d / "results.json").read_text() == before
     assert analyze(d, "--fail-on", "some").exit_code == 2
     assert analyze(d, "--spark-master", "mesos://x").exit_code == 2
+    for url, why in (("sc://127.0.0.1:1", "no master answers"),
+                     ("sc://127.0.0.1:x", "not a Spark master URL")):
+        res = analyze(d, "--spark-master", url)
+        assert res.exit_code == 2 and why in res.output, res.output
     assert analyze(tmp_path / "nowhere").exit_code == 2
 
 
