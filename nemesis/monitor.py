@@ -68,6 +68,7 @@ class Monitor:
         self._changed = threading.Condition()
         self._stop = threading.Event()
         self._pool = ThreadPoolExecutor(max(1, len(cluster.nodes)), thread_name_prefix="ping")
+        self._sampler = ThreadPoolExecutor(1, thread_name_prefix="sample")
         self._thread = threading.Thread(target=self._loop, daemon=True, name="monitor")
 
     def start(self) -> None:
@@ -83,6 +84,7 @@ class Monitor:
         with self._lock:  # a sample(...) from another thread may still be running
             self._closed = True
             self._pool.shutdown(wait=True)
+        self._sampler.shutdown(wait=True)  # outside the lock: a queued sample takes it
 
     def _loop(self) -> None:
         while not self._stop.wait(self.period_s):
@@ -93,7 +95,22 @@ class Monitor:
 
     def sample(self, trigger: str) -> dict[str, Any] | None:
         """Observe the cluster now and record it; returns the state (None once stopped).
-        Raises ``ValueError`` if the history is closed."""
+        Raises ``ValueError`` if the history is closed.
+
+        Called from the main thread (a scenario step, after a nemesis op), the sample is taken
+        on a thread of its own: Ctrl-C interrupts the main thread between any two bytecodes,
+        and an op left invoked and never completed makes the history invalid (the next
+        sample's invoke is refused by validation). ``stop`` waits for that sample."""
+        if threading.current_thread() is threading.main_thread():
+            try:
+                return self._sampler.submit(self._sample, trigger).result()
+            except RuntimeError:  # the sampler is shut down: stopped
+                if self._closed:
+                    return None
+                raise
+        return self._sample(trigger)
+
+    def _sample(self, trigger: str) -> dict[str, Any] | None:
         with self._lock:
             if self._closed:  # stopped: nothing may be appended any more
                 return None
