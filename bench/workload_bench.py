@@ -106,7 +106,7 @@ def main() -> None:
             t0 = time.monotonic()
             cluster.setup()
             admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
-            admin.create_topic(admin.client(cluster.bootstrap_servers), "bench",
+            admin.create_topic(cluster.bootstrap_servers, "bench",
                                args.partitions, 3)
             admin.wait_ready(cluster.bootstrap_servers, 3, ["bench"], timeout_s=60)
             print(f"cluster ready:            {time.monotonic() - t0:>10.1f} s "

@@ -57,18 +57,26 @@ _SETTLING = {"INVALID_REPLICATION_FACTOR", "NOT_CONTROLLER", "BROKER_NOT_AVAILAB
              "_TRANSPORT", "_TIMED_OUT", "REQUEST_TIMED_OUT", "_DESTROY_BROKER"}
 
 
-def create_topic(admin: AdminClient, topic: str, partitions_n: int, replication_factor: int,
-                 config: dict[str, str] | None = None, timeout_s: float = 30.0) -> None:
-    """Create ``topic``; an existing topic is left as it is (also one created by an earlier
-    attempt whose answer was lost). Retriable errors and those of a settling cluster
-    (``_SETTLING``) are retried every 0.5 s for ``timeout_s`` seconds in all. Raises
+#: Longest single attempt of ``create_topic``, seconds.
+ATTEMPT_S = 10.0
+
+
+def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_factor: int,
+                 config: dict[str, str] | None = None, timeout_s: float = 60.0) -> None:
+    """Create ``topic`` through the brokers at ``bootstrap``; an existing topic is left as it
+    is (also one created by an earlier attempt whose answer was lost). Retriable errors and
+    those of a settling cluster (``_SETTLING``) are retried every 0.5 s for ``timeout_s``
+    seconds in all, each attempt with a client of its own and at most ``ATTEMPT_S`` seconds:
+    a client whose broker handles were decommissioned kept waiting for a controller until the
+    deadline (Kafka 3.9.1, ``_TIMED_OUT: Failed while waiting for controller``). Raises
     ``ClusterError`` naming the last error otherwise."""
     deadline = time.monotonic() + timeout_s
     while True:
-        left = max(deadline - time.monotonic(), 1.0)
-        fut = admin.create_topics([NewTopic(topic, partitions_n, replication_factor,
-                                            config=config or {})],
-                                  operation_timeout=left, request_timeout=left)[topic]
+        left = min(max(deadline - time.monotonic(), 1.0), ATTEMPT_S)
+        attempt = client(bootstrap)  # referenced until the answer: a destroyed client fails it
+        fut = attempt.create_topics([NewTopic(topic, partitions_n, replication_factor,
+                                              config=config or {})],
+                                    operation_timeout=left, request_timeout=left)[topic]
         try:
             fut.result(timeout=left + 5)
             return

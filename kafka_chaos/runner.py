@@ -109,7 +109,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
         admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [], timeout_s=120,
                          log_tail=lambda: _log_tail(cluster))
         for topic, partitions in keys.topic_partitions.items():
-            admin.create_topic(admin.client(cluster.bootstrap_servers), topic, partitions,
+            admin.create_topic(cluster.bootstrap_servers, topic, partitions,
                                cfg.replication_factor)
         admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, list(keys.topic_partitions),
                          timeout_s=60, log_tail=lambda: _log_tail(cluster))

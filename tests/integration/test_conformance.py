@@ -110,7 +110,7 @@ def test_backend_conformance(request, tmp_path, name):
         assert cluster.bootstrap_servers == ",".join(n.client_endpoint for n in cluster.brokers)
         admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
         a = admin.client(cluster.bootstrap_servers)
-        admin.create_topic(a, "t", 1, 3)
+        admin.create_topic(cluster.bootstrap_servers, "t", 1, 3)
         admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
         assert _produce(cluster.bootstrap_servers, "t", 5) == [0, 1, 2, 3, 4]
         # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election

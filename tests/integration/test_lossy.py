@@ -69,7 +69,7 @@ def test_a_power_loss_brings_a_broker_back_with_a_shorter_log_than_it_acknowledg
     try:
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, 1, [], timeout_s=90)
-        admin.create_topic(admin.client(cluster.bootstrap_servers), "t", 1, 1)
+        admin.create_topic(cluster.bootstrap_servers, "t", 1, 1)
         admin.wait_ready(cluster.bootstrap_servers, 1, ["t"], timeout_s=60)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"})
         acked = []
