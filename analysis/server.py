@@ -24,7 +24,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kafka_chaos.analysis.spark import CONF_DIR, CONNECT_PORT, machine_settings
+from kafka_chaos.analysis.spark import CONF_DIR, CONNECT_PORT, driver_settings, local_threads
 
 #: Spark's class of the Connect server (matched by name in ``SparkSubmit``).
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -64,7 +64,7 @@ def _alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    # a zombie (our own child not yet reaped) counts as gone
+    # a zombie (ended, its parent has not collected it yet) counts as gone
     try:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[-1][:1] != "Z"
     except OSError:
@@ -96,13 +96,12 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
           master: str = "local[2]", conf: dict[str, str] | None = None,
           timeout_s: float = START_TIMEOUT_S) -> Server:
     """Start a Spark Connect server listening on ``host``:``port`` whose driver runs Spark
-    master ``master``, sized like the analysis's own session (``machine_settings``, web UI
-    off, bounded job history); ``conf`` overrides those settings. Returns once the port
-    accepts connections.
+    master ``master``, set up like the analysis's own driver (``spark.driver_settings``);
+    ``conf`` overrides those settings. Returns once the port accepts connections.
 
     Raises ``ServerError`` when a server already runs for ``folder``, the port is taken, or
-    the server exits or does not listen within ``timeout_s`` seconds (then it is stopped and
-    the error holds its log's tail).
+    the server exits or does not listen within ``timeout_s`` seconds (the error holds its
+    log's tail). A server that did not come up, also on Ctrl-C, is stopped again.
     """
     import pyspark
 
@@ -114,23 +113,13 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
         raise ServerError(f"{host}:{port} is taken by another process: choose another --port")
     folder.mkdir(parents=True, exist_ok=True)
     home = Path(pyspark.__file__).parent
-    settings = {
-        **machine_settings(),
-        "spark.ui.enabled": "false",
-        # a long-lived driver keeps the UI data of past jobs even with the UI off
-        "spark.ui.retainedJobs": "100", "spark.ui.retainedStages": "100",
-        "spark.ui.retainedTasks": "10000", "spark.sql.ui.retainedExecutions": "50",
-        "spark.connect.grpc.binding.address": host,
-        "spark.connect.grpc.binding.port": str(port),
-        **(conf or {}),
-    }
-    if master.startswith("local"):
-        settings.setdefault("spark.driver.host", "127.0.0.1")
-        settings.setdefault("spark.driver.bindAddress", "127.0.0.1")
-        # what clients read as the server's parallelism (``analysis.spark.partitions``)
-        cores = master.partition("[")[2].rstrip("]").split(",")[0] or "1"
-        settings.setdefault("spark.default.parallelism",
-                            str(os.cpu_count() or 1) if cores == "*" else cores)
+    settings = {**driver_settings(master),
+                "spark.connect.grpc.binding.address": host,
+                "spark.connect.grpc.binding.port": str(port)}
+    threads = local_threads(master)
+    if threads is not None:  # what clients read as its parallelism (``spark.partitions``)
+        settings["spark.default.parallelism"] = str(threads)
+    settings.update(conf or {})
     argv = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
             "--name", "kafka-chaos Spark Connect server"]
     for key, value in settings.items():
@@ -145,14 +134,17 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
     server = Server(proc.pid, f"sc://{host}:{port}", str(log), master)
     _state(folder).write_text(json.dumps(asdict(server)))
     deadline = time.monotonic() + timeout_s
-    while not _answers(host, port):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            why = (f"exited with {proc.returncode}" if proc.returncode is not None
-                   else f"did not listen on {host}:{port} within {timeout_s:g} s")
-            stop(folder)
-            raise ServerError(f"the Spark Connect server {why}; end of {log}:\n"
-                              + _tail(log))
-        time.sleep(0.25)
+    try:
+        while not _answers(host, port):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                why = (f"exited with {proc.returncode}" if proc.returncode is not None
+                       else f"did not listen on {host}:{port} within {timeout_s:g} s")
+                raise ServerError(f"the Spark Connect server {why}; end of {log}:\n"
+                                  + _tail(log))
+            time.sleep(0.25)
+    except BaseException:  # also Ctrl-C while it launches: nothing left running
+        stop(folder)
+        raise
     return server
 
 
@@ -169,21 +161,11 @@ def stop(folder: Path = DEFAULT_DIR, timeout_s: float = STOP_TIMEOUT_S) -> Serve
             break
         deadline = time.monotonic() + wait_s
         while _alive(server.pid) and time.monotonic() < deadline:
-            _reap(server.pid)
             time.sleep(0.1)
         if not _alive(server.pid):
             break
     _state(folder).unlink(missing_ok=True)
     return server
-
-
-def _reap(pid: int) -> None:
-    """Collect ``pid``'s exit status when it is this process's child (``start`` then
-    ``stop`` in one process), so it does not linger as a zombie."""
-    try:
-        os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        pass
 
 
 def _tail(log: Path, lines: int = 30) -> str:

@@ -165,29 +165,48 @@ def session(master: str = "local[2]", small: bool = False,
     overrides = {**parse_conf(os.environ.get(SPARK_CONF_ENV)), **(conf or {})}
     if _CONNECT.fullmatch(master):
         return _connect(master, {**_runtime_settings(small), **overrides})
-    builder = (SparkSession.builder
-               .master(master)
-               .appName("kafka-chaos")
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               # the driver keeps UI data of past jobs even with the UI off; a session that runs
-               # many checks (tests, a live verdict) ran out of its 1 GiB heap holding 5,000 stages
-               .config("spark.ui.retainedJobs", "100")
-               .config("spark.ui.retainedStages", "100")
-               .config("spark.ui.retainedTasks", "10000")
-               .config("spark.sql.ui.retainedExecutions", "50"))
+    builder = SparkSession.builder.master(master).appName("kafka-chaos")
     if small:
         builder = builder.config("spark.driver.extraJavaOptions", _SHORT_JOB_JVM)
-    for key, value in {**_runtime_settings(small), **machine_settings(), **overrides}.items():
+    for key, value in {**driver_settings(master), **_runtime_settings(small),
+                       **overrides}.items():
         builder = builder.config(key, value)
     os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        builder = (builder.config("spark.driver.host", "127.0.0.1")
-                   .config("spark.driver.bindAddress", "127.0.0.1"))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def driver_settings(master: str) -> dict[str, str]:
+    """Static settings of every driver JVM the analysis starts (its own session's, or the
+    ``spark-server``'s) for Spark master ``master``: ``machine_settings()``, web UI and console
+    progress bars off, a bounded history of past jobs, and for a ``local`` master a driver
+    bound to 127.0.0.1 (``session``)."""
+    settings = {
+        **machine_settings(),
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        # the driver keeps UI data of past jobs even with the UI off; a session that runs many
+        # checks (tests, a live verdict) ran out of its 1 GiB heap holding 5,000 stages
+        "spark.ui.retainedJobs": "100",
+        "spark.ui.retainedStages": "100",
+        "spark.ui.retainedTasks": "10000",
+        "spark.sql.ui.retainedExecutions": "50",
+    }
+    if master.startswith("local"):
+        settings["spark.driver.host"] = settings["spark.driver.bindAddress"] = "127.0.0.1"
+    return settings
+
+
+def local_threads(master: str) -> int | None:
+    """Worker threads of a ``local`` master (``local``: 1, ``local[N]``: N, ``local[*]``: this
+    machine's cores); None for any other master."""
+    m = _LOCAL.fullmatch(master)
+    if m is None:
+        return None
+    return (os.cpu_count() or 1) if m[2] == "*" else int(m[2] or 1)
 
 
 def _runtime_settings(small: bool) -> dict[str, str]:

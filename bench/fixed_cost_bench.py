@@ -61,7 +61,7 @@ def main() -> None:
                                   "--dir", str(tmp / "server")], capture_output=True, text=True)
         if started.returncode != 0:
             raise SystemExit(f"spark-server start failed: {started.stdout[-2000:]}")
-        warm = started.stdout.split("warmed up: ")[1].split("\n")[0].replace("\n", "")
+        warm = started.stdout.split("warmed up: ")[1].split("\n")[0]
         print(f"spark-server start: {time.perf_counter() - t:.1f} s (warm-up checks {warm})")
         url = f"sc://127.0.0.1:{port}"
         rows[url] = [_analyze(args.history, tmp, url) for _ in range(args.repeats)]

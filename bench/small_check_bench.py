@@ -23,16 +23,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kafka_chaos import analysis  # noqa: E402
-from kafka_chaos.analysis.spark import is_connect, session  # noqa: E402
+from kafka_chaos.analysis.spark import session  # noqa: E402
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests/fixtures/report_run/history.jsonl"
 
 
 def _jobs(spark) -> int:
-    """Jobs started so far (ids are sequential; the tracker keeps only the latest ones); 0 for
-    a Spark Connect client, which has no view of the server's jobs."""
-    if is_connect(spark):
-        return 0
+    """Jobs started so far (ids are sequential; the tracker keeps only the latest ones)."""
     return max(spark.sparkContext.statusTracker().getJobIdsForGroup(None), default=-1) + 1
 
 

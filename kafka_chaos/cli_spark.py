@@ -43,15 +43,16 @@ def start_cmd(
         started = server.start(folder, port, host, master, conf)
     except (server.ServerError, OSError) as exc:
         fail(str(exc))
+    except KeyboardInterrupt:  # start stopped what it launched
+        fail("interrupted: no server started")
     console.print(f"Spark Connect server started (pid {started.pid}, log {started.log})")
     if warm_up:
         try:
             walls = server.warm(started.url, warm_up)
         except BaseException as exc:
             server.stop(folder)
-            if isinstance(exc, KeyboardInterrupt):
-                raise typer.Exit(2)
-            fail(f"the warm-up check failed, server stopped: {str(exc)[:300]}")
+            fail("interrupted: server stopped" if isinstance(exc, KeyboardInterrupt) else
+                 f"the warm-up check failed, server stopped: {str(exc)[:300]}")
         console.print("warmed up: " + ", ".join(f"{w:.1f} s" for w in walls))
     console.print(f"--spark-master {started.url}")
 

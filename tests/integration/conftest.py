@@ -6,9 +6,11 @@ labelled container or network, or rule in the ssh test hosts' own chains.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +42,9 @@ def leftovers() -> list[str]:
     pids = subprocess.run(["pgrep", "-f", "kafka_chaos.clusters.lossyfs"], capture_output=True,
                           text=True).stdout
     found += [f"lossyfs daemon pid {p}" for p in pids.split()]
+    pids = subprocess.run(["pgrep", "-f", "SparkConnectServer"], capture_output=True,
+                          text=True).stdout
+    found += [f"spark-server pid {p}" for p in pids.split()]
     for host in [line.split()[0] for line in ns.splitlines() if line.startswith(SSH_PREFIX)]:
         rules = subprocess.run(["ip", "netns", "exec", host, "iptables", "-S"],
                                capture_output=True, text=True).stdout
@@ -110,3 +115,19 @@ def results_of(run_dir: Path, proc: subprocess.CompletedProcess | None = None) -
     path = run_dir / "results.json"
     assert path.exists(), f"no {path}" + (f": {proc.stdout}{proc.stderr}" if proc else "")
     return json.loads(path.read_text())
+
+
+def free_port() -> int:
+    """A TCP port of 127.0.0.1 free a moment ago."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def history_gen():
+    """``bench/history_gen.py`` as a module (``generate(dir, ops, anomalies, seed)`` writes a
+    history with seeded anomalies and returns their expected counts)."""
+    spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    return gen

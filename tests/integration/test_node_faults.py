@@ -23,6 +23,18 @@ from tests.integration.conftest import leftovers
 pytestmark = pytest.mark.kafka
 
 
+def _settled(client, done, timeout_s: float = 10.0) -> dict:
+    """``clock``'s partition states once ``done(states)`` holds, or as last read after
+    ``timeout_s``: the nemesis confirms a move on one broker's metadata, and the broker this
+    client asks may apply the controller's record a moment later."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        now = {s.partition: s for s in admin.partitions(client, "clock")}
+        if done(now) or time.monotonic() > deadline:
+            return now
+        time.sleep(0.2)
+
+
 def _skews(bootstrap: str, partitions: int) -> dict[int, float]:
     """Per partition: the leader's LogAppendTime stamp minus our clock, seconds."""
     stamps: dict[int, float] = {}
@@ -149,18 +161,6 @@ def test_leadership_moves_to_an_in_sync_follower_and_back(cluster):
         "replicas": list(before[1].replicas), "leader": before[1].leader}}}
     now = _settled(client, lambda now: now[1].leader == before[1].leader)
     assert [now[p].leader for p in range(3)] == [before[p].leader for p in range(3)]
-
-
-def _settled(client, done, timeout_s: float = 10.0) -> dict:
-    """``clock``'s partition states once ``done(states)`` holds, or as last read after
-    ``timeout_s``: the nemesis confirms a move on one broker's metadata, and the broker this
-    client asks may apply the controller's record a moment later."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        now = {s.partition: s for s in admin.partitions(client, "clock")}
-        if done(now) or time.monotonic() > deadline:
-            return now
-        time.sleep(0.2)
 
 
 def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):

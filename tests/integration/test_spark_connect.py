@@ -6,24 +6,16 @@ stopped)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import socket
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.integration.conftest import free_port, history_gen
+from tests.integration.conftest import kafka_chaos as _cli
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _kafka_chaos(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([str(ROOT / ".venv" / "bin" / "kafka-chaos"), *map(str, args)],
-                          capture_output=True, text=True, timeout=600)
+def _kafka_chaos(*args) -> subprocess.CompletedProcess:
+    return _cli(*map(str, args))
 
 
 def _group_running(pgid: int) -> list[int]:
@@ -39,17 +31,10 @@ def _group_running(pgid: int) -> list[int]:
     return running
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
-
-
 def test_a_warm_spark_connect_server_finds_the_seeded_anomalies(tmp_path: Path) -> None:
     run = tmp_path / "run"
-    expected = _generator().generate(run, 8_000, anomalies=1, seed=13)
-    port, state = _free_port(), tmp_path / "server"
+    expected = history_gen().generate(run, 8_000, anomalies=1, seed=13)
+    port, state = free_port(), tmp_path / "server"
     url = f"sc://127.0.0.1:{port}"
     # the precondition: without a server the analysis is refused before it starts
     alone = _kafka_chaos("analyze", run, "--spark-master", url)

@@ -10,12 +10,10 @@ MiniDFSCluster: a NameNode and a DataNode, ``MiniHdfs.java``, from the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
 import select
-import socket
 import subprocess
 import time
 import urllib.request
@@ -25,14 +23,10 @@ from typing import Iterator
 import pyspark
 import pytest
 
+from tests.integration.conftest import free_port, history_gen
+
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _state(ui_port: int) -> dict:
@@ -46,7 +40,7 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
     directory the worker cannot see: an empty tmpfs is mounted on it in its namespace)."""
     tmp = tmp_path_factory.mktemp("spark-standalone")
     private = tmp_path_factory.mktemp("driver-only")
-    port, ui = _free_port(), _free_port()
+    port, ui = free_port(), free_port()
     env = {**os.environ, "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_LOG_DIR": str(tmp),
            "SPARK_CONF_DIR": str(ROOT / "analysis" / "conf")}
     url = f"spark://127.0.0.1:{port}"
@@ -58,7 +52,7 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
             env=env, stdout=open(tmp / "master.log", "wb"), stderr=subprocess.STDOUT))
         worker = [str(SPARK_CLASS), "org.apache.spark.deploy.worker.Worker", url, "--host",
                   "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port",
-                  str(_free_port()), "--work-dir", str(tmp / "work")]
+                  str(free_port()), "--work-dir", str(tmp / "work")]
         procs.append(subprocess.Popen(
             ["unshare", "--mount", "--propagation", "private", "sh", "-c",
              'mount -t tmpfs driver-only "$0" && exec "$@"', str(private), *worker],
@@ -128,16 +122,9 @@ def _analyze(run_dir: Path, master: str) -> dict:
     return json.loads((run_dir / "results.json").read_text())
 
 
-def _generator():
-    spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
-
-
 def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
     url, ui, private = standalone
-    gen = _generator()
+    gen = history_gen()
     local = private / "run-1"
     expected = gen.generate(local, 30_000, anomalies=1, seed=11)
     # the precondition: the executor cannot read the driver's own run directory
@@ -172,7 +159,7 @@ def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: 
 def test_a_standalone_cluster_analyses_a_history_published_to_hdfs(standalone, hdfs,
                                                                     tmp_path: Path) -> None:
     url, ui, private = standalone
-    gen = _generator()
+    gen = history_gen()
     local = private / "run-2"
     expected = gen.generate(local, 20_000, anomalies=1, seed=12)
     published = _kafka_chaos("publish", str(local), f"{hdfs}/runs")
