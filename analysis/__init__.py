@@ -16,10 +16,11 @@ from typing import Any
 
 from kafka_chaos.analysis import elle, promises, remote
 from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cycles, versions
+from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
 from kafka_chaos.analysis.load import History, load
-from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, is_connect, partitions, session
+from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session
 from kafka_chaos.analysis.stats import count_ops
 from kafka_chaos.history import HistoryError, columnar
 
@@ -104,7 +105,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         small = meta["ops"] < SMALL_HISTORY_OPS
         spark = session(spark_master, small=small)
         h = load(spark, tables, meta, config)
-        v = versions(h, 1 if small else partitions(spark))  # shuffled, sorted, cached
+        v = versions(h, 1 if small else key_partitions(h, cores(spark)))  # shuffled, cached
         timings["versions"] = time.perf_counter() - start - timings["columnar"]
     except Exception as exc:
         raise AnalysisError(f"could not load {path} into Spark: {_short(exc)}") from exc

@@ -117,7 +117,7 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
                 "spark.connect.grpc.binding.address": host,
                 "spark.connect.grpc.binding.port": str(port)}
     threads = local_threads(master)
-    if threads is not None:  # what clients read as its parallelism (``spark.partitions``)
+    if threads is not None:  # what clients read as its parallelism (``spark.cores``)
         settings["spark.default.parallelism"] = str(threads)
     settings.update(conf or {})
     argv = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,

@@ -43,7 +43,7 @@ def delivery(h: History, v: Versions) -> DataFrame:
     if not h.counts.get("subscribe", {}).get("ok"):  # no consumer group: nothing to scan
         return no_cases(h.ops.sparkSession)
     members = F.broadcast(groups(h))  # a few processes
-    delivered = (v.reads.where(~F.col("final")).join(members, "process")
+    delivered = (v.reads.join(members, "process")
                  .select("group", "key", "offset", "value", "op"))
     redelivered = (delivered.groupBy("group", "key", "offset")
                    .agg(F.first("value").alias("value"),

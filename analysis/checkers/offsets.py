@@ -22,10 +22,9 @@ def _sorted_set(col: str, limit: int | None = None) -> Column:
 def _observers(v: Versions, flagged: DataFrame, on: list[str]) -> DataFrame:
     """``key, <on>, op``: the reads and acknowledged sends behind the claims ``flagged``
     (few rows), for the examples' ``op_indexes``."""
-    flagged = flagged.hint("shuffle_hash")
-    reads = v.reads.select(*on, "op").join(flagged, on)
+    reads = v.reads_of(flagged, on, "op").drop("final")
     sends = (v.sends.where(F.col("acked") & F.col("offset").isNotNull()).select(*on, "op")
-             .join(flagged, on))
+             .join(flagged.hint("shuffle_hash"), on))
     return reads.unionByName(sends)
 
 

@@ -74,8 +74,8 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     """The cases of ``poll-skip``, ``nonmonotonic-poll``, ``int-poll-skip`` and
     ``int-nonmonotonic-poll``.
 
-    Each process's non-final reads of a key, in op, micro-op and record order (``Versions.reads``
-    is sorted so), are compared with the read before. Reads of consecutive offsets are
+    Each process's polled records of a key (final reads apart), in op, micro-op and record
+    order (``Versions.reads`` is sorted so), are compared with the read before. Reads of consecutive offsets are
     consecutive positions (both offsets hold a value, and no offset lies between): only the
     other pairs look up their positions in ``Versions.obs``, and only those whose positions
     differ by ``delta != 1`` are matched against the resets; a pair with a reset between its
@@ -85,8 +85,7 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     ops), ``skipped`` (how many positions were passed over, for skips).
     """
     w = Window.partitionBy("process", "key").orderBy(*_ORDER)
-    reads = v.reads.where(~F.col("final"))
-    pairs = (reads.select("process", "key", *_ORDER, "offset", "value",
+    pairs = (v.reads.select("process", "key", *_ORDER, "offset", "value",
                           *(F.lag(c).over(w).alias(f"prev_{c}")
                             for c in (*_ORDER, "offset", "value")))
              .where(F.col("prev_offset").isNotNull()

@@ -42,14 +42,17 @@ def send_order(v: Versions) -> DataFrame:
                                  for c in ("op", "value", "idx")),
                           last_counted.over(w.rowsBetween(Window.unboundedPreceding, -1))
                           .alias("before"))
-    within = lagged.where(F.col("op") == F.col("prev_op"))
-    across = (lagged.where(counted & (F.col("before.op") != F.col("op")))
-              .select("process", "key", "op", "pos", "value", "idx",
-                      *(F.col(f"before.{c}").alias(f"prev_{c}") for c in ("op", "value", "idx"))))
-    delta = F.col("idx") - F.col("prev_idx")
-    kind_within = F.when(delta > 1, "int-send-skip").when(delta < 1, "int-nonmonotonic-send")
-    kind_across = F.when(delta < 1, "nonmonotonic-send")
-    example = ["process", "key", F.array("prev_value", "value").alias("values"),
-               delta.alias("delta"), F.array("prev_op", "op").alias("op_indexes")]
-    return (cases(within, kind_within, ["op", "pos"], example)
-            .unionByName(cases(across, kind_across, ["op", "pos"], example)))
+    # a send is compared within its op (not its op's first) or across ops (the first of a
+    # counted op: the row before it in the same op is none), never both: one branch, so the
+    # sort and windows run once
+    within = F.col("op") == F.col("prev_op")
+    across = counted & (F.col("before.op") != F.col("op"))
+    prev = {c: F.when(within, F.col(f"prev_{c}")).otherwise(F.col(f"before.{c}"))
+            for c in ("op", "value", "idx")}
+    delta = F.col("idx") - prev["idx"]
+    kind = (F.when(within & (delta > 1), "int-send-skip")
+            .when(within & (delta < 1), "int-nonmonotonic-send")
+            .when(~within & across & (delta < 1), "nonmonotonic-send"))
+    example = ["process", "key", F.array(prev["value"], "value").alias("values"),
+               delta.alias("delta"), F.array(prev["op"], "op").alias("op_indexes")]
+    return cases(lagged, kind, ["op", "pos"], example)

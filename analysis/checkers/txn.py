@@ -30,10 +30,11 @@ def invisible_reads(v: Versions) -> DataFrame:
     """
     failed = (v.obs.where(is_type("w_type", "fail") & F.col("read_ok"))
               .select("key", "value", "w_op", "w_type"))
-    g1a = (v.reads.where(is_type("type", "ok")).join(failed.hint("shuffle_hash"), ["key", "value"])
+    g1a = (v.reads_of(failed, ["key", "value"], "offset", "op", "type")
+           .where(is_type("type", "ok"))
            .withColumn("kind", F.lit("G1a")))
     own = v.writers.where(is_f("w_f", "txn")).drop("w_f")
-    pre = (v.reads.where(is_f("f", "txn"))
+    pre = (v.reads.where(is_f("f", "txn")).withColumn("final", F.lit(False))
            .join(own.hint("shuffle_hash"), ["key", "value"])
            .where(F.col("w_op") == F.col("op")).withColumn("kind", F.lit("precommitted-read")))
     cols = ["kind", "key", "value", "offset", "op", "final", "w_op", "w_type"]

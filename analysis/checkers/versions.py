@@ -8,8 +8,9 @@ transaction markers leave are never mistaken for skipped records (and no array i
 by a raw offset: maelstrom issue 51).
 
 How it is computed, for speed (``docs/performance.md``): reads and sends are each shuffled once,
-by key, sorted once (the reads in the order their windows need, a process's reads of a key; the
-sends by key and value, for the joins) and cached. Everything about a key's version order comes
+by key, sorted once (the polls' reads in the order their windows need, a process's reads of a
+key; the sends by key and value, for the joins) and cached. The final reads only add claims to
+the version order: they are shuffled by key for that aggregation and neither sorted nor cached. Everything about a key's version order comes
 from ``obs``, one row per distinct (key, offset, value), about as many rows as there are sends
 whatever the number of reads: it is aggregated from the cached tables, ranked by offset, and
 joined to the writers on (key, value) within each partition (``writers_join``), with no shuffle
@@ -46,8 +47,10 @@ class Versions:
       nothing about its transaction). With the value's facts: ``vidx`` (its first position in
       the version order, NULL if never observed), ``dup`` (observed at more than one offset),
       ``read_any``, ``read_final`` (some read, some final read returned it).
-    - ``reads``: one row per record read, sorted by process, key, op, pos, rec: ``key, offset,
-      value, op, process, pos, rec, final, type, f``.
+    - ``reads``: one row per record a poll returned (final reads apart), sorted by process,
+      key, op, pos, rec: ``key, offset, value, op, process, pos, rec, type, f``.
+    - ``finals``: one row per record a final read returned: ``key, offset, value, op, type``;
+      not cached (read again from the columnar copy, which keeps them after the polls' rows).
     - ``obs``: one row per distinct claim ``key, offset, value``: every read's (of ``ok``,
       ``info`` and ``fail`` ops alike: "pollers in Kafka's transaction design are *always*
       supposed to emit safe data", Jepsen ``version-orders``) and every acknowledged send's
@@ -65,10 +68,22 @@ class Versions:
 
     sends: DataFrame
     reads: DataFrame
+    finals: DataFrame
     obs: DataFrame
     writers: DataFrame
     final_end: DataFrame
     _cached: tuple[DataFrame, ...] = ()
+
+    def reads_of(self, few: DataFrame, on: list[str], *cols: str) -> DataFrame:
+        """``on``, ``cols`` and ``final`` (bool) of every record read, the final reads'
+        included, that matches a row of ``few`` on ``on`` (with ``few``'s other columns).
+        ``few``: a few rows (anomalies found): hashed beside each partition of ``reads``
+        (partitioned by key, so ``on`` must hold ``key``), and broadcast to a scan of the
+        final reads, so neither table is shuffled. ``cols`` must be columns of ``finals``."""
+        return (self.reads.select(*on, *cols, F.lit(False).alias("final"))
+                .join(few.hint("shuffle_hash"), on)
+                .unionByName(self.finals.select(*on, *cols, F.lit(True).alias("final"))
+                             .join(F.broadcast(few), on)))
 
     def unpersist(self) -> None:
         """Drop the cached tables."""
@@ -85,6 +100,33 @@ def writers_join(h: History) -> str:
     collector ("There is not enough memory to build hash map"); a sort spills instead
     (``docs/performance.md``)."""
     return "shuffle_hash" if h.n_ops < SMALL_HISTORY_OPS else "merge"
+
+
+def key_partitions(h: History, cores: int) -> int:
+    """How many partitions the key shuffle of a large history makes: of ``cores`` to 4 x
+    ``cores``, the count whose partitions (Spark's ``HashPartitioning``: the Murmur3 ``hash``
+    of the key modulo the count) spread the keys' sends most evenly over ``cores`` cores,
+    each partition a task given to the least busy core, largest first; among equals, the
+    nearest to 2 x ``cores``, then the larger. A key is never split, and with a few large keys
+    (a topic's partitions) a count chosen blind can leave a core idle: 4 partitions of the
+    8 keys of the bench histories held 3, 3, 2 and 0 keys, so every stage over them took 5
+    keys' time on one core where 4 would do (``docs/performance.md``). One Spark job over
+    the sends' keys."""
+    counts = range(max(1, cores), 4 * max(1, cores) + 1)
+    rows = (h.sends.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
+            .select("n", *(F.pmod(F.hash("key"), F.lit(p)).alias(f"p{p}") for p in counts))
+            .collect())
+
+    def makespan(p: int) -> int:
+        tasks = [0] * p
+        for r in rows:
+            tasks[r[f"p{p}"]] += r["n"]
+        busy = [0] * max(1, cores)
+        for t in sorted(tasks, reverse=True):
+            busy[busy.index(min(busy))] += t
+        return max(busy)
+
+    return min(counts, key=lambda p: (makespan(p), abs(p - 2 * cores), -p))
 
 
 def proven_txns(h: History, reads: DataFrame) -> DataFrame:
@@ -121,16 +163,20 @@ def versions(h: History, partitions: int) -> Versions:
 
 def _versions(h: History, partitions: int,
               cache: Callable[[DataFrame], DataFrame]) -> Versions:
-    r = cache(h.reads.select("key", "offset", "value", "op", "process", "pos", "rec", "final",
-                              "type", "f")
+    # Final reads are a third of the records at 10 M ops and no window looks at them: kept out
+    # of the sort and the cache (the union of both for the claims needs no shuffle, both
+    # being partitioned alike)
+    r = cache(h.reads.where(~F.col("final"))
+               .select("key", "offset", "value", "op", "process", "pos", "rec", "type", "f")
                .repartition(partitions, "key")
                .sortWithinPartitions("process", "key", "op", "pos", "rec"))
+    finals = h.reads.where(F.col("final")).select("key", "offset", "value", "op", "type")
     committed_proof = (h.config or {}).get("isolation_level") != "read_uncommitted"
     is_ok, is_info = is_type("type", "ok"), is_type("type", "info")
     acked = is_ok | (is_info & is_f("f", "send") & F.col("offset").isNotNull())
     sends = h.sends
     if committed_proof and h.counts.get("txn", {}).get("info"):
-        proven = proven_txns(h, r).withColumn("proven", F.lit(True))
+        proven = proven_txns(h, h.reads).withColumn("proven", F.lit(True))
         sends = sends.join(F.broadcast(proven), "op", "left")
         acked = acked | (is_info & is_f("f", "txn") & F.coalesce("proven", F.lit(False)))
     # shuffled and sorted once for the two joins on (key, value) below, then dropped
@@ -140,9 +186,13 @@ def _versions(h: History, partitions: int,
                .sortWithinPartitions("key", "value"))
     # one aggregation of every read and acknowledged send (aggregating the reads first, then
     # their union with the sends, built two hash tables of every claim)
-    claims = (r.select("key", "offset", "value", F.lit(True).alias("read"), "final",
-                       (~F.col("final")).alias("nonfinal"),
+    claims = (r.select("key", "offset", "value", F.lit(True).alias("read"),
+                       F.lit(False).alias("final"), F.lit(True).alias("nonfinal"),
                        is_type("type", "ok").alias("read_ok"))
+              .unionByName(finals.repartition(partitions, "key")
+                           .select("key", "offset", "value", F.lit(True).alias("read"),
+                                   F.lit(True).alias("final"), F.lit(False).alias("nonfinal"),
+                                   is_type("type", "ok").alias("read_ok")))
               .unionByName(s0.where(F.col("acked") & F.col("offset").isNotNull())
                            .select("key", "offset", "value", F.lit(False).alias("read"),
                                    F.lit(False).alias("final"), F.lit(False).alias("nonfinal"),
@@ -176,7 +226,7 @@ def _versions(h: History, partitions: int,
                  .where(F.col("eof")).drop("eof"))
     writers = s.select("key", "value", F.col("op").alias("w_op"), F.col("type").alias("w_type"),
                        F.col("f").alias("w_f"))
-    return Versions(sends=s, reads=r, obs=obs, writers=writers, final_end=final_end,
+    return Versions(sends=s, reads=r, finals=finals, obs=obs, writers=writers, final_end=final_end,
                     _cached=(r, obs, s))
 
 
