@@ -84,6 +84,8 @@ _SHORT_JOB_SQL = {
 
 #: Driver heap bounds, MiB: the machine's RAM / 8, within these (``machine_settings``).
 DRIVER_MEMORY_MB = (1024, 3072)
+#: Spark's memory page below a full-size heap (``machine_settings``).
+SMALL_HEAP_PAGE = "4m"
 #: Environment variable of extra Spark settings, ``key=value`` pairs separated by commas
 #: (``--spark-conf`` on the command line adds to them).
 SPARK_CONF_ENV = "KAFKA_CHAOS_SPARK_CONF"
@@ -94,14 +96,24 @@ def machine_settings() -> dict[str, str]:
     within ``DRIVER_MEMORY_MB`` (with local masters the driver JVM is the executor: sorts that
     fit in its heap do not spill; measured in ``docs/performance.md``), and as much for
     ``spark.driver.maxResultSize``: the cycle search collects its edge lists, which outgrew
-    Spark's 1 GiB default at 10 M ops (its anomalies were then unknown)."""
+    Spark's 1 GiB default at 10 M ops (its anomalies were then unknown).
+
+    Below the largest heap, ``spark.buffer.pageSize`` is ``SMALL_HEAP_PAGE``: Spark sizes its
+    sort and hash pages from the heap (64 MiB at 2 GiB), and the JVM's G1 collector, whose
+    regions are 1 MiB in such a heap, needs 64 free regions in a row for each; with a 2 GiB
+    heap a 10 M-op check spent 17 minutes in full collections (or the JVM died), where 4 MiB
+    pages finished it in 159 s (``docs/performance.md``). At 3 GiB the default pages were
+    faster (139 s against 148 s)."""
     try:
         total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
     except (ValueError, OSError):
         total_mb = 8 * DRIVER_MEMORY_MB[0]
     lo, hi = DRIVER_MEMORY_MB
-    heap = f"{min(max(total_mb // 8, lo), hi)}m"
-    return {"spark.driver.memory": heap, "spark.driver.maxResultSize": heap}
+    heap_mb = min(max(total_mb // 8, lo), hi)
+    settings = {"spark.driver.memory": f"{heap_mb}m", "spark.driver.maxResultSize": f"{heap_mb}m"}
+    if heap_mb < hi:
+        settings["spark.buffer.pageSize"] = SMALL_HEAP_PAGE
+    return settings
 
 
 def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:

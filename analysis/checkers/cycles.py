@@ -55,15 +55,19 @@ def ww_edges(v: Versions) -> DataFrame:
     """``src, dst``: writers of consecutive version-order positions of a key, earlier ->
     later (every writer at a position to every writer at the next one).
 
-    One window, over the writers sorted by key and position: each row collects the writers
-    of the position before it (a range frame of one position; a position has one writer
-    unless its offset holds several values). Grouping the 9 M positions of a 10 M-op history
-    into sets first, then pairing consecutive sets, took a hash aggregation that spilled.
+    The writers of each position are gathered into a set, and each set paired with the one
+    before it by ``lag``. One range-frame window collecting the writers of the position before
+    each row (no aggregation) was 1 s faster at 1 M ops, but ran a 2 GiB heap out of memory at
+    10 M ops (``docs/performance.md``), where this passes.
     """
-    ws = v.obs.select("key", "idx", _node_writer().alias("w")).where(F.col("w").isNotNull())
-    before = Window.partitionBy("key").orderBy("idx").rangeBetween(-1, -1)
-    return (ws.select(F.collect_set("w").over(before).alias("srcs"), F.col("w").alias("dst"))
-            .select(F.explode("srcs").alias("src"), "dst")
+    at = (v.obs.select("key", "idx", _node_writer().alias("w")).where(F.col("w").isNotNull())
+          .groupBy("key", "idx").agg(F.collect_set("w").alias("ws")))
+    order = Window.partitionBy("key").orderBy("idx")
+    return (at.select("ws", *(F.lag(c).over(order).alias(f"prev_{c}") for c in ("idx", "ws")),
+                      "idx")
+            .where(F.col("prev_idx") == F.col("idx") - 1)
+            .select(F.explode("prev_ws").alias("src"), "ws")
+            .select("src", F.explode("ws").alias("dst"))
             .where(F.col("src") != F.col("dst")))
 
 
