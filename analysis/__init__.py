@@ -16,9 +16,9 @@ from typing import Any
 
 from kafka_chaos.analysis import elle, promises, remote
 from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cycles, versions
-from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
+from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session
 from kafka_chaos.analysis.stats import count_ops

@@ -75,11 +75,11 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     ``int-nonmonotonic-poll``.
 
     Each process's polled records of a key (final reads apart), in op, micro-op and record
-    order (``Versions.reads`` is sorted so), are compared with the read before. Reads of consecutive offsets are
-    consecutive positions (both offsets hold a value, and no offset lies between): only the
-    other pairs look up their positions in ``Versions.obs``, and only those whose positions
-    differ by ``delta != 1`` are matched against the resets; a pair with a reset between its
-    two reads is no case.
+    order (``Versions.reads`` is sorted so), are compared with the read before. Reads of
+    consecutive offsets are consecutive positions (both offsets hold a value, and no offset
+    lies between): only the other pairs look up their positions in ``Versions.obs``, and only
+    those whose positions differ by ``delta != 1`` are matched against the resets; a pair with
+    a reset between its two reads is no case.
 
     Examples: ``process, key, offsets, values, delta, op_indexes`` (invoke indexes of the two
     ops), ``skipped`` (how many positions were passed over, for skips).

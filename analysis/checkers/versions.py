@@ -10,11 +10,12 @@ by a raw offset: maelstrom issue 51).
 How it is computed, for speed (``docs/performance.md``): reads and sends are each shuffled once,
 by key, sorted once (the polls' reads in the order their windows need, a process's reads of a
 key; the sends by key and value, for the joins) and cached. The final reads only add claims to
-the version order: they are shuffled by key for that aggregation and neither sorted nor cached. Everything about a key's version order comes
-from ``obs``, one row per distinct (key, offset, value), about as many rows as there are sends
-whatever the number of reads: it is aggregated from the cached tables, ranked by offset, and
-joined to the writers on (key, value) within each partition (``writers_join``), with no shuffle
-on the way: each table is computed before the next is planned (``versions``).
+the version order: they are shuffled by key for that aggregation and neither sorted nor
+cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
+offset, value), about as many rows as there are sends whatever the number of reads: it is
+aggregated from the cached tables, ranked by offset, and joined to the writers on (key,
+value) within each partition (``writers_join``), with no shuffle on the way: each table is
+computed before the next is planned (``versions``).
 """
 
 from __future__ import annotations

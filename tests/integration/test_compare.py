@@ -82,7 +82,10 @@ def test_a_comparison_interrupted_and_resumed_matches_its_cells(tmp_path):
         assert config["nemesis"] == ["kill"] and config["time_limit_s"] == 10
         assert (run_dir / "command.txt").read_text().startswith("kafka-chaos run ")
         acked = res["stats"]["acked_sends"]
-        assert int(row["acked_sends"]) == acked > 100, (cell["label"], row)
+        # writes acknowledged around the kills, so "no lost write" could have failed; how many
+        # depends on the machine: acks=all with min.insync.replicas=2 got 78 in 10 s on a
+        # busy CI run, its producer stalled 10 s after a kill
+        assert int(row["acked_sends"]) == acked >= 20, (cell["label"], row)
         lost = res["anomalies"]["lost-write"]["count"]
         assert float(row["lost-write_per_10k"]) == round(1e4 * lost / acked, 3)
         dup = res["anomalies"]["duplicate"]["count"]
