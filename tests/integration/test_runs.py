@@ -175,7 +175,10 @@ def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     txns = [op for op in ops if op.f == "txn" and op.type.value != "invoke"]
     aborted = [op for op in txns if op.type.value == "fail" and op.error == "ABORTED"]
     committed = [op for op in txns if op.type.value == "ok"]
-    assert len(aborted) > 10 and len(committed) > 30, (len(aborted), len(committed))
+    # enough of both for a committed read of an aborted record to be possible; the kills can
+    # stall every transaction for most of the run: one CI run committed 24 in 25 s (none
+    # from the first kill at 5 s to 22 s, both killed brokers back by then), others 131-198
+    assert len(aborted) > 10 and len(committed) > 20, (len(aborted), len(committed))
     assert any(m[0] == "poll" and m[1] for op in committed for m in op.value), "no txn read"
     assert any(m[0] == "committed" for op in committed for m in op.value), "no offsets sent"
     assert "kill" in _nemesis_done(ops)
