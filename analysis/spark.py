@@ -99,11 +99,11 @@ def machine_settings() -> dict[str, str]:
     Spark's 1 GiB default at 10 M ops (its anomalies were then unknown).
 
     Below the largest heap, ``spark.buffer.pageSize`` is ``SMALL_HEAP_PAGE``: Spark sizes its
-    sort and hash pages from the heap (64 MiB at 2 GiB), and the JVM's G1 collector, whose
-    regions are 1 MiB in such a heap, needs 64 free regions in a row for each; with a 2 GiB
-    heap a 10 M-op check spent 17 minutes in full collections (or the JVM died), where 4 MiB
-    pages finished it in 159 s (``docs/performance.md``). At 3 GiB the default pages were
-    faster (139 s against 148 s)."""
+    sort and hash pages from the heap and the cores (1 to 64 MiB), and the JVM's G1 collector,
+    whose regions are 1 MiB in such a heap, needs as many free regions in a row for each page
+    as it has MiB; with a 2 GiB heap a 10 M-op check spent 17 minutes in full collections (or
+    the JVM died), where 4 MiB pages finished it in 159 s (``docs/performance.md``). At 3 GiB
+    the default pages were faster (139 s against 148 s)."""
     try:
         total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
     except (ValueError, OSError):
