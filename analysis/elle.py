@@ -83,7 +83,8 @@ class _OutOfTime(Exception):
     pass
 
 
-def find_cycles(src: Any, dst: Any, kind: Any, *, time_limit_s: float = 60.0) -> CycleReport:
+def find_cycles(src: Any, dst: Any, kind: Any, *, time_limit_s: float = 60.0,
+                reuse: bool = False) -> CycleReport:
     """Find G0, G1c, G0/G1c-process and G0/G1c-realtime cycles in a typed dependency graph.
 
     ``src``, ``dst``, ``kind``: equal-length sequences of ints (lists, or anything with
@@ -92,6 +93,8 @@ def find_cycles(src: Any, dst: Any, kind: Any, *, time_limit_s: float = 60.0) ->
     same (src, dst) are merged (kinds OR-ed); self-loops are ignored. ``time_limit_s``: wall
     seconds for the whole call (graph building and SCCs included); past it the search stops
     and the report says ``complete=False``. Components are searched smallest first.
+    ``reuse``: ``src`` and ``dst`` are numpy int arrays the caller drops, which the call may
+    overwrite: their renumbered copies are then not made (320 MB of 40 M int32 edges).
 
     Raises:
         ValueError: lengths differ, a value is not an int, a kind is not a non-zero mask of
@@ -105,22 +108,26 @@ def find_cycles(src: Any, dst: Any, kind: Any, *, time_limit_s: float = 60.0) ->
     # rescan them over and over while they are built (twice the run time on 1M edges).
     gc.disable()
     try:
-        return _find_cycles(src, dst, kind, started, deadline)
+        return _find_cycles(src, dst, kind, started, deadline, reuse)
     finally:
         if gc_was_on:
             gc.enable()
 
 
-def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float) -> CycleReport:
+def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float,
+                 reuse: bool) -> CycleReport:
     s, d, k = _arrays(src, dst, kind)
     loops = s == d
     if loops.any():
         s, d, k = s[~loops], d[~loops], k[~loops]
-    edges, inside = _components(s, d)
+        reuse = True  # copies of our own
+    edges, inside, cs, cd, ids = _components(s, d, reuse)
+    del s, d
     # networkx gets just the edges that can be on a cycle
     g = nx.DiGraph()
-    g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(s[inside], d[inside],
+    g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(ids[cs[inside]], ids[cd[inside]],
                                                                  k[inside]).items())
+    del cs, cd, ids, inside
     comps = _sorted_sccs(nx.strongly_connected_components(g))
     cycles: dict[str, list[list[dict]]] = {name: [] for name in CYCLE_ANOMALIES}
     complete = True
@@ -196,19 +203,23 @@ def _arrays(src: Any, dst: Any, kind: Any) -> tuple[np.ndarray, np.ndarray, np.n
     return s, d, k
 
 
-def _components(s: np.ndarray, d: np.ndarray) -> tuple[int, np.ndarray]:
+def _components(s: np.ndarray, d: np.ndarray,
+                in_place: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(distinct (src, dst) pairs, mask of the edges inside a strongly connected component
-    of two nodes or more)``: only those can be on a cycle. Components by scipy (compiled
-    code: tens of millions of edges in seconds, where networkx needs minutes and gigabytes).
+    of two nodes or more, cs, cd, ids)``: only those edges can be on a cycle; ``cs``, ``cd``,
+    ``ids`` as ``_dense_ids`` returns them. Components by scipy (compiled code: tens of
+    millions of edges in seconds, where networkx needs minutes and gigabytes).
 
     Memory, for the 38.5 M distinct edges of a 10 M-op history: the node ids are renumbered
-    densely (they span every history line; the nodes are a quarter of them), the graph is one
-    CSR matrix whose duplicates scipy merges in place, and its float64 data, which only
-    scipy's validation asks for, is one value broadcast to every edge (``docs/performance.md``).
+    densely (they span every history line; the nodes are a quarter of them), in place when
+    ``in_place``; the graph is one CSR matrix whose duplicates scipy merges in place, and its
+    float64 data, which only scipy's validation asks for, is one value broadcast to every
+    edge (``docs/performance.md``).
     """
-    if not len(s):
-        return 0, np.zeros(0, dtype=bool)
-    cs, cd, m = _dense_ids(s, d)
+    cs, cd, ids = _dense_ids(s, d, in_place)
+    if not len(cs):
+        return 0, np.zeros(0, dtype=bool), cs, cd, ids
+    m = len(ids)
     # tocsr sums duplicate entries (scipy's documented conversion): nnz is then the distinct
     # edge count
     g = sparse.coo_matrix((np.ones(len(cs), dtype=bool), (cs, cd)), shape=(m, m)).tocsr()
@@ -219,32 +230,47 @@ def _components(s: np.ndarray, d: np.ndarray) -> tuple[int, np.ndarray]:
     del g
     big = np.bincount(labels) > 1
     ls = labels[cs]
-    del cs
     inside = ls == labels[cd]
     inside &= big[ls]
-    return edges, inside
+    return edges, inside, cs, cd, ids
 
 
-def _dense_ids(s: np.ndarray, d: np.ndarray) -> tuple[np.ndarray, np.ndarray, int]:
-    """``(s, d, nodes)``: ``s`` and ``d`` renumbered ``0..nodes-1`` (int32 below 2**31
-    nodes)."""
-    lo = int(min(s.min(), d.min(), 0))
-    hi = int(max(s.max(), d.max(), -1))
+#: Edges renumbered per step of an in-place renumbering (``_dense_ids``): 16 MiB of int32.
+_CHUNK = 1 << 22
+
+
+def _dense_ids(s: np.ndarray, d: np.ndarray,
+               in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(cs, cd, ids)``: ``s`` and ``d`` renumbered ``0..len(ids)-1`` (int32 below 2**31
+    nodes), ``ids[i]`` the id numbered i, in ``s``'s dtype. ``in_place``: ``cs`` and ``cd``
+    are ``s`` and ``d``, overwritten (``_CHUNK`` edges at a time, so no full-size copy)."""
+    lo = int(min(s.min(initial=0), d.min(initial=0)))
+    hi = int(max(s.max(initial=-1), d.max(initial=-1)))
     slots = hi + 1 - lo
     if slots > 4 * len(s) + (1 << 20):  # ids sparser than the edges: no table over their span
         ids, inverse = np.unique(np.concatenate([s, d]), return_inverse=True)
-        return inverse[:len(s)], inverse[len(s):], len(ids)
+        if not in_place:
+            return inverse[:len(s)], inverse[len(s):], ids
+        s[:], d[:] = inverse[:len(s)], inverse[len(s):]
+        return s, d, ids
     # One slot per id, indexed by the id itself: numpy reads a negative index from the end,
     # so the timeline nodes' ids land after the ops' and no shifted copy of the edge lists is
     # made (nor an int64 one: np.take and np.put would convert int32 indexes to int64).
     present = np.zeros(slots, dtype=bool)
     present[s] = True
     present[d] = True
+    ids = np.flatnonzero(present)
+    ids[ids > hi] -= slots  # slot -> id
+    ids = ids.astype(s.dtype)
     dense = np.cumsum(present, dtype=np.int32 if slots < 2**31 else np.int64)
     del present
-    nodes = int(dense[-1])
     dense -= 1  # slot -> its id's dense number (where an id is present)
-    return dense[s], dense[d], nodes
+    if not in_place:
+        return dense[s], dense[d], ids
+    for a in (s, d):
+        for i in range(0, len(a), _CHUNK):
+            a[i:i + _CHUNK] = dense[a[i:i + _CHUNK]]
+    return s, d, ids
 
 
 def _merge(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> dict[tuple[int, int], int]:

@@ -24,7 +24,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from kafka_chaos.analysis.spark import CONF_DIR, CONNECT_PORT, driver_settings, local_threads
+from kafka_chaos.analysis.spark import (CONF_DIR, CONNECT_PORT, JVM_ENV, driver_settings,
+                                        heap_settings, local_threads)
 
 #: Spark's class of the Connect server (matched by name in ``SparkSubmit``).
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -119,12 +120,12 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
     threads = local_threads(master)
     if threads is not None:  # what clients read as its parallelism (``spark.cores``)
         settings["spark.default.parallelism"] = str(threads)
-    settings.update(conf or {})
+    settings = heap_settings({**settings, **(conf or {})})
     argv = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", master,
             "--name", "kafka-chaos Spark Connect server"]
     for key, value in settings.items():
         argv += ["--conf", f"{key}={value}"]
-    env = {**os.environ, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(CONF_DIR)}
+    env = {**JVM_ENV, **os.environ, "SPARK_HOME": str(home), "SPARK_CONF_DIR": str(CONF_DIR)}
     if master.startswith("local"):
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     log = folder / "server.log"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import socket
 from pathlib import Path
+from typing import Iterator
 
 from pyspark.sql import SparkSession
 
@@ -68,6 +70,16 @@ SMALL_HISTORY_OPS = 200_000
 #: With C1 alone the JVM reserves only 48 MiB for compiled code; a session that checks a few
 #: histories filled it ("CodeCache is full. Compiler has been disabled") and slowed down.
 _SHORT_JOB_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=256m"
+#: A large history's JVM: the parallel collector. Spark's sort and hash pages and cached
+#: batches are large arrays, which G1 keeps in runs of regions of their own; with G1 a 10 M-op
+#: check took 139 s in a 3 GiB heap and 160 s in a 2 GiB one, with this 133 s and 134 s
+#: (``docs/performance.md``).
+_LONG_JOB_JVM = "-XX:+UseParallelGC"
+#: The environment the driver JVM starts with (``session``, ``server.start``): glibc's malloc
+#: keeps an arena per thread that allocated, up to 8 per core, and Spark's many threads left
+#: them resident: a 10 M-op check's JVM peaked at 3.49 GiB in a 3 GiB heap, with 2 arenas at
+#: 3.20 GiB (``docs/performance.md``).
+JVM_ENV = {"MALLOC_ARENA_MAX": "2"}
 
 
 #: SQL settings of a small history (first value) and a large one (second, Spark's defaults).
@@ -84,6 +96,8 @@ _SHORT_JOB_SQL = {
 
 #: Driver heap bounds, MiB: the machine's RAM / 8, within these (``machine_settings``).
 DRIVER_MEMORY_MB = (1024, 3072)
+#: Driver heap per worker thread of a local master, MiB, at most (``machine_settings``).
+HEAP_PER_THREAD_MB = 1024
 #: Spark's memory page below a full-size heap (``machine_settings``).
 SMALL_HEAP_PAGE = "4m"
 #: Environment variable of extra Spark settings, ``key=value`` pairs separated by commas
@@ -91,34 +105,65 @@ SMALL_HEAP_PAGE = "4m"
 SPARK_CONF_ENV = "KAFKA_CHAOS_SPARK_CONF"
 
 
-def machine_settings() -> dict[str, str]:
+def machine_settings(threads: int | None = None) -> dict[str, str]:
     """Spark settings sized from this machine: ``spark.driver.memory``, an eighth of its RAM
-    within ``DRIVER_MEMORY_MB`` (with local masters the driver JVM is the executor: sorts that
-    fit in its heap do not spill; measured in ``docs/performance.md``), and as much for
-    ``spark.driver.maxResultSize``: the cycle search collects its edge lists, which outgrew
-    Spark's 1 GiB default at 10 M ops (its anomalies were then unknown).
-
-    Below the largest heap, ``spark.buffer.pageSize`` is ``SMALL_HEAP_PAGE``: Spark sizes its
-    sort and hash pages from the heap and the cores (1 to 64 MiB), and the JVM's G1 collector,
-    whose regions are 1 MiB in such a heap, needs as many free regions in a row for each page
-    as it has MiB; with a 2 GiB heap a 10 M-op check spent 17 minutes in full collections (or
-    the JVM died), where 4 MiB pages finished it in 159 s (``docs/performance.md``). At 3 GiB
-    the default pages were faster (139 s against 148 s)."""
+    within ``DRIVER_MEMORY_MB``, and for a ``local`` master of ``threads`` worker threads at
+    most ``HEAP_PER_THREAD_MB`` per thread (not below the lower bound). With local masters the
+    driver JVM is the executor, and Spark divides its execution memory among the running
+    tasks: a 10 M-op check took 131.6 s in a 3 GiB heap and 134.1 s in a 2 GiB one on 2
+    threads, at 4.37 and 3.92 GiB peak RSS (``docs/performance.md``). What follows from the
+    heap is ``heap_settings``'s, applied to the heap in effect after the user's overrides."""
     try:
         total_mb = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE") // 2**20
     except (ValueError, OSError):
         total_mb = 8 * DRIVER_MEMORY_MB[0]
     lo, hi = DRIVER_MEMORY_MB
     heap_mb = min(max(total_mb // 8, lo), hi)
-    settings = {"spark.driver.memory": f"{heap_mb}m", "spark.driver.maxResultSize": f"{heap_mb}m"}
-    if heap_mb < hi:
-        settings["spark.buffer.pageSize"] = SMALL_HEAP_PAGE
-    return settings
+    if threads:
+        heap_mb = max(lo, min(heap_mb, threads * HEAP_PER_THREAD_MB))
+    return {"spark.driver.memory": f"{heap_mb}m"}
+
+
+_SIZE = re.compile(r"([0-9]+)\s*([kmgtp]?)b?", re.IGNORECASE)
+
+
+def size_mb(size: str) -> int:
+    """A JVM memory size as Spark reads ``spark.driver.memory`` (``2g``, ``2048m``, ``2048``:
+    MiB without a unit; ``k``/``m``/``g``/``t``/``p``, optionally with ``b``) -> MiB, rounded
+    down. Raises ``ValueError`` naming the size."""
+    m = _SIZE.fullmatch(size.strip())
+    if m is None:
+        raise ValueError(f"spark.driver.memory={size!r} is not a memory size (e.g. 2g, 2048m)")
+    shift = {"k": -10, "": 0, "m": 0, "g": 10, "t": 20, "p": 30}[m[2].lower()]
+    return int(m[1]) << shift if shift >= 0 else int(m[1]) >> -shift
+
+
+def heap_settings(settings: dict[str, str]) -> dict[str, str]:
+    """``settings`` (merged: ``machine_settings``, then the user's) with what follows from the
+    heap in them (``spark.driver.memory``, Spark's 1 GiB default if absent) filled in, unless
+    the user set it:
+
+    - ``spark.driver.maxResultSize``, the heap: the cycle search collects its edge lists,
+      which outgrew Spark's 1 GiB default at 10 M ops (its anomalies were then unknown).
+    - ``spark.buffer.pageSize``, ``SMALL_HEAP_PAGE`` below ``DRIVER_MEMORY_MB[1]``: Spark
+      sizes its sort and hash pages from the heap and the cores (1 to 64 MiB), and the JVM's
+      G1 collector, whose regions are 1 MiB in such a heap, needs as many free regions in a
+      row for each page as it has MiB; with a 2 GiB heap a 10 M-op check spent 17 minutes in
+      full collections (or the JVM died), where 4 MiB pages finished it in 159 s
+      (``docs/performance.md``). At 3 GiB the default pages were faster (139 s against 148 s).
+
+    Raises ``ValueError`` when ``spark.driver.memory`` is not a memory size."""
+    heap_mb = size_mb(settings.get("spark.driver.memory", "1g"))
+    derived = {"spark.driver.maxResultSize": f"{heap_mb}m"}
+    if heap_mb < DRIVER_MEMORY_MB[1]:
+        derived["spark.buffer.pageSize"] = SMALL_HEAP_PAGE
+    return {**derived, **settings}
 
 
 def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
     """``["k=v", ...]`` or ``"k=v,k=v"`` -> ``{k: v}``. Raises ``ValueError`` naming the bad
-    pair (no ``=``, or a key that is not a ``spark.`` setting)."""
+    pair (no ``=``, a key that is not a ``spark.`` setting, or a ``spark.driver.memory`` that
+    is not a memory size: ``size_mb``)."""
     if isinstance(pairs, str):
         pairs = [p for p in pairs.split(",") if p.strip()]
     out: dict[str, str] = {}
@@ -127,6 +172,8 @@ def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
         key = key.strip()
         if not sep or not key.startswith("spark.") or not value.strip():
             raise ValueError(f"{pair!r} is not a Spark setting (spark.some.key=value)")
+        if key == "spark.driver.memory":
+            size_mb(value)
         out[key] = value.strip()
     return out
 
@@ -150,7 +197,9 @@ def session(master: str = "local[2]", small: bool = False,
 
     Settings: app name ``kafka-chaos``, web UI and console progress bars off, SQL shuffles into
     ``SHUFFLE_PARTITIONS`` partitions (1 when ``small``), log level ``ERROR`` (Spark's WARN lines
-    would interleave with the CLI's output), ``machine_settings()`` (driver memory).
+    would interleave with the CLI's output), ``driver_settings`` (driver memory, collector),
+    and ``heap_settings`` of the heap in effect once ``conf`` is applied. The driver JVM starts
+    with ``JVM_ENV`` in its environment.
 
     For a ``local`` master the driver binds to 127.0.0.1, and ``SPARK_LOCAL_IP`` is set to it in
     this process's environment unless already set (the JVM reads it at launch): the nemesis
@@ -173,32 +222,51 @@ def session(master: str = "local[2]", small: bool = False,
 
     Raises:
         pyspark.errors.PySparkRuntimeError: the JVM could not start (e.g. no Java 17+ on PATH).
+        ValueError: a setting is malformed (``parse_conf``, ``size_mb``), naming it.
     """
     overrides = {**parse_conf(os.environ.get(SPARK_CONF_ENV)), **(conf or {})}
     if _CONNECT.fullmatch(master):
         return _connect(master, {**_runtime_settings(small), **overrides})
     builder = SparkSession.builder.master(master).appName("kafka-chaos")
-    if small:
-        builder = builder.config("spark.driver.extraJavaOptions", _SHORT_JOB_JVM)
-    for key, value in {**driver_settings(master),
-                       **_runtime_settings(small, local_threads(master)),
-                       **overrides}.items():
+    jvm = {"spark.driver.extraJavaOptions": _SHORT_JOB_JVM} if small else {}
+    for key, value in heap_settings({**driver_settings(master), **jvm,
+                                     **_runtime_settings(small, local_threads(master)),
+                                     **overrides}).items():
         builder = builder.config(key, value)
     os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    spark = builder.getOrCreate()
+    with _launch_env():
+        spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
+@contextlib.contextmanager
+def _launch_env() -> Iterator[None]:
+    """``JVM_ENV`` (unless set already) in this process's environment while the JVM launches:
+    the brokers and tools this process starts later must not inherit it."""
+    saved = {key: os.environ.get(key) for key in JVM_ENV}
+    os.environ.update({key: saved[key] or value for key, value in JVM_ENV.items()})
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
 def driver_settings(master: str) -> dict[str, str]:
     """Static settings of every driver JVM the analysis starts (its own session's, or the
-    ``spark-server``'s) for Spark master ``master``: ``machine_settings()``, web UI and console
-    progress bars off, a bounded history of past jobs, and for a ``local`` master a driver
-    bound to 127.0.0.1 (``session``)."""
+    ``spark-server``'s) for Spark master ``master``: ``machine_settings()``, the parallel
+    collector (``_LONG_JOB_JVM``; a small history's session has its own options), web UI and
+    console progress bars off, a bounded history of past jobs, and for a ``local`` master a
+    driver bound to 127.0.0.1 (``session``)."""
     settings = {
-        **machine_settings(),
+        **machine_settings(local_threads(master)),
+        "spark.driver.extraJavaOptions": _LONG_JOB_JVM,
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         # the driver keeps UI data of past jobs even with the UI off; a session that runs many

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
-from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.checkers.versions import Versions, writers_join
 from kafka_chaos.analysis.load import MOP_FS, History
 
 _ORDER = ("op", "pos", "rec")
@@ -77,7 +77,8 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     Each process's polled records of a key (final reads apart), in op, micro-op and record
     order (``Versions.reads`` is sorted so), are compared with the read before. Reads of
     consecutive offsets are consecutive positions (both offsets hold a value, and no offset
-    lies between): only the other pairs look up their positions in ``Versions.obs``, and only
+    lies between): only the other pairs look up their positions in ``Versions.obs`` (joined
+    as ``versions.writers_join`` says), and only
     those whose positions differ by ``delta != 1`` are matched against the resets; a pair with
     a reset between its two reads is no case.
 
@@ -90,14 +91,19 @@ def poll_order(h: History, v: Versions) -> DataFrame:
                             for c in (*_ORDER, "offset", "value")))
              .where(F.col("prev_offset").isNotNull()
                     & (F.col("offset") != F.col("prev_offset") + 1)))
-    idx = v.obs.select("key", "offset", "value", "idx")
-    prev_idx = idx.select("key", F.col("offset").alias("prev_offset"),
-                          F.col("value").alias("prev_value"), F.col("idx").alias("prev_idx"))
+    idx = v.obs.select("key", F.col("offset").alias("at"), "value", "idx")
+    prev_idx = idx.select("key", F.col("at").alias("prev_at"), F.col("value").alias("prev_value"),
+                          F.col("idx").alias("prev_idx"))
     delta = F.col("idx") - F.col("prev_idx")
-    # the pairs are few and ``obs`` is not sorted by offset: hash the pairs, stream ``obs``
-    pairs = (pairs.hint("shuffle_hash").join(idx, ["key", "offset", "value"])
-             .hint("shuffle_hash").join(prev_idx, ["key", "prev_offset", "prev_value"])
-             .where(delta != 1))
+    # Joined on (key, value), the order ``obs`` of a large history is cached in, so only the
+    # pairs are sorted (a hash table of the pairs ran a 2 GiB heap out of memory at 10 M ops);
+    # the offsets are compared as a difference, which the optimizer does not make a join key
+    hint = writers_join(h)
+    pairs = (pairs.join(idx.hint(hint), ["key", "value"])
+             .where(F.col("at") - F.col("offset") == 0)
+             .join(prev_idx.hint(hint), ["key", "prev_value"])
+             .where((F.col("prev_at") - F.col("prev_offset") == 0) & (delta != 1))
+             .drop("at", "prev_at"))
     # Resets of a process's position: assign/subscribe ops (before their op) and ops that did
     # not complete ok (after theirs: an aborted transaction seeks back), for every key;
     # rebalance and seek events, for their key, where they happened.

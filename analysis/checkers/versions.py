@@ -210,9 +210,14 @@ def _versions(h: History, partitions: int,
     # a sort-merge join leaves the claims sorted by key and value: the window over each value
     # needs no sort (a large history: ``writers_join``)
     by_value = Window.partitionBy("key", "value")
-    obs = cache(ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
-                .select("*", (F.min("offset").over(by_value)
-                              != F.max("offset").over(by_value)).alias("dup")))
+    obs = (ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
+           .select("*", (F.min("offset").over(by_value)
+                         != F.max("offset").over(by_value)).alias("dup")))
+    if writers_join(h) == "merge":
+        # already in this order (no sort is planned): said so, the cached table reports it
+        # and the joins to it on (key, value) sort only their other side
+        obs = obs.sortWithinPartitions("key", "value")
+    obs = cache(obs)
     facts = (obs.groupBy("key", "value")
              .agg(F.min("idx").alias("vidx"), F.max("dup").alias("dup"),
                   _any(F.col("read")).alias("read_any"), _any(F.col("final")).alias("read_final")))

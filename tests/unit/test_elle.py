@@ -9,6 +9,7 @@ import random
 import time
 import types
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -208,6 +209,24 @@ def test_back_edge_closing_a_ww_path_is_g0(noise, path, rnd):
     assert r.complete and len(r.cycles["G0"]) >= 1
     assert_valid(r, edges)
     assert run(list(reversed(edges))).cycles == r.cycles  # row order does not matter
+
+
+@settings(max_examples=40, deadline=None)
+@given(forward_edges(), st.lists(st.integers(0, 25), min_size=2, max_size=6, unique=True),
+       st.sampled_from([1, 10**6]), st.sampled_from([np.int32, np.int64]))
+def test_renumbering_in_place_finds_the_same(noise, path, spread, dtype):
+    """``reuse``: the arrays are renumbered in place, over a table of the ids' span or (ids
+    ``spread`` far apart) by sorting them; the report is the one of the copying search."""
+    path = sorted(path)
+    edges = noise + [(a, b, WR) for a, b in zip(path, path[1:])] + [(path[-1], path[0], WW)]
+    src, dst, kind = (np.array(c, dtype=dtype) for c in zip(*edges))
+    src, dst = src * spread, dst * spread
+    given_src, given_dst = src.copy(), dst.copy()
+    copied = elle.find_cycles(src, dst, kind)
+    assert np.array_equal(src, given_src) and np.array_equal(dst, given_dst)  # untouched
+    assert dataclasses.replace(elle.find_cycles(src, dst, kind, reuse=True), time_s=0) == \
+        dataclasses.replace(copied, time_s=0)
+    assert len(copied.cycles["G1c"]) >= 1
 
 
 # --- the time bound ----------------------------------------------------------------------

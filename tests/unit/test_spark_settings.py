@@ -14,22 +14,63 @@ def _with_ram(monkeypatch, gib: int) -> None:
     monkeypatch.setattr(os, "sysconf", lambda name: pages[name])
 
 
-@pytest.mark.parametrize("gib, heap, page", [
-    (4, "1024m", spark.SMALL_HEAP_PAGE),  # RAM / 8 below the floor: the floor
-    (16, "2048m", spark.SMALL_HEAP_PAGE),
-    (24, "3072m", None),
-    (64, "3072m", None),  # the ceiling
+@pytest.mark.parametrize("gib, threads, heap, page", [
+    (4, None, "1024m", spark.SMALL_HEAP_PAGE),  # RAM / 8 below the floor: the floor
+    (16, None, "2048m", spark.SMALL_HEAP_PAGE),
+    (24, None, "3072m", None),
+    (64, None, "3072m", None),  # the ceiling
+    (24, 2, "2048m", spark.SMALL_HEAP_PAGE),  # 1 GiB per local thread
+    (24, 1, "1024m", spark.SMALL_HEAP_PAGE),
+    (4, 8, "1024m", spark.SMALL_HEAP_PAGE),  # the RAM's share still bounds it
+    (64, 8, "3072m", None),
 ])
-def test_heap_and_pages_follow_the_ram(monkeypatch, gib, heap, page):
+def test_heap_and_pages_follow_the_ram_and_threads(monkeypatch, gib, threads, heap, page):
     _with_ram(monkeypatch, gib)
-    settings = spark.machine_settings()
+    settings = spark.heap_settings(spark.machine_settings(threads))
     assert settings["spark.driver.memory"] == settings["spark.driver.maxResultSize"] == heap
     assert settings.get("spark.buffer.pageSize") == page
 
 
+def test_driver_settings_of_a_local_master(monkeypatch):
+    _with_ram(monkeypatch, 24)
+    settings = spark.driver_settings("local[2]")
+    assert settings["spark.driver.memory"] == "2048m"
+    assert settings["spark.driver.extraJavaOptions"] == spark._LONG_JOB_JVM
+    assert spark.driver_settings("spark://h:7077")["spark.driver.memory"] == "3072m"
+    monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
+    with spark._launch_env():
+        assert os.environ["MALLOC_ARENA_MAX"] == spark.JVM_ENV["MALLOC_ARENA_MAX"]
+    assert "MALLOC_ARENA_MAX" not in os.environ  # nothing started later inherits it
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    with spark._launch_env():
+        assert os.environ["MALLOC_ARENA_MAX"] == "4"  # the user's own stays
+    assert os.environ["MALLOC_ARENA_MAX"] == "4"
+
+
+def test_pages_follow_the_heap_a_user_sets(monkeypatch):
+    _with_ram(monkeypatch, 24)  # the machine's default heap, 3 GiB, keeps Spark's pages
+    machine = spark.machine_settings()
+    two = spark.heap_settings({**machine, "spark.driver.memory": "2g"})
+    assert two["spark.buffer.pageSize"] == spark.SMALL_HEAP_PAGE
+    assert two["spark.driver.maxResultSize"] == "2048m"
+    big = spark.heap_settings({**machine, "spark.driver.memory": "8G"})
+    assert "spark.buffer.pageSize" not in big and big["spark.driver.maxResultSize"] == "8192m"
+    mine = {**machine, "spark.driver.memory": "1500", "spark.buffer.pageSize": "16m",
+            "spark.driver.maxResultSize": "1g"}
+    assert spark.heap_settings(mine) == mine  # what the user sets stays
+
+
+def test_memory_sizes():
+    assert [spark.size_mb(s) for s in ("2048", "2g", "2048m", "2GB", "3t", "4096k")] == [
+        2048, 2048, 2048, 2048, 3 * 2**20, 4]
+    for bad in ("lots", "2.5g", "-1g", ""):
+        with pytest.raises(ValueError, match="spark.driver.memory"):
+            spark.size_mb(bad)
+
+
 def test_bad_settings_are_named():
     assert spark.parse_conf("spark.a=1, spark.b = x ,") == {"spark.a": "1", "spark.b": "x"}
-    for bad in ("spark.a", "a=1", "spark.a="):
+    for bad in ("spark.a", "a=1", "spark.a=", "spark.driver.memory=lots"):
         with pytest.raises(ValueError, match=bad.split("=")[0]):
             spark.parse_conf([bad])
 
