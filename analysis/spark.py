@@ -246,8 +246,10 @@ def session(master: str = "local[2]", small: bool = False,
 
 @contextlib.contextmanager
 def _launch_env() -> Iterator[None]:
-    """``JVM_ENV`` (unless set already) in this process's environment while the JVM launches:
-    the brokers and tools this process starts later must not inherit it."""
+    """``JVM_ENV`` (unless set already) in this process's environment while the JVM launches
+    (pyspark hands the launched JVM this process's environment; it takes no other), removed
+    again after: brokers and tools started later do not inherit it. One that another thread
+    starts during the launch would: harmless, since it only bounds malloc's arenas."""
     saved = {key: os.environ.get(key) for key in JVM_ENV}
     os.environ.update({key: saved[key] or value for key, value in JVM_ENV.items()})
     try:

@@ -78,9 +78,9 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     order (``Versions.reads`` is sorted so), are compared with the read before. Reads of
     consecutive offsets are consecutive positions (both offsets hold a value, and no offset
     lies between): only the other pairs look up their positions in ``Versions.obs`` (joined
-    as ``versions.writers_join`` says), and only
-    those whose positions differ by ``delta != 1`` are matched against the resets; a pair with
-    a reset between its two reads is no case.
+    as ``versions.writers_join`` says), and only those whose positions differ by
+    ``delta != 1`` are matched against the resets; a pair with a reset between its two reads
+    is no case.
 
     Examples: ``process, key, offsets, values, delta, op_indexes`` (invoke indexes of the two
     ops), ``skipped`` (how many positions were passed over, for skips).

@@ -210,18 +210,20 @@ def _versions(h: History, partitions: int,
     # a sort-merge join leaves the claims sorted by key and value: the window over each value
     # needs no sort (a large history: ``writers_join``)
     by_value = Window.partitionBy("key", "value")
-    obs = (ranked.join(writers0.hint(writers_join(h)), ["key", "value"], "left")
+    join = writers_join(h)
+    obs = (ranked.join(writers0.hint(join), ["key", "value"], "left")
            .select("*", (F.min("offset").over(by_value)
                          != F.max("offset").over(by_value)).alias("dup")))
-    if writers_join(h) == "merge":
-        # already in this order (no sort is planned): said so, the cached table reports it
-        # and the joins to it on (key, value) sort only their other side
+    if join == "merge":
+        # the rows come in this order already (the planner runs no sort for it); declared,
+        # the cached table reports it, and joins to it on (key, value) sort only their other
+        # side
         obs = obs.sortWithinPartitions("key", "value")
     obs = cache(obs)
     facts = (obs.groupBy("key", "value")
              .agg(F.min("idx").alias("vidx"), F.max("dup").alias("dup"),
                   _any(F.col("read")).alias("read_any"), _any(F.col("final")).alias("read_final")))
-    s = cache(s0.join(facts.hint(writers_join(h)), ["key", "value"], "left")
+    s = cache(s0.join(facts.hint(join), ["key", "value"], "left")
                .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos",
                        "acked", "vidx", F.coalesce("dup", F.lit(False)).alias("dup"),
                        F.coalesce("read_any", F.lit(False)).alias("read_any"),
