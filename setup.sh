@@ -6,7 +6,8 @@
 # skip that). openssh-server and sudo are for the ssh backend's tests (an sshd per test host);
 # fuse3 for the lose-unfsynced fault (a FUSE filesystem under each broker's data); chromium and
 # chromium-driver for the HTML report's browser test; the JDK's compiler for the one-node HDFS
-# of the Spark cluster test (tests/integration/MiniHdfs.java, run as a source file).
+# of the Spark cluster test (tests/integration/MiniHdfs.java, run as a source file); Go for the
+# S3 object store of the s3a:// test (SeaweedFS, built from the Go module proxy).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -19,6 +20,7 @@ for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")
 done
 python3 -c 'import venv, ensurepip' 2>/dev/null || need+=(python3-venv)
+command -v go >/dev/null 2>&1 || [ -x /usr/local/go/bin/go ] || need+=(golang-go)
 # libfaketime, preloaded into broker JVMs for the clock faults
 compgen -G "/usr/lib/*/faketime/libfaketime.so.1" >/dev/null || need+=(libfaketime)
 if [ ${#need[@]} -gt 0 ]; then

@@ -77,7 +77,9 @@ class History:
     - ``n_ops`` (op lines), ``format`` (1 or 2), ``config`` (the run's configuration, or None),
       ``rows`` (row counts of the copy's tables: ``ops, sends, reads, ranges, events``; a
       ``reads`` row is one poll's records of one key), ``counts`` (client ops by ``f`` and
-      ``type``: ``{f: {type: n}}``), ``records_read`` (records all polls returned).
+      ``type``: ``{f: {type: n}}``), ``records_read`` (records all polls returned),
+      ``sends_by_key`` (send micro-ops per key, ``{key: n}``; None for a copy made before
+      the copy counted them).
     """
 
     pairs: DataFrame
@@ -92,6 +94,7 @@ class History:
     rows: dict[str, int]
     counts: dict[str, dict[str, int]]
     records_read: int
+    sends_by_key: dict[int, int] | None = None
 
 
 def hadoop_path(path: Path | str) -> str:
@@ -147,7 +150,13 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
     return History(pairs=pairs, ops=ops, sends=sends, reads=reads, ranges=df["ranges"],
                    events=df["events"], n_ops=meta["ops"], format=meta["format"],
                    config=config, rows=dict(meta.get("rows", {})),
-                   counts=meta.get("op_counts", {}), records_read=meta.get("records", 0))
+                   counts=meta.get("op_counts", {}), records_read=meta.get("records", 0),
+                   sends_by_key=_sends_by_key(meta))
+
+
+def _sends_by_key(meta: dict[str, Any]) -> dict[int, int] | None:
+    by_key = meta.get("sends_by_key")
+    return None if by_key is None else {int(k): int(n) for k, n in by_key.items()}
 
 
 def load_copy(spark: SparkSession, copy: Any, config: dict | None = None) -> History:

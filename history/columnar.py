@@ -31,7 +31,8 @@ completed). Offsets, values, keys, times (ns) and op indexes are int64.
 ``meta.json``, written last, makes the copy complete: ``layout`` (``LAYOUT``), ``format`` (1 or
 2), ``ops`` (op lines), ``header`` (format 2), ``rows`` per table, ``source`` (``recorder`` or
 ``converted``), ``op_counts`` (client ops: ``{f: {type: n}}``, ``type`` as in ``ops``),
-``records`` (records all polls returned) and
+``records`` (records all polls returned), ``sends_by_key`` (send micro-ops per key: ``{key
+as text: n}``; absent in copies made before it was added) and
 ``jsonl``: the size and SHA-256 of the first and last 64 KiB of the history
 it was made from. A copy whose ``jsonl`` does not match the file is stale and made again.
 A format-1 history (kafka-chaos 0.1) converts into the same tables: a send is a one-send op, a
@@ -275,6 +276,7 @@ class ColumnarWriter:
         self._pending_records = 0
         self._records = 0
         self._counts: dict[str, dict[str, int]] = {}
+        self._sends_by_key: dict[int, int] = {}
         self.error: BaseException | None = None
         self._queue: queue.SimpleQueue | None = None
         self._thread: threading.Thread | None = None
@@ -347,6 +349,7 @@ class ColumnarWriter:
                 "header": self.header, "source": self.source,
                 "rows": {name: buf.rows for name, buf in self._buffers.items()},
                 "op_counts": self._counts, "records": self._records,
+                "sends_by_key": {str(k): n for k, n in sorted(self._sends_by_key.items())},
                 "jsonl": fingerprint(history, size)}
         tmp = self.out / ".meta.json.tmp"
         tmp.write_bytes(orjson.dumps(meta))
@@ -394,10 +397,12 @@ class ColumnarWriter:
         op, proc, f = inv.index, inv.process, inv.f
         index = None if done is None else done.index
         sends = self._buffers["sends"].cols
+        by_key = self._sends_by_key
         final = False
         for pos, mop in enumerate(mops):
             kind = mop[0]
             if kind == "send":
+                by_key[mop[1]] = by_key.get(mop[1], 0) + 1
                 res = mop[2]
                 value, offset = (res[1], res[0]) if type(res) is list else (res, None)
                 for col, x in zip(sends, (op, index, proc, f, typ, pos, mop[1], value, offset)):
@@ -446,6 +451,7 @@ class ColumnarWriter:
                    i["key"], i["value"], offset if offset is not None and offset >= 0 else None)
             for col, x in zip(self._buffers["sends"].cols, row):
                 col.append(x)
+            self._sends_by_key[i["key"]] = self._sends_by_key.get(i["key"], 0) + 1
             return False
         if d is None:
             return False

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
 from kafka_chaos import analysis
+from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import FS, TYPES, load_copy
 from kafka_chaos.history import columnar
 from kafka_chaos.history import HistoryError
@@ -46,6 +48,28 @@ def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path
         (4, 0, "assigned", 0, None), (4, 0, "assigned", 1, None), (6, 2, "committed", 1, 1)]
     assert rows(h.ops.where("final"), "op") == [(9,)]
     assert h.n_ops == 11 and h.format == 2 and h.config == q.config
+    assert h.sends_by_key == {0: 2, 1: 2} and copy.meta["sends_by_key"] == {"0": 2, "1": 2}
+
+
+def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
+        spark, tmp_path: Path) -> None:
+    q = Q()
+    value = 0
+    for key, n in enumerate((40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33)):  # keys of uneven size
+        for _ in range(n):
+            value += 1
+            q.send(1, [(key, value)])
+    copy = columnar.current(q.write(tmp_path / "history.jsonl"))
+    h = load_copy(spark, copy)
+    assert h.sends_by_key == {k: n for k, n in enumerate((40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33))
+                              if n}
+    scanned = dataclasses.replace(h, sends_by_key=None)
+    chosen = [key_partitions(h, cores) for cores in (1, 2, 3, 4, 6)]
+    assert chosen == [key_partitions(scanned, cores) for cores in (1, 2, 3, 4, 6)]
+    # the counts decide: all sends on one key leave every count a core idle but one, so the
+    # tie goes to 2 x cores
+    assert key_partitions(dataclasses.replace(h, sends_by_key={7: 1000}), 3) == 6
+    assert key_partitions(dataclasses.replace(h, sends_by_key={}), 2) == 4
 
 
 def test_torn_final_line_and_glob_characters_in_the_path(spark, tmp_path: Path) -> None:
