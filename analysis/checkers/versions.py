@@ -120,14 +120,13 @@ def key_partitions(h: History, cores: int) -> int:
     counts = range(max(1, cores), 4 * max(1, cores) + 1)
     parts = [F.pmod(F.hash("key"), F.lit(p)).alias(f"p{p}") for p in counts]
     if h.sends_by_key is not None:
-        if not h.sends_by_key:
-            return min(counts, key=lambda p: (abs(p - 2 * cores), -p))
-        # a VALUES table is a local relation: no scan, no Python worker
-        keys = h.sends.sparkSession.sql(
-            "SELECT CAST(col1 AS BIGINT) AS key FROM VALUES "
-            + ", ".join(f"({k})" for k in h.sends_by_key))
-        rows = [{**r.asDict(), "n": h.sends_by_key[r["key"]]}
-                for r in keys.select("key", *parts).collect()]
+        rows = []
+        if h.sends_by_key:  # a VALUES table is a local relation: no scan, no Python worker
+            keys = h.sends.sparkSession.sql(
+                "SELECT CAST(col1 AS BIGINT) AS key FROM VALUES "
+                + ", ".join(f"({k})" for k in h.sends_by_key))
+            rows = [{**r.asDict(), "n": h.sends_by_key[r["key"]]}
+                    for r in keys.select("key", *parts).collect()]
     else:
         rows = (h.sends.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
                 .select("key", "n", *parts).collect())

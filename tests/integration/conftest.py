@@ -9,12 +9,14 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
 from pathlib import Path
 
+import pyspark
 import pytest
 
 from kafka_chaos.clusters import backends, dist
@@ -122,6 +124,14 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def hadoop_version() -> str:
+    """The Hadoop version pyspark ships (its ``hadoop-client-runtime`` jar), which the Hadoop
+    jars the tests fetch from Maven Central must match."""
+    jars = Path(pyspark.__file__).parent / "jars"
+    return next(m.group(1) for p in jars.iterdir()
+                if (m := re.fullmatch(r"hadoop-client-runtime-(.+)\.jar", p.name)))
 
 
 def history_gen():

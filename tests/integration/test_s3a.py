@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import subprocess
 import tempfile
@@ -21,10 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import Iterator
 
-import pyspark
 import pytest
 
-from tests.integration.conftest import free_port, history_gen
+from tests.integration.conftest import free_port, hadoop_version, history_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The SeaweedFS version built (a Go pseudo-version the module proxy serves).
@@ -92,17 +90,11 @@ def s3(tmp_path_factory) -> Iterator[str]:
             proc.kill()
 
 
-def _hadoop_version() -> str:
-    jars = Path(pyspark.__file__).parent / "jars"
-    return next(m.group(1) for p in jars.iterdir()
-                if (m := re.fullmatch(r"hadoop-client-runtime-(.+)\.jar", p.name)))
-
-
 def test_a_history_published_to_s3_is_analysed_from_its_s3a_url(s3, tmp_path: Path) -> None:
     local = tmp_path / "run-3"
     expected = history_gen().generate(local, 20_000, anomalies=1, seed=13)
     conf = {  # as docs/spark-cluster.md has it, with this endpoint's settings
-        "spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{_hadoop_version()}",
+        "spark.jars.packages": f"org.apache.hadoop:hadoop-aws:{hadoop_version()}",
         "spark.hadoop.fs.s3a.endpoint": s3,
         "spark.hadoop.fs.s3a.path.style.access": "true",
         "spark.hadoop.fs.s3a.endpoint.region": "us-east-1",

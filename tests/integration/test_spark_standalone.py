@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import select
 import subprocess
 import time
@@ -23,7 +22,7 @@ from typing import Iterator
 import pyspark
 import pytest
 
-from tests.integration.conftest import free_port, history_gen
+from tests.integration.conftest import free_port, hadoop_version, history_gen
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
@@ -84,8 +83,7 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
 def hdfs(tmp_path_factory) -> Iterator[str]:
     """A one-node HDFS on localhost; yields its URL (``hdfs://localhost:PORT``)."""
     jars = Path(pyspark.__file__).parent / "jars"
-    version = next(m.group(1) for p in jars.iterdir()
-                   if (m := re.fullmatch(r"hadoop-client-runtime-(.+)\.jar", p.name)))
+    version = hadoop_version()
     cache = Path.home() / ".cache" / "kafka-chaos" / "hadoop"
     jar = cache / f"hadoop-client-minicluster-{version}.jar"
     if not jar.is_file():

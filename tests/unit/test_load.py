@@ -53,16 +53,16 @@ def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path
 
 def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
         spark, tmp_path: Path) -> None:
+    sizes = (40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33)  # sends per key: keys of uneven size
     q = Q()
     value = 0
-    for key, n in enumerate((40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33)):  # keys of uneven size
+    for key, n in enumerate(sizes):
         for _ in range(n):
             value += 1
             q.send(1, [(key, value)])
     copy = columnar.current(q.write(tmp_path / "history.jsonl"))
     h = load_copy(spark, copy)
-    assert h.sends_by_key == {k: n for k, n in enumerate((40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33))
-                              if n}
+    assert h.sends_by_key == {k: n for k, n in enumerate(sizes) if n}
     scanned = dataclasses.replace(h, sends_by_key=None)
     chosen = [key_partitions(h, cores) for cores in (1, 2, 3, 4, 6)]
     assert chosen == [key_partitions(scanned, cores) for cores in (1, 2, 3, 4, 6)]
