@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.analysis import elle, promises, remote
-from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS, CONSUMER_SIDE, cycles, versions
+from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, EXAMPLES, cycles,
+                                          versions)
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
 from kafka_chaos.analysis.checkers.versions import key_partitions
@@ -210,7 +211,9 @@ def _search_cycles(h: History, v, time_limit_s: float | None,
 
 def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]]:
     """Every ``CHECKERS`` entry, summarised in one Spark job; when that job fails, each checker
-    alone, so a broken one marks only its own anomalies unknown and hides no other finding."""
+    alone, so a broken one marks only its own anomalies unknown and hides no other finding.
+    Then ``EXAMPLES`` completes the examples of what was found (a raise makes those anomalies
+    unknown too)."""
     frames: dict[str, Any] = {}
     anomalies: dict[str, dict[str, Any]] = {}
     for name, checker in CHECKERS.items():
@@ -221,14 +224,19 @@ def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]
     kinds = [k for name in frames for k in name.split("+")]
     try:
         anomalies.update(summarize(frames.values(), kinds))
-        return anomalies
     except Exception:
-        pass
-    for name, frame in frames.items():
+        for name, frame in frames.items():
+            try:
+                anomalies.update(summarize([frame], name.split("+")))
+            except Exception as exc:
+                _failed(anomalies, reasons, name, exc)
+    for name, complete in EXAMPLES.items():
+        found = [k for k in name.split("+") if anomalies.get(k, {}).get("count")]
         try:
-            anomalies.update(summarize([frame], name.split("+")))
+            if found:
+                complete(v, {k: anomalies[k]["examples"] for k in found})
         except Exception as exc:
-            _failed(anomalies, reasons, name, exc)
+            _failed(anomalies, reasons, "+".join(found), exc)
     return anomalies
 
 

@@ -7,7 +7,7 @@ sources.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable
 
 from pyspark.sql import DataFrame
 
@@ -30,4 +30,11 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     "group-skip+group-redelivery": consumer.delivery,
 }
 
-__all__ = ["ANOMALIES", "CONSUMER_SIDE", "CHECKERS", "Versions", "versions", "cycles"]
+#: What completes the examples after the counts: name (anomalies joined by "+") -> function of
+#: ``(Versions, {anomaly: examples})`` that adds fields to the examples in place, in one Spark
+#: job over a few literals (``analysis.check`` calls it for the anomalies found).
+EXAMPLES: dict[str, Callable[[Versions, dict[str, list[dict[str, Any]]]], None]] = {
+    "duplicate+inconsistent-offsets": offsets.example_ops,
+}
+
+__all__ = ["ANOMALIES", "CONSUMER_SIDE", "CHECKERS", "EXAMPLES", "Versions", "versions", "cycles"]

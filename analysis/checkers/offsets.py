@@ -7,6 +7,8 @@ Source: Jepsen's ``jepsen.tests.kafka`` (``jepsen/src/jepsen/tests/kafka.clj``):
 
 from __future__ import annotations
 
+from typing import Any
+
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -14,28 +16,43 @@ from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
 from kafka_chaos.analysis.checkers.versions import Versions
 
 
-def _sorted_set(col: str, limit: int | None = None) -> Column:
-    s = F.array_sort(F.collect_set(col))
-    return F.slice(s, 1, limit) if limit else s
+def _sorted_set(col: str) -> Column:
+    return F.array_sort(F.collect_set(col))
 
 
-def _observers(v: Versions, flagged: DataFrame, on: list[str]) -> DataFrame:
-    """``key, <on>, op``: the reads and acknowledged sends behind the claims ``flagged``
-    (few rows), for the examples' ``op_indexes``."""
-    reads = v.reads_of(flagged, on, "op").drop("final")
-    sends = (v.sends.where(F.col("acked") & F.col("offset").isNotNull()).select(*on, "op")
-             .join(flagged.hint("shuffle_hash"), on))
-    return reads.unionByName(sends)
+#: The column each example of these anomalies is found by, beside ``key``.
+_BY = {"duplicate": "value", "inconsistent-offsets": "offset"}
 
 
-def _one_with_many(v: Versions, found: DataFrame, one: str, plural: str,
-                   kind: str) -> DataFrame:
-    """Cases of ``kind``: ``found`` has ``key, <one>, <plural>`` for each (key, ``one``)
-    observed with more than one value of what ``plural`` lists."""
-    ops = (_observers(v, found.select("key", one), ["key", one])
-           .groupBy("key", one).agg(_sorted_set("op", MAX_OPS_PER_EXAMPLE).alias("op_indexes")))
-    return cases(found.join(ops, ["key", one], "left"), F.lit(kind), ["key", one],
-                 ["key", one, plural, "op_indexes"])
+def example_ops(v: Versions, examples: dict[str, list[dict[str, Any]]]) -> None:
+    """Add ``op_indexes`` to the ``duplicate`` and ``inconsistent-offsets`` ``examples``
+    (``{kind: [example, ...]}``, as ``common.summarize`` gives them): the invoke indexes of the
+    ops whose reads (final reads included) or acknowledged sends claimed the example's (key,
+    value), or (key, offset), sorted, the first ``MAX_OPS_PER_EXAMPLE``; None when no op did.
+
+    One Spark job for all of them, after the counts: the examples are at most
+    ``MAX_EXAMPLES`` a kind, so they are literals in the filters of one scan of the reads, the
+    final reads (their keys filtered before the records are exploded) and the sends. A join of
+    every case against those tables, inside the checkers' job, cost 4-5 s a checker at 10 M
+    ops (``docs/performance.md``)."""
+    wanted = [(kind, ex) for kind, found in examples.items() if kind in _BY for ex in found]
+    if not wanted:
+        return
+    match = None
+    for kind, ex in wanted:
+        here = (F.col("key") == ex["key"]) & (F.col(_BY[kind]) == ex[_BY[kind]])
+        match = here if match is None else match | here
+    keys = F.col("key").isin(sorted({ex["key"] for _, ex in wanted}))
+    cols = ("key", "offset", "value", "op")
+    rows = (v.reads.where(keys & match).select(*cols)
+            .unionByName(v.finals.where(keys & match).select(*cols))
+            .unionByName(v.sends.where(F.col("acked") & F.col("offset").isNotNull()
+                                       & keys & match).select(*cols))
+            .collect())
+    for kind, ex in wanted:
+        by = _BY[kind]
+        ops = sorted({r["op"] for r in rows if r["key"] == ex["key"] and r[by] == ex[by]})
+        ex["op_indexes"] = ops[:MAX_OPS_PER_EXAMPLE] or None
 
 
 def duplicates(v: Versions) -> DataFrame:
@@ -48,11 +65,11 @@ def duplicates(v: Versions) -> DataFrame:
     idempotence).
 
     Returns the cases (``common.cases``); one per (key, value), each with ``key, value,
-    offsets`` (sorted) and ``op_indexes`` (invoke indexes of ops that saw it, first 10).
+    offsets`` (sorted); ``example_ops`` adds the examples' ``op_indexes``.
     """
     found = (v.obs.where(F.col("dup")).groupBy("key", "value")
              .agg(_sorted_set("offset").alias("offsets")))
-    return _one_with_many(v, found, "value", "offsets", "duplicate")
+    return cases(found, F.lit("duplicate"), ["key", "value"], ["key", "value", "offsets"])
 
 
 def inconsistent_offsets(v: Versions) -> DataFrame:
@@ -65,8 +82,9 @@ def inconsistent_offsets(v: Versions) -> DataFrame:
     rewritten after an unclean leader election).
 
     Returns the cases (``common.cases``); one per (key, offset), each with ``key, offset,
-    values`` (sorted) and ``op_indexes`` (first 10).
+    values`` (sorted); ``example_ops`` adds the examples' ``op_indexes``.
     """
     found = (v.obs.where(F.col("incons")).groupBy("key", "offset")
              .agg(_sorted_set("value").alias("values")))
-    return _one_with_many(v, found, "offset", "values", "inconsistent-offsets")
+    return cases(found, F.lit("inconsistent-offsets"), ["key", "offset"],
+                 ["key", "offset", "values"])

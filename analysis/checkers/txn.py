@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
-from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.checkers.versions import LITERALS, Versions
 from kafka_chaos.analysis.load import is_f, is_type, type_name
 
 
@@ -22,7 +22,8 @@ def invisible_reads(v: Versions) -> DataFrame:
     """The cases of ``G1a`` and ``precommitted-read``, one per (reading op, key, value).
 
     ``G1a`` claims are few (a failed write that an ``ok`` op read: ``Versions.obs``), so only
-    they meet the reads; a precommitted read is a transaction's read of its own write, so
+    they meet the reads: collected first (one small job), they filter the reads as literals
+    (``Versions.reads_of``); a precommitted read is a transaction's read of its own write, so
     only transactions' reads meet their writes.
 
     Examples: ``key, value, offset, writer`` (invoke index of the sending op), ``writer_type,
@@ -30,7 +31,10 @@ def invisible_reads(v: Versions) -> DataFrame:
     """
     failed = (v.obs.where(is_type("w_type", "fail") & F.col("read_ok"))
               .select("key", "value", "w_op", "w_type"))
-    g1a = (v.reads_of(failed, ["key", "value"], "offset", "op", "type")
+    # usually none or a handful: collected first, they filter the reads as literals
+    rows = failed.select("key", "value").limit(LITERALS + 1).collect()
+    g1a = (v.reads_of(failed, ["key", "value"], "offset", "op", "type",
+                      rows=rows if len(rows) <= LITERALS else None)
            .where(is_type("type", "ok"))
            .withColumn("kind", F.lit("G1a")))
     own = v.writers.where(is_f("w_f", "txn")).drop("w_f")

@@ -32,6 +32,10 @@ from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS
 
 #: Node types of the dependency graph: a ``fail``ed op did not happen (``cycles``).
 NODE_TYPES = ("ok", "info", "pending")
+#: Most rows ``Versions.reads_of`` takes as literals.
+LITERALS = 1000
+#: The most key partitions per core ``key_partitions`` considers.
+MAX_PARTITIONS_PER_CORE = 16
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,15 +79,27 @@ class Versions:
     final_end: DataFrame
     _cached: tuple[DataFrame, ...] = ()
 
-    def reads_of(self, few: DataFrame, on: list[str], *cols: str) -> DataFrame:
+    def reads_of(self, few: DataFrame, on: list[str], *cols: str,
+                 rows: list | None = None) -> DataFrame:
         """``on``, ``cols`` and ``final`` (bool) of every record read, the final reads'
         included, that matches a row of ``few`` on ``on`` (with ``few``'s other columns).
         ``few``: a few rows (anomalies found): hashed beside each partition of ``reads``
         (partitioned by key, so ``on`` must hold ``key``), and broadcast to a scan of the
-        final reads, so neither table is shuffled. ``cols`` must be columns of ``finals``."""
-        return (self.reads.select(*on, *cols, F.lit(False).alias("final"))
-                .join(few.hint("shuffle_hash"), on)
-                .unionByName(self.finals.select(*on, *cols, F.lit(True).alias("final"))
+        final reads, so neither table is shuffled. ``cols`` must be columns of ``finals``.
+
+        ``rows``: ``few``'s rows, collected (at most ``LITERALS``): both tables are then
+        filtered first by the values each ``on`` column takes in them, as literals (the final
+        reads of other keys are skipped before their records are exploded), and ``few`` is
+        broadcast to the little that is left (``docs/performance.md``)."""
+        reads, finals = self.reads, self.finals
+        join = few.hint("shuffle_hash")
+        if rows is not None:
+            known = F.lit(True)
+            for c in on:
+                known = known & F.col(c).isin(sorted({r[c] for r in rows}))
+            reads, finals, join = reads.where(known), finals.where(known), F.broadcast(few)
+        return (reads.select(*on, *cols, F.lit(False).alias("final")).join(join, on)
+                .unionByName(finals.select(*on, *cols, F.lit(True).alias("final"))
                              .join(F.broadcast(few), on)))
 
     def unpersist(self) -> None:
@@ -104,20 +120,23 @@ def writers_join(h: History) -> str:
 
 
 def key_partitions(h: History, cores: int) -> int:
-    """How many partitions the key shuffle of a large history makes: of ``cores`` to 4 x
-    ``cores``, the count whose partitions (Spark's ``HashPartitioning``: the Murmur3 ``hash``
-    of the key modulo the count) spread the keys' sends most evenly over ``cores`` cores,
-    each partition a task given to the least busy core, largest first; among equals, the
-    nearest to 2 x ``cores``, then the larger. A key is never split, and with a few large keys
-    (a topic's partitions) a count chosen blind can leave a core idle: 4 partitions of the
-    8 keys of the bench histories held 3, 3, 2 and 0 keys, so every stage over them took 5
-    keys' time on one core where 4 would do (``docs/performance.md``).
+    """How many partitions the key shuffle of a large history makes: of ``cores`` to
+    ``MAX_PARTITIONS_PER_CORE`` x ``cores``, the count whose partitions (Spark's
+    ``HashPartitioning``: the Murmur3 ``hash`` of the key modulo the count) spread the keys'
+    sends most evenly over ``cores`` cores, each partition a task given to the least busy
+    core, largest first; among equals, the one whose largest partition is smallest, then the
+    smaller count. A key is never split, and with a few large keys (a topic's partitions) a
+    count chosen blind can leave a core idle: 4 partitions of the 8 keys of the bench
+    histories held 3, 3, 2 and 0 keys, so every stage over them took 5 keys' time on one core
+    where 4 would do. And the smaller a task, the less its sorts and aggregations spill:
+    7 partitions held those 8 keys 3, 3, 1 and 1 (as even over 2 cores as 8 alone), 23 one
+    each, and the shared tables of a 10 M-op history took 2-4 s less (``docs/performance.md``).
 
     The sends per key come from the columnar copy's ``meta.json`` (``History.sends_by_key``),
     and Spark hashes just those keys, a table of one row per key: counting them was a job
     scanning every send (2.7-3.4 s at 10 M ops). A copy made before it counted them is
     scanned so."""
-    counts = range(max(1, cores), 4 * max(1, cores) + 1)
+    counts = range(max(1, cores), MAX_PARTITIONS_PER_CORE * max(1, cores) + 1)
     parts = [F.pmod(F.hash("key"), F.lit(p)).alias(f"p{p}") for p in counts]
     if h.sends_by_key is not None:
         rows = []
@@ -131,16 +150,16 @@ def key_partitions(h: History, cores: int) -> int:
         rows = (h.sends.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
                 .select("key", "n", *parts).collect())
 
-    def makespan(p: int) -> int:
+    def cost(p: int) -> tuple[int, int, int]:
         tasks = [0] * p
         for r in rows:
             tasks[r[f"p{p}"]] += r["n"]
         busy = [0] * max(1, cores)
         for t in sorted(tasks, reverse=True):
             busy[busy.index(min(busy))] += t
-        return max(busy)
+        return max(busy), max(tasks), p
 
-    return min(counts, key=lambda p: (makespan(p), abs(p - 2 * cores), -p))
+    return min(counts, key=cost)
 
 
 def proven_txns(h: History, reads: DataFrame) -> DataFrame:
@@ -150,6 +169,10 @@ def proven_txns(h: History, reads: DataFrame) -> DataFrame:
             .select("op", "key", "value"))
     read = reads.where(is_type("type", "ok")).select("key", "value")
     return read.join(F.broadcast(info), ["key", "value"]).select("op").distinct()
+
+
+#: The bits of a claim's flag in the aggregation of claims (``_versions``).
+_FLAGS = {"read": 1, "final": 2, "nonfinal": 4, "read_ok": 8}
 
 
 def _any(cond: Column) -> Column:
@@ -199,20 +222,20 @@ def _versions(h: History, partitions: int,
                .repartition(partitions, "key")
                .sortWithinPartitions("key", "value"))
     # one aggregation of every read and acknowledged send (aggregating the reads first, then
-    # their union with the sends, built two hash tables of every claim)
-    claims = (r.select("key", "offset", "value", F.lit(True).alias("read"),
-                       F.lit(False).alias("final"), F.lit(True).alias("nonfinal"),
-                       is_type("type", "ok").alias("read_ok"))
+    # their union with the sends, built two hash tables of every claim); what each claim is
+    # goes in as bits of one flag, or-ed (four aggregates of booleans cost more)
+    ok = F.when(is_type("type", "ok"), _FLAGS["read_ok"]).otherwise(0)
+    claims = (r.select("key", "offset", "value",
+                       (ok + _FLAGS["read"] + _FLAGS["nonfinal"]).alias("flags"))
               .unionByName(finals.repartition(partitions, "key")
-                           .select("key", "offset", "value", F.lit(True).alias("read"),
-                                   F.lit(True).alias("final"), F.lit(False).alias("nonfinal"),
-                                   is_type("type", "ok").alias("read_ok")))
+                           .select("key", "offset", "value",
+                                   (ok + _FLAGS["read"] + _FLAGS["final"]).alias("flags")))
               .unionByName(s0.where(F.col("acked") & F.col("offset").isNotNull())
-                           .select("key", "offset", "value", F.lit(False).alias("read"),
-                                   F.lit(False).alias("final"), F.lit(False).alias("nonfinal"),
-                                   F.lit(False).alias("read_ok")))
-              .groupBy("key", "offset", "value")
-              .agg(*(_any(F.col(c)).alias(c) for c in ("read", "final", "nonfinal", "read_ok"))))
+                           .select("key", "offset", "value", F.lit(0).alias("flags")))
+              .groupBy("key", "offset", "value").agg(F.bit_or("flags").alias("flags"))
+              .select("key", "offset", "value",
+                      *((F.col("flags").bitwiseAND(bit) != 0).alias(name)
+                        for name, bit in _FLAGS.items())))
     at_offset = Window.partitionBy("key", "offset")
     ranked = claims.select(
         "*", (F.dense_rank().over(Window.partitionBy("key").orderBy("offset")) - 1).alias("idx"),

@@ -66,10 +66,14 @@ def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
     scanned = dataclasses.replace(h, sends_by_key=None)
     chosen = [key_partitions(h, cores) for cores in (1, 2, 3, 4, 6)]
     assert chosen == [key_partitions(scanned, cores) for cores in (1, 2, 3, 4, 6)]
-    # the counts decide: all sends on one key leave every count a core idle but one, so the
-    # tie goes to 2 x cores
-    assert key_partitions(dataclasses.replace(h, sends_by_key={7: 1000}), 3) == 6
-    assert key_partitions(dataclasses.replace(h, sends_by_key={}), 2) == 4
+    # the counts decide: all sends on one key leave every count a core idle but one, and the
+    # same largest partition, so the tie goes to the fewest partitions
+    assert key_partitions(dataclasses.replace(h, sends_by_key={7: 1000}), 3) == 3
+    assert key_partitions(dataclasses.replace(h, sends_by_key={}), 2) == 2
+    # 8 keys of one size on 2 cores: 7 partitions hold them 3, 3, 1, 1 (4 keys a core, as
+    # even as can be), 23 one each: as even, and the largest partition smallest
+    assert key_partitions(dataclasses.replace(h, sends_by_key=dict.fromkeys(range(8), 100)),
+                          2) == 23
 
 
 def test_torn_final_line_and_glob_characters_in_the_path(spark, tmp_path: Path) -> None:
