@@ -67,8 +67,13 @@ def duplicates(v: Versions) -> DataFrame:
     Returns the cases (``common.cases``); one per (key, value), each with ``key, value,
     offsets`` (sorted); ``example_ops`` adds the examples' ``op_indexes``.
     """
-    found = (v.obs.where(F.col("dup")).groupBy("key", "value")
-             .agg(_sorted_set("offset").alias("offsets")))
+    # the values claimed at two offsets first, then their claims: a window over every value
+    # flagging them, while the shared tables were built, cost 2.2 s at 10 M ops
+    at = v.obs.select("key", "value", "offset")
+    spread = (at.groupBy("key", "value")
+              .agg((F.min("offset") != F.max("offset")).alias("dup")).where("dup"))
+    found = (at.join(spread.hint("shuffle_hash"), ["key", "value"], "left_semi")
+             .groupBy("key", "value").agg(_sorted_set("offset").alias("offsets")))
     return cases(found, F.lit("duplicate"), ["key", "value"], ["key", "value", "offsets"])
 
 
