@@ -77,7 +77,8 @@ _SHORT_JOB_JVM = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -XX:ReservedCodeCache
 #: looped ten times as often as HotSpot's defaults ask: a check plans, generates and compiles
 #: code for every query (Janino, Catalyst), and C2 spent 40 s of CPU at 10 M ops (a fifth of
 #: the JVM's) on such code that ran a few thousand times; the hot loops over rows reach the
-#: higher thresholds within milliseconds. C2 then took 25 s, and the check 5-16 s less.
+#: higher thresholds within milliseconds. C2 then took 25 s, and the check 3.5-16 s less (4
+#: paired runs, mean 7.8 s).
 _LONG_JOB_JVM = ("-XX:+UseParallelGC -XX:Tier4InvocationThreshold=50000 "
                  "-XX:Tier4MinInvocationThreshold=6000 -XX:Tier4CompileThreshold=150000 "
                  "-XX:Tier4BackEdgeThreshold=400000")

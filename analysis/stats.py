@@ -25,9 +25,10 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     ``stats`` = ``{"ops": lines, "by_f": {f: {"ok", "fail", "info", "pending"}}, "nemesis": n,
     "monitor": n, "acked_sends": n, "records_read": n, "keys": n}``: ``by_f`` counts client
     operations (invoke + completion) by how they ended (``pending``: invoked, never completed,
-    read as ``info``), as the columnar copy counted them (``History.counts``); ``acked_sends`` the acknowledged sends (``acked`` in
-    ``Versions.sends``), ``records_read`` the records all polls returned (counted when the
-    columnar copy was written), ``keys`` the distinct keys sent to or read.
+    read as ``info``), as the columnar copy counted them (``History.counts``); ``acked_sends``
+    the acknowledged sends (``acked`` in ``Versions.sends``), ``records_read`` the records all
+    polls returned (counted when the columnar copy was written), ``keys`` the distinct keys
+    sent to or read.
 
     ``keys_without_final_read``: keys with an acknowledged send but no ``ok`` final read that
     reached the end of the partition;

@@ -33,7 +33,7 @@ def example_ops(v: Versions, examples: dict[str, list[dict[str, Any]]]) -> None:
     One Spark job for all of them, after the counts: the examples are at most
     ``MAX_EXAMPLES`` a kind, so they are literals in the filters of one scan of the reads, the
     final reads (their keys filtered before the records are exploded) and the sends. A join of
-    every case against those tables, inside the checkers' job, cost 4-5 s a checker at 10 M
+    every case against those tables, inside the checkers' job, cost 5-6 s a checker at 10 M
     ops (``docs/performance.md``)."""
     wanted = [(kind, ex) for kind, found in examples.items() if kind in _BY for ex in found]
     if not wanted:
