@@ -232,9 +232,10 @@ def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]
                 _failed(anomalies, reasons, name, exc)
     for name, complete in EXAMPLES.items():
         found = [k for k in name.split("+") if anomalies.get(k, {}).get("count")]
+        if not found:
+            continue
         try:
-            if found:
-                complete(v, {k: anomalies[k]["examples"] for k in found})
+            complete(v, {k: anomalies[k]["examples"] for k in found})
         except Exception as exc:
             _failed(anomalies, reasons, "+".join(found), exc)
     return anomalies

@@ -21,6 +21,7 @@ computed before the next is planned (``versions``).
 from __future__ import annotations
 
 import dataclasses
+import heapq
 from typing import Callable
 
 from pyspark import StorageLevel
@@ -125,38 +126,44 @@ def key_partitions(h: History, cores: int) -> int:
     sends most evenly over ``cores`` cores, each partition a task given to the least busy
     core, largest first; among equals, the one whose largest partition is smallest, then the
     smaller count. A key is never split, and with a few large keys (a topic's partitions) a
-    count chosen blind can leave a core idle: 4 partitions of the 8 keys of the bench
+    count chosen blind can leave a core idle: 4 partitions of the 8 large keys of the bench
     histories held 3, 3, 2 and 0 keys, so every stage over them took 5 keys' time on one core
     where 4 would do. And the smaller a task, the less its sorts and aggregations spill:
-    7 partitions held those 8 keys 3, 3, 1 and 1 (as even over 2 cores as 8 alone), 23 one
-    each, and the shared tables of a 10 M-op history took 2-4 s less (``docs/performance.md``).
+    7 partitions held those 8 keys 3, 3, 1 and 1 (as even over 2 cores as 8 alone), 25 one
+    each, and with one each the shared tables of a 10 M-op history took 2-4 s less
+    (``docs/performance.md``).
 
     The sends per key come from the columnar copy's ``meta.json`` (``History.sends_by_key``),
     and Spark hashes just those keys, a table of one row per key: counting them was a job
     scanning every send (2.7-3.4 s at 10 M ops). A copy made before it counted them is
     scanned so."""
     counts = range(max(1, cores), MAX_PARTITIONS_PER_CORE * max(1, cores) + 1)
-    parts = [F.pmod(F.hash("key"), F.lit(p)).alias(f"p{p}") for p in counts]
+    # Spark's hash of each key, once: its partition among p is pmod(hash, p), Python's ``%``
+    # for a positive p. A column per count, and a list of every partition and core per count
+    # below, took 29.6 s for the 3,200 counts of a 200-core cluster; this 0.11 s (1 run each)
+    hashed = F.hash("key").alias("h")
     if h.sends_by_key is not None:
         rows = []
         if h.sends_by_key:  # a VALUES table is a local relation: no scan, no Python worker
             keys = h.sends.sparkSession.sql(
                 "SELECT CAST(col1 AS BIGINT) AS key FROM VALUES "
                 + ", ".join(f"({k})" for k in h.sends_by_key))
-            rows = [{**r.asDict(), "n": h.sends_by_key[r["key"]]}
-                    for r in keys.select("key", *parts).collect()]
+            rows = [(r["h"], h.sends_by_key[r["key"]])
+                    for r in keys.select("key", hashed).collect()]
     else:
-        rows = (h.sends.groupBy("key").agg(F.count(F.lit(1)).alias("n"))
-                .select("key", "n", *parts).collect())
+        rows = [(r["h"], r["n"]) for r in (h.sends.groupBy("key")
+                                           .agg(F.count(F.lit(1)).alias("n"))
+                                           .select(hashed, "n").collect())]
 
+    # per count, only the partitions that hold keys, onto a heap of the cores' loads
     def cost(p: int) -> tuple[int, int, int]:
-        tasks = [0] * p
-        for r in rows:
-            tasks[r[f"p{p}"]] += r["n"]
+        tasks: dict[int, int] = {}
+        for hash_, n in rows:
+            tasks[hash_ % p] = tasks.get(hash_ % p, 0) + n
         busy = [0] * max(1, cores)
-        for t in sorted(tasks, reverse=True):
-            busy[busy.index(min(busy))] += t
-        return max(busy), max(tasks), p
+        for t in sorted(tasks.values(), reverse=True):
+            heapq.heapreplace(busy, busy[0] + t)
+        return max(busy), max(tasks.values(), default=0), p
 
     return min(counts, key=cost)
 
