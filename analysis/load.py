@@ -79,7 +79,7 @@ class History:
       ``reads`` row is one poll's records of one key), ``counts`` (client ops by ``f`` and
       ``type``: ``{f: {type: n}}``), ``records_read`` (records all polls returned),
       ``sends_by_key`` (send micro-ops per key, ``{key: n}``; None for a copy made before
-      the copy counted them).
+      the copy counted them); ``tables``: table name -> the path or URL of its Parquet file.
     """
 
     pairs: DataFrame
@@ -95,6 +95,7 @@ class History:
     counts: dict[str, dict[str, int]]
     records_read: int
     sends_by_key: dict[int, int] | None = None
+    tables: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 def hadoop_path(path: Path | str) -> str:
@@ -151,7 +152,7 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
                    events=df["events"], n_ops=meta["ops"], format=meta["format"],
                    config=config, rows=dict(meta.get("rows", {})),
                    counts=meta.get("op_counts", {}), records_read=meta.get("records", 0),
-                   sends_by_key=_sends_by_key(meta))
+                   sends_by_key=_sends_by_key(meta), tables=dict(tables))
 
 
 def _sends_by_key(meta: dict[str, Any]) -> dict[int, int] | None:

@@ -27,12 +27,14 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.dataset as pads
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis import elle
-from kafka_chaos.analysis.checkers.versions import NODE_TYPES, Versions, writers_join
+from kafka_chaos.analysis.checkers.versions import BY_VALUE, NODE_TYPES, Versions, writers_join
 from kafka_chaos.analysis.load import MOP_FS, History, is_type
+from kafka_chaos.analysis.remote import is_url
 
 #: Default bound of the cycle search, seconds (``analysis.check`` passes its own).
 TIME_LIMIT_S = 120.0
@@ -45,6 +47,33 @@ def nodes(h: History) -> DataFrame:
                         & F.col("type").isin(*NODE_TYPES))
             .select("op", "process", (F.col("type") == "ok").alias("ok"), "invoke_time",
                     "time"))
+
+
+def node_table(h: History, id_type: str = "int") -> pa.Table:
+    """``nodes(h)`` as an Arrow table: ``op`` (Spark SQL type ``id_type``: ``int`` or
+    ``long``, Arrow int32 or int64), ``process`` (int64), ``ok`` (bool), ``invoke_time``,
+    ``time`` (int64 ns).
+
+    A copy on this machine (a path, not a URL) is read here with pyarrow, filtered row group
+    by row group as ``nodes`` filters, in this thread (both cores are busy with Spark's
+    tasks by then): no Spark job. Spark's ``toArrow`` of the 4.8 M nodes of a 10 M-op history
+    took 6.9 s of task time, this 0.7 s of CPU (``docs/performance.md``). A copy at a URL
+    (``hdfs://``, ``s3a://``) is read by Spark, which has the connectors. Raises ``OSError``
+    (pyarrow) or Spark's errors."""
+    path = h.tables.get("ops")
+    if path is None or is_url(path):
+        return nodes(h).select(F.col("op").cast(id_type), "process", "ok", "invoke_time",
+                               "time").toArrow()
+    field = pads.field
+    # ``~final`` is NULL for a NULL ``final``: the row is dropped, as Spark's ``where`` drops it
+    where = (field("pid").is_valid() & field("f").isin(list(MOP_FS)) & ~field("final")
+             & field("type").isin(list(NODE_TYPES)))
+    ids = pa.int32() if id_type == "int" else pa.int64()
+    return pads.dataset(path, format="parquet").to_table(
+        columns={"op": field("op").cast(ids), "process": field("pid"),
+                 "ok": field("type") == "ok", "invoke_time": field("invoke_time"),
+                 "time": field("time")},
+        filter=where, use_threads=False)
 
 
 def _node_writer() -> F.Column:
@@ -81,14 +110,14 @@ def wr_edges(h: History, v: Versions) -> DataFrame:
 
     The reads are sorted by process, key, op, so each op's last read of a key is found
     without another sort or a hash table of every (key, op); its writer comes from ``obs``,
-    already sorted by key and value for the join.
+    already sorted by value and key for the join (``versions.BY_VALUE``).
     """
     reads = v.reads.where(is_type("type", *NODE_TYPES))
     last = (reads.groupBy("process", "key", "op")
             .agg(F.max_by("value", F.col("pos").cast("long") * 2**32 + F.col("rec"))
                  .alias("value")))
     writers = v.obs.select("key", "value", _node_writer().alias("src"))
-    return (last.join(writers.hint(writers_join(h)), ["key", "value"])
+    return (last.join(writers.hint(writers_join(h)), BY_VALUE)
             .where(F.col("src").isNotNull() & (F.col("src") != F.col("op")))
             .select("src", F.col("op").alias("dst")))
 
@@ -162,8 +191,7 @@ def cycles(h: History, v: Versions,
     id_type = "int" if h.n_ops < 2**30 else "long"  # op indexes are line numbers
     # the order edges first: the nodes and the sorts over them are gone before the data
     # edges arrive (the other way round they were this process's peak: 1.07 GiB at 10 M ops)
-    n = nodes(h).select(F.col("op").cast(id_type), "process", "ok", "invoke_time",
-                        "time").toArrow()
+    n = node_table(h, id_type)
     o_src, o_dst, o_kind = order_edges(*(_column(n, c) for c in (
         "op", "process", "ok", "invoke_time", "time")))
     del n

@@ -13,7 +13,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
-from kafka_chaos.analysis.checkers.versions import Versions
+from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions
 
 
 def _sorted_set(col: str) -> Column:
@@ -70,10 +70,10 @@ def duplicates(v: Versions) -> DataFrame:
     # the values claimed at two offsets first, then their claims: a window over every value
     # flagging them, while the shared tables were built, cost 2.2 s at 10 M ops
     at = v.obs.select("key", "value", "offset")
-    spread = (at.groupBy("key", "value")
+    spread = (at.groupBy(*BY_VALUE)
               .agg((F.min("offset") != F.max("offset")).alias("dup")).where("dup"))
-    found = (at.join(spread.hint("shuffle_hash"), ["key", "value"], "left_semi")
-             .groupBy("key", "value").agg(_sorted_set("offset").alias("offsets")))
+    found = (at.join(spread.hint("shuffle_hash"), BY_VALUE, "left_semi")
+             .groupBy(*BY_VALUE).agg(_sorted_set("offset").alias("offsets")))
     return cases(found, F.lit("duplicate"), ["key", "value"], ["key", "value", "offsets"])
 
 

@@ -20,7 +20,7 @@ from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import cases
-from kafka_chaos.analysis.checkers.versions import Versions, writers_join
+from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions, writers_join
 from kafka_chaos.analysis.load import MOP_FS, History
 
 _ORDER = ("op", "pos", "rec")
@@ -99,9 +99,9 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     # pairs are sorted (a hash table of the pairs ran a 2 GiB heap out of memory at 10 M ops);
     # the offsets are compared as a difference, which the optimizer does not make a join key
     hint = writers_join(h)
-    pairs = (pairs.join(idx.hint(hint), ["key", "value"])
+    pairs = (pairs.join(idx.hint(hint), BY_VALUE)
              .where(F.col("at") - F.col("offset") == 0)
-             .join(prev_idx.hint(hint), ["key", "prev_value"])
+             .join(prev_idx.hint(hint), ["prev_value", "key"])
              .where((F.col("prev_at") - F.col("prev_offset") == 0) & (delta != 1))
              .drop("at", "prev_at"))
     # Resets of a process's position: assign/subscribe ops (before their op) and ops that did

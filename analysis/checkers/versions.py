@@ -9,7 +9,7 @@ by a raw offset: maelstrom issue 51).
 
 How it is computed, for speed (``docs/performance.md``): reads and sends are each shuffled once,
 by key, sorted once (the polls' reads in the order their windows need, a process's reads of a
-key; the sends by key and value, for the joins) and cached. The final reads only add claims to
+key; the sends by value and key, for the joins) and cached. The final reads only add claims to
 the version order: they are shuffled by key for that aggregation and neither sorted nor
 cached. Everything about a key's version order comes from ``obs``, one row per distinct (key,
 offset, value), about as many rows as there are sends whatever the number of reads: it is
@@ -37,6 +37,13 @@ NODE_TYPES = ("ok", "info", "pending")
 LITERALS = 1000
 #: The most key partitions per core ``key_partitions`` considers.
 MAX_PARTITIONS_PER_CORE = 16
+#: The order of the columns that joins on (key, value) name, and so of the sorts before a
+#: sort-merge join: ``value`` first. Spark sorts by a prefix of the first column and compares
+#: whole rows only where the prefixes tie, and a partition holds one key or a few (the key
+#: shuffle): sorted by ``key`` first, nearly every comparison was of whole rows. 9 M sends
+#: sorted by (key, value) took 0.6 s more than a scan, by (value, key) 0.4 s
+#: (``docs/performance.md``). Every table is still partitioned by ``key`` alone.
+BY_VALUE = ["value", "key"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,7 +51,7 @@ class Versions:
     """What the checkers share: cached tables, all partitioned by ``key``. ``unpersist()``
     when done.
 
-    - ``sends``: one row per send micro-op, sorted by key and value: ``key, value,
+    - ``sends``: one row per send micro-op, sorted by value and key: ``key, value,
       offset, op, index, process, f, type, pos``; ``acked``: acknowledged: a send of an ``ok``
       op; of an ``info`` non-transactional op whose delivery report gave an offset (a delivery
       report is an acknowledgement, ``docs/history-format.md``); of an ``info`` transaction
@@ -64,8 +71,8 @@ class Versions:
       ``incons``: the offset holds more than one value; ``read_at``: a non-final read returned
       a record at the offset; ``read``, ``final``, ``nonfinal``, ``read_ok``: some read, final
       read, non-final read, read of an ``ok`` op returned the claim; ``w_op, w_type``: who
-      sent the value (Jepsen ``writer-of``; NULL for a value nobody sent). Sorted by key and
-      value for a large history (``writers_join``).
+      sent the value (Jepsen ``writer-of``; NULL for a value nobody sent). Sorted by value and
+      key for a large history (``writers_join``).
     - ``writers``: ``key, value, w_op, w_type, w_f``: one row per send micro-op.
     - ``final_end``: ``key, final_end`` for the keys whose final reads reached the end of the
       partition: where they ended (the largest range end).
@@ -226,7 +233,7 @@ def _versions(h: History, partitions: int,
     s0 = cache(sends.select("key", "value", "offset", "op", "index", "process", "f", "type",
                              "pos", acked.alias("acked"))
                .repartition(partitions, "key")
-               .sortWithinPartitions("key", "value"))
+               .sortWithinPartitions(*BY_VALUE))
     # one aggregation of every read and acknowledged send (aggregating the reads first, then
     # their union with the sends, built two hash tables of every claim); what each claim is
     # goes in as bits of one flag, or-ed: the aggregation alone at 10 M ops, 5.8-6.3 s against
@@ -251,17 +258,17 @@ def _versions(h: History, partitions: int,
     writers0 = s0.select("key", "value", F.col("op").alias("w_op"),
                          F.col("type").alias("w_type"))
     join = writers_join(h)
-    obs = ranked.join(writers0.hint(join), ["key", "value"], "left")
+    obs = ranked.join(writers0.hint(join), BY_VALUE, "left")
     if join == "merge":
         # the rows come in this order already (the planner runs no sort for it); declared,
         # the cached table reports it, and joins to it on (key, value) sort only their other
         # side
-        obs = obs.sortWithinPartitions("key", "value")
+        obs = obs.sortWithinPartitions(*BY_VALUE)
     obs = cache(obs)
-    facts = (obs.groupBy("key", "value")
+    facts = (obs.groupBy(*BY_VALUE)
              .agg(F.min("idx").alias("vidx"), _any(F.col("read")).alias("read_any"),
                   _any(F.col("final")).alias("read_final")))
-    s = cache(s0.join(facts.hint(join), ["key", "value"], "left")
+    s = cache(s0.join(facts.hint(join), BY_VALUE, "left")
                .select("key", "value", "offset", "op", "index", "process", "f", "type", "pos",
                        "acked", "vidx", F.coalesce("read_any", F.lit(False)).alias("read_any"),
                        F.coalesce("read_final", F.lit(False)).alias("read_final")))

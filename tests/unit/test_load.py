@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from kafka_chaos import analysis
+from kafka_chaos.analysis.checkers import cycles
 from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import FS, TYPES, load_copy
 from kafka_chaos.history import columnar
@@ -49,6 +50,13 @@ def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path
     assert rows(h.ops.where("final"), "op") == [(9,)]
     assert h.n_ops == 11 and h.format == 2 and h.config == q.config
     assert h.sends_by_key == {0: 2, 1: 2} and copy.meta["sends_by_key"] == {"0": 2, "1": 2}
+    # the dependency graph's nodes: pyarrow's read of the local copy is Spark's query
+    local = cycles.node_table(h).sort_by("op")
+    assert local.equals(cycles.node_table(dataclasses.replace(h, tables={})).sort_by("op"))
+    assert local.select(["op", "ok"]).to_pylist() == [
+        {"op": 2, "ok": False}, {"op": 4, "ok": True}, {"op": 6, "ok": True},
+        {"op": 8, "ok": False}]
+    assert local.column("time").null_count == 1 and local.schema.field("op").type == "int32"
 
 
 def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
