@@ -45,4 +45,10 @@ fi
 
 # Kafka broker jars from Maven Central, cached in ~/.cache/kafka-chaos
 .venv/bin/kafka-chaos fetch-kafka ${KAFKA_CHAOS_VERSIONS:-}
+# the analysis JVM's classes, archived once (class data sharing): its sessions start in half the
+# time; set KAFKA_CHAOS_CDS=off to do without
+if [ "${KAFKA_CHAOS_CDS:-}" != off ]; then
+  .venv/bin/kafka-chaos spark-archive --if-missing \
+    || echo "setup: no class archive; the analysis starts without one" >&2
+fi
 echo "setup: done"

@@ -9,7 +9,10 @@ import socket
 from pathlib import Path
 from typing import Iterator
 
+from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
+
+from kafka_chaos.analysis import cds
 
 #: Shuffle partitions for joins/aggregations. Spark's default (200) makes every small shuffle of a
 #: local run schedule 200 near-empty tasks; histories are at most a few million rows.
@@ -190,7 +193,9 @@ def parse_conf(pairs: list[str] | str | None) -> dict[str, str]:
     return out
 
 
-#: Spark's configuration folder for every JVM the analysis starts: errors-only logging.
+#: The errors-only log4j2 configuration of every JVM the analysis starts: the driver names its
+#: file (``session``); the Connect server and standalone daemons get the folder as
+#: ``SPARK_CONF_DIR``.
 CONF_DIR = Path(__file__).with_name("conf")
 
 
@@ -219,8 +224,13 @@ def session(master: str = "local[2]", small: bool = False,
     depend on the machine's outside address (Spark otherwise resolves the hostname and may pick
     an interface a run created or cut).
 
-    ``SPARK_CONF_DIR`` defaults to ``analysis/conf`` (errors-only log4j2 configuration), so
-    Spark's start-up banner does not interleave with the verdict.
+    The driver JVM logs errors only (``analysis/conf/log4j2.properties``, named by
+    ``-Dlog4j2.configurationFile`` in ``spark.driver.defaultJavaOptions``), so Spark's log
+    lines do not interleave with the verdict, and maps the classes of the class data sharing
+    archive when there is one (``analysis.cds``: half the start-up time); a JVM that cannot
+    start with it starts without, and the archive is deleted. ``SPARK_CONF_DIR`` is an empty
+    folder while the JVM launches (``cds.conf_dir``: HotSpot archives no class path with
+    files in a folder), unless the environment names one.
 
     ``getOrCreate`` semantics: when a session already exists in this process it is returned
     as is and ``master`` is ignored.
@@ -241,27 +251,39 @@ def session(master: str = "local[2]", small: bool = False,
         return _connect(master, {**_runtime_settings(small), **overrides})
     builder = SparkSession.builder.master(master).appName("kafka-chaos")
     jvm = {"spark.driver.extraJavaOptions": _SHORT_JOB_JVM} if small else {}
-    for key, value in heap_settings({**driver_settings(master), **jvm,
-                                     **_runtime_settings(small, local_threads(master)),
-                                     **overrides}).items():
+    log = f"-Dlog4j2.configurationFile={(CONF_DIR / 'log4j2.properties').as_uri()}"
+    archive = cds.java_options()
+    settings = heap_settings({**driver_settings(master), **jvm,
+                              "spark.driver.defaultJavaOptions": f"{log} {archive}".strip(),
+                              **_runtime_settings(small, local_threads(master)), **overrides})
+    for key, value in settings.items():
         builder = builder.config(key, value)
-    os.environ.setdefault("SPARK_CONF_DIR", str(CONF_DIR))
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    with _launch_env():
-        spark = builder.getOrCreate()
+    with _launch_env({"SPARK_CONF_DIR": str(cds.conf_dir())}):
+        try:
+            spark = builder.getOrCreate()
+        except PySparkRuntimeError:
+            if not archive or archive not in settings["spark.driver.defaultJavaOptions"]:
+                raise
+            # a JVM that cannot start with the archive (a damaged file: HotSpot stops on it)
+            # starts without; the archive goes only if that start works
+            spark = builder.config("spark.driver.defaultJavaOptions", log).getOrCreate()
+            cds.discard()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
 @contextlib.contextmanager
-def _launch_env() -> Iterator[None]:
-    """``JVM_ENV`` (unless set already) in this process's environment while the JVM launches
-    (pyspark hands the launched JVM this process's environment; it takes no other), removed
-    again after: brokers and tools started later do not inherit it. One that another thread
-    starts during the launch would: harmless, since it only bounds malloc's arenas."""
-    saved = {key: os.environ.get(key) for key in JVM_ENV}
-    os.environ.update({key: saved[key] or value for key, value in JVM_ENV.items()})
+def _launch_env(env: dict[str, str] | None = None) -> Iterator[None]:
+    """``JVM_ENV`` and ``env`` (each unless set already) in this process's environment while
+    the JVM launches (pyspark hands the launched JVM this process's environment; it takes no
+    other), removed again after: brokers and tools started later do not inherit them. One
+    that another thread starts during the launch would: harmless, since they only bound
+    malloc's arenas and name Spark's configuration folder."""
+    wanted = {**JVM_ENV, **(env or {})}
+    saved = {key: os.environ.get(key) for key in wanted}
+    os.environ.update({key: saved[key] or value for key, value in wanted.items()})
     try:
         yield
     finally:

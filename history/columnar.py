@@ -155,14 +155,18 @@ CACHE_ENV = "KAFKA_CHAOS_CACHE"
 _NOT_WRITABLE = (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
+def cache_root() -> Path:
+    """The project's cache folder on this machine: ``$KAFKA_CHAOS_CACHE``, else
+    ``~/.cache/kafka-chaos`` (not created here)."""
+    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kafka-chaos")
+
+
 def cache_dir(history: Path) -> Path:
     """Where the copy of ``history`` goes when its folder cannot be written (a read-only
     mount, another user's run): ``<cache>/columnar/<first 16 hex digits of the SHA-256 of the
-    history's resolved path>/history.parquet``, the cache being ``$KAFKA_CHAOS_CACHE`` or
-    ``~/.cache/kafka-chaos``."""
-    root = Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "kafka-chaos")
+    history's resolved path>/history.parquet``, the cache being ``cache_root()``."""
     key = hashlib.sha256(str(Path(history).resolve()).encode()).hexdigest()[:16]
-    return root / "columnar" / key / copy_dir(Path(history)).name
+    return cache_root() / "columnar" / key / copy_dir(Path(history)).name
 
 
 def ensure(history: Path) -> Copy:
@@ -476,5 +480,5 @@ def iter_table_rows(copy: Copy, name: str) -> Iterator[dict[str, Any]]:
 
 
 __all__ = ["LAYOUT", "SCHEMAS", "TABLES", "Copy", "ColumnarWriter", "HistoryError", "convert",
-           "copy_dir", "cache_dir", "current", "ensure", "fingerprint", "read_meta",
+           "copy_dir", "cache_dir", "cache_root", "current", "ensure", "fingerprint", "read_meta",
            "iter_table_rows"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as pads
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis import elle
@@ -82,27 +82,21 @@ def _node_writer() -> F.Column:
 
 def ww_edges(v: Versions) -> DataFrame:
     """``src, dst``: writers of consecutive version-order positions of a key, earlier ->
-    later (every writer at a position to every writer at the next one).
+    later (every writer at a position to every writer at the next one; a pair may come more
+    than once, ``elle.find_cycles`` keeps distinct pairs).
 
-    The writers of each position are gathered into a set, and each set paired with the one
-    before it by ``lag``. One range-frame window collecting the writers of the position before
-    each row (no aggregation) was 1 s faster at 1 M ops, but ran a 2 GiB heap out of memory at
-    10 M ops (``docs/performance.md``), where this passes. The claims are sorted by position
-    first: the sets are then gathered as the rows stream by (a sort aggregation, under the
-    session's ``replaceHashWithSortAgg``) and come out in the window's order, where a hash
-    aggregation fell back to sorting in a 2 GiB heap and the window sorted again (the edges
-    of a 10 M-op history alone: 15.0 s -> 12.3-14.0 s).
+    A join of the claims' writers on (position, key) to those of the position after, sorted
+    by position first: Spark sorts by a prefix of the first column, and a partition holds one
+    key or a few. Gathering each position's writers into a set, sorted by key and position,
+    and pairing each set with the one before by ``lag`` cost 2.7-2.9 s at 10 M ops, this
+    1.9 s (alone, ``docs/performance.md``).
     """
-    at = (v.obs.select("key", "idx", _node_writer().alias("w")).where(F.col("w").isNotNull())
-          .sortWithinPartitions("key", "idx")
-          .groupBy("key", "idx").agg(F.collect_set("w").alias("ws")))
-    order = Window.partitionBy("key").orderBy("idx")
-    return (at.select("ws", *(F.lag(c).over(order).alias(f"prev_{c}") for c in ("idx", "ws")),
-                      "idx")
-            .where(F.col("prev_idx") == F.col("idx") - 1)
-            .select(F.explode("prev_ws").alias("src"), "ws")
-            .select("src", F.explode("ws").alias("dst"))
-            .where(F.col("src") != F.col("dst")))
+    w = _node_writer()
+    at = v.obs.select("idx", "key", w.alias("src")).where(F.col("src").isNotNull())
+    after = (v.obs.select((F.col("idx") - 1).alias("idx"), "key", w.alias("dst"))
+             .where(F.col("dst").isNotNull()))
+    return (at.join(after.hint("merge"), ["idx", "key"])
+            .where(F.col("src") != F.col("dst")).select("src", "dst"))
 
 
 def wr_edges(h: History, v: Versions) -> DataFrame:
