@@ -26,6 +26,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,9 @@ ENV = "KAFKA_CHAOS_CDS"
 _DUMP_ENV = "KAFKA_CHAOS_CDS_DUMP"
 #: Longest ``build`` waits for its child, seconds (it took 25-26 s on the 2-core machine).
 BUILD_TIMEOUT_S = 600.0
+#: The option that maps an archive (``java_options``; ``spark.session`` starts a JVM again
+#: without it when it cannot start with it).
+MAP_OPTION = "-XX:SharedArchiveFile="
 #: HotSpot's CDS log lines (mismatched or missing archives, classes it cannot archive) would
 #: interleave with the CLI's output.
 _QUIET = "-Xlog:cds*=off"
@@ -110,7 +114,7 @@ def java_options() -> str:
         return ""
     # HotSpot stops on a damaged archive (``spark.session`` then starts without it): its crash
     # report goes beside the archive, not into the working folder
-    return (f"-XX:SharedArchiveFile={path} {_QUIET} "
+    return (f"{MAP_OPTION}{path} {_QUIET} "
             f"-XX:ErrorFile={path.parent / 'hs_err_pid%p.log'}")
 
 
@@ -132,26 +136,33 @@ def build(master: str = "local[2]", timeout_s: float = BUILD_TIMEOUT_S) -> Path:
     ``.venv``). Returns the archive's path.
 
     Raises ``CdsError`` when archives are off, there is no ``java``, or the child fails, times
-    out or writes no archive (with the end of its output)."""
+    out or writes no archive (with the end of its output). On any error, Ctrl-C included, the
+    child and its JVM are killed (a JVM that exited normally would still write the archive)
+    and the temporary file removed."""
+    if not enabled():
+        raise CdsError("class data sharing is off (KAFKA_CHAOS_CDS=off)")
     path = archive()
-    if not enabled() or path is None:
-        raise CdsError("class data sharing is off (KAFKA_CHAOS_CDS=off)" if not enabled()
-                       else "no java found (JAVA_HOME, PATH)")
+    if path is None:
+        raise CdsError("no java found (JAVA_HOME, PATH)")
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
-    env = {**os.environ, _DUMP_ENV: str(tmp)}
+    child = subprocess.Popen(
+        [sys.executable, "-c", f"from {__name__} import _child; _child({master!r})"],
+        env={**os.environ, _DUMP_ENV: str(tmp)}, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
         try:
-            child = subprocess.run(
-                [sys.executable, "-c", f"from {__name__} import _child; _child({master!r})"],
-                env=env, capture_output=True, text=True, timeout=timeout_s)
+            out, _ = child.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired as exc:
             raise CdsError(f"building the class archive took over {timeout_s:.0f} s") from exc
         if child.returncode != 0 or not tmp.is_file() or tmp.stat().st_size == 0:
-            tail = "\n".join((child.stdout + child.stderr).strip().splitlines()[-15:])
+            tail = "\n".join(out.strip().splitlines()[-15:])
             raise CdsError(f"no class archive was written (exit {child.returncode}): {tail}")
         os.replace(tmp, path)
     finally:
+        if child.poll() is None:
+            os.killpg(child.pid, signal.SIGKILL)  # the child, its JVM: no archive written
+            child.wait()
         tmp.unlink(missing_ok=True)
     made = {"java": str(java()), "jars": str(_jars())}
     for other in path.parent.glob("*.jsa"):

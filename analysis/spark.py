@@ -264,7 +264,10 @@ def session(master: str = "local[2]", small: bool = False,
         try:
             spark = builder.getOrCreate()
         except PySparkRuntimeError:
-            if not archive or archive not in settings["spark.driver.defaultJavaOptions"]:
+            # only a mapped archive is dropped: ``cds.build``'s child, which writes one, and
+            # the user's own options fail as they are
+            if (not archive.startswith(cds.MAP_OPTION)
+                    or archive not in settings["spark.driver.defaultJavaOptions"]):
                 raise
             # a JVM that cannot start with the archive (a damaged file: HotSpot stops on it)
             # starts without; the archive goes only if that start works

@@ -32,10 +32,10 @@ print(json.dumps({"mapped": ".jsa" in maps and str(cds.folder()) in maps, "resul
 
 
 def _env(cache: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "KAFKA_CHAOS_CACHE": str(cache), **extra}
+    env = {**os.environ, "KAFKA_CHAOS_CACHE": str(cache)}
     env.pop("SPARK_CONF_DIR", None)  # the analysis's own empty one, as a user gets it
     env.pop(cds.ENV, None)
-    return env
+    return {**env, **extra}
 
 
 def _check(history: Path, env: dict[str, str]) -> dict:
@@ -100,3 +100,26 @@ def test_a_built_archive_is_mapped_and_a_damaged_one_is_dropped(tmp_path) -> Non
     assert damaged["result"] == with_archive["result"]
     assert with_archive["result"]["anomaly_types"]  # the fixture has findings to compare
     assert not list(Path.cwd().glob("hs_err_pid*.log"))  # the crash report went elsewhere
+
+
+def test_a_build_that_fails_keeps_the_archive_there_was_and_leaves_no_file(tmp_path) -> None:
+    """JDK 17 refuses, as the JVM exits, to archive a class path with a folder holding files
+    (here the user's ``SPARK_CONF_DIR``): the build says so, and the archive already there
+    stays."""
+    cache = tmp_path / "cache"
+    user_conf = tmp_path / "user-conf"
+    user_conf.mkdir()
+    (user_conf / "spark-defaults.conf").write_text("")
+    env = _env(cache, SPARK_CONF_DIR=str(user_conf))
+    existing = subprocess.run([sys.executable, "-c", "from kafka_chaos.analysis import cds; "
+                               "print(cds.archive())"], env=env, capture_output=True,
+                              text=True, check=True).stdout.strip()
+    Path(existing).parent.mkdir(parents=True)
+    Path(existing).write_bytes(b"an archive of before")
+    built = subprocess.run([sys.executable, "-m", "kafka_chaos", "spark-archive"], env=env,
+                           capture_output=True, text=True, timeout=600)
+    assert built.returncode == 2, built.stdout + built.stderr
+    assert "no class archive was written" in built.stdout
+    assert Path(existing).read_bytes() == b"an archive of before"
+    assert sorted(p.name for p in (cache / "cds").iterdir()) == [Path(existing).name,
+                                                                 "spark-conf"]
