@@ -64,11 +64,9 @@ def check_master(master: str, timeout_s: float = 3.0) -> None:
 
 #: Below this many history lines a check is many small Spark jobs: the driver JVM then starts
 #: with the client compiler only and the serial collector (4,837-line history, 2 cores, cold
-#: JVM: 27.8 s instead of 35.9 s), and adaptive query execution is off: it runs each shuffle
-#: as a job of its own, and there is no skew to adapt to (799 lines: 27.7 s -> 23.5 s cold,
-#: 15.2 s -> 12.3 s warm); every shuffle goes into one partition (the checkers' single
-#: summary job of a 1,925-line history: 37 tasks in 20 stages, 8.5 s -> 4.5 s warm). Large
-#: histories keep the default JIT, AQE and ``SHUFFLE_PARTITIONS``.
+#: JVM: 27.8 s instead of 35.9 s), and every shuffle goes into one partition (the checkers'
+#: single summary job of a 1,925-line history: 37 tasks in 20 stages, 8.5 s -> 4.5 s warm).
+#: Large histories keep the default JIT and ``SHUFFLE_PARTITIONS``.
 SMALL_HISTORY_OPS = 200_000
 #: With C1 alone the JVM reserves only 48 MiB for compiled code; a session that checks a few
 #: histories filled it ("CodeCache is full. Compiler has been disabled") and slowed down.
@@ -206,17 +204,17 @@ def session(master: str = "local[2]", small: bool = False,
     Args:
         master: Spark master URL; ``local[N]`` runs N worker threads in this process's JVM.
         small: the history is small (``SMALL_HISTORY_OPS``): start the driver JVM tuned for
-            short jobs (only when this call launches the JVM), turn adaptive query execution
-            off and shuffle into one partition (runtime settings: applied to an existing
-            session too, either way).
+            short jobs (only when this call launches the JVM) and shuffle into one partition
+            (runtime settings: applied to an existing session too, either way).
         conf: Spark settings that override everything here (``--spark-conf``); those of the
             ``KAFKA_CHAOS_SPARK_CONF`` environment variable come before them.
 
     Settings: app name ``kafka-chaos``, web UI and console progress bars off, SQL shuffles into
-    ``SHUFFLE_PARTITIONS`` partitions (1 when ``small``), log level ``ERROR`` (Spark's WARN lines
-    would interleave with the CLI's output), ``driver_settings`` (driver memory, collector),
-    and ``heap_settings`` of the heap in effect once ``conf`` is applied. The driver JVM starts
-    with ``JVM_ENV`` in its environment.
+    ``SHUFFLE_PARTITIONS`` partitions (1 when ``small``), adaptive query execution off, log
+    level ``ERROR`` (Spark's WARN lines would interleave with the CLI's output),
+    ``driver_settings`` (driver memory, collector), and ``heap_settings`` of the heap in
+    effect once ``conf`` is applied. The driver JVM starts with ``JVM_ENV`` in its
+    environment.
 
     For a ``local`` master the driver binds to 127.0.0.1, and ``SPARK_LOCAL_IP`` is set to it in
     this process's environment unless already set (the JVM reads it at launch): the nemesis
@@ -343,7 +341,12 @@ def _runtime_settings(small: bool, threads: int | None = None) -> dict[str, str]
         # cached tables uncompressed: building compressed column batches cost more than it
         # saved (the reads of a 1 M-op history: 12.7 s -> 9.0 s)
         "spark.sql.inMemoryColumnarStorage.compressed": "false",
-        "spark.sql.adaptive.enabled": str(not small).lower(),
+        # Adaptive query execution off, whatever the size: it runs each shuffle as a job of
+        # its own and plans again after it, and there is no skew for it to handle (the key
+        # shuffles choose their own partitions: ``versions.key_partitions``); 799 lines:
+        # 27.7 s -> 23.5 s cold, 15.2 s -> 12.3 s warm; 10 M ops, 3 pairs: 91.2-94.8 s ->
+        # 87.9-90.3 s (``docs/performance.md``)
+        "spark.sql.adaptive.enabled": "false",
     }
     for key, (small_value, large_value) in _SHORT_JOB_SQL.items():
         settings[key] = small_value if small else large_value

@@ -197,10 +197,12 @@ def versions(h: History, partitions: int) -> Versions:
     ``partitions``: how many partitions the key shuffle makes (a key is never split).
 
     Each cached table is computed before the tables built from it are planned. Spark plans a
-    cached table when it is persisted, and under adaptive query execution a cached table
-    reports its partitioning by key only once it is computed: planned earlier, the claims'
-    aggregation and window and the joins to the writers shuffled the cached rows all over
-    again (``docs/performance.md``). What is cached is dropped again if this raises.
+    cached table when it is persisted, and under adaptive query execution (off in the
+    analysis's sessions, ``spark._runtime_settings``, but a user's ``--spark-conf`` may turn
+    it on) a cached table reports its partitioning by key only once it is computed: planned
+    earlier, the claims' aggregation and window and the joins to the writers shuffled the
+    cached rows all over again (``docs/performance.md``). What is cached is dropped again if
+    this raises.
     """
     cached: list[DataFrame] = []
     try:

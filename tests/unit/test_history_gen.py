@@ -26,7 +26,7 @@ def _gen_module():
 @pytest.mark.parametrize("plan", ["small", "large"])
 def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Path, plan: str,
                                                              monkeypatch) -> None:
-    """Both plans: a large history's (adaptive execution, sort-merge joins to the writers,
+    """Both plans: a large history's (code generation, sort-merge joins to the writers,
     several partitions) is otherwise met only by the benchmarks' large histories."""
     if plan == "large":
         monkeypatch.setattr(analysis, "SMALL_HISTORY_OPS", 0)
