@@ -26,16 +26,12 @@ import gc
 import operator
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
+import networkx as nx
 import numpy as np
-
-if TYPE_CHECKING:
-    import networkx as nx
-
-#: What the search imports when it runs, not with this module (0.25 s):
-#: ``analysis.check`` imports them in a thread while the driver JVM starts.
-MODULES = ("networkx", "scipy.sparse.csgraph")
+from scipy import sparse
+from scipy.sparse import csgraph
 
 WW = 1  # write-write: A's value precedes B's value in a key's version order
 WR = 2  # write-read: B read a value A wrote
@@ -127,8 +123,6 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float,
         reuse = True  # copies of our own
     edges, inside, cs, cd, ids = _components(s, d, reuse)
     del s, d
-    import networkx as nx  # MODULES
-
     # networkx gets just the edges that can be on a cycle
     g = nx.DiGraph()
     g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(ids[cs[inside]], ids[cd[inside]],
@@ -222,9 +216,6 @@ def _components(s: np.ndarray, d: np.ndarray,
     float64 data, which only scipy's validation asks for, is one value broadcast to every
     edge (``docs/performance.md``).
     """
-    from scipy import sparse  # MODULES
-    from scipy.sparse import csgraph
-
     cs, cd, ids = _dense_ids(s, d, in_place)
     if not len(cs):
         return 0, np.zeros(0, dtype=bool), cs, cd, ids
@@ -328,8 +319,6 @@ def _edges(g: nx.DiGraph, nodes: list[int], allowed: int,
 def _restricted_sccs(g: nx.DiGraph, comp: list[int], allowed: int,
                      deadline: float) -> list[set[int]]:
     """SCCs of the subgraph induced by ``comp`` with only the allowed edge types."""
-    import networkx as nx  # MODULES
-
     h = nx.DiGraph()
     h.add_edges_from((u, v) for u, v, _ in _edges(g, comp, allowed, deadline))
     sccs = list(nx.strongly_connected_components(h))

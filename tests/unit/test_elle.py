@@ -6,8 +6,6 @@ import dataclasses
 import itertools
 import json
 import random
-import subprocess
-import sys
 import time
 import types
 
@@ -290,19 +288,3 @@ def test_a_million_edge_history_graph_is_searched_within_its_bound():
     assert len(r.cycles["G0"]) >= 8 and len(r.cycles["G1c"]) >= 8
     cut = elle.find_cycles(src, dst, kind, time_limit_s=0.0)
     assert cut.complete is False and cut.edges == r.edges
-
-
-def test_the_search_modules_load_in_a_thread_of_the_check_not_with_the_package() -> None:
-    """networkx, scipy and pyarrow.dataset (0.4 s) are imported by ``analysis.check`` while
-    the driver JVM starts, not by ``import kafka_chaos.analysis``."""
-    code = ("import json, sys\n"
-            "from kafka_chaos import analysis\n"
-            "from kafka_chaos.analysis.checkers import cycles\n"
-            "names = (*analysis.elle.MODULES, *cycles.MODULES)\n"
-            "before = [m for m in names if m in sys.modules]\n"
-            "analysis._import_search_modules()\n"
-            "print(json.dumps([before, [m for m in names if m in sys.modules], names]))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    before, after, names = json.loads(out)
-    assert before == [] and after == names and "networkx" in names
