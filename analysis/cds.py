@@ -39,7 +39,7 @@ from kafka_chaos.history.columnar import cache_root
 ENV = "KAFKA_CHAOS_CDS"
 #: Set by ``build`` for its child: where that child's JVM writes the archive.
 _DUMP_ENV = "KAFKA_CHAOS_CDS_DUMP"
-#: Longest ``build`` waits for its child, seconds (it took 25-26 s on the 2-core machine).
+#: Longest ``build`` waits for its child, seconds (it took 25-30 s on the 2-core machine).
 BUILD_TIMEOUT_S = 600.0
 #: The option that maps an archive (``java_options``; ``spark.session`` starts a JVM again
 #: without it when it cannot start with it).

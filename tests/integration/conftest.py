@@ -11,6 +11,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -25,6 +26,17 @@ from tests.integration.sshd_hosts import PREFIX as SSH_PREFIX
 from tests.integration.sshd_hosts import SshHosts
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _sigint_as_ctrl_c() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+#: ``Popen`` keyword arguments for a runner a test interrupts with SIGINT: its Python then
+#: takes SIGINT as Ctrl-C even when the suite itself runs as a background job, which a
+#: non-interactive shell starts with SIGINT ignored (POSIX), and Python keeps an ignored
+#: SIGINT ignored: the runner then ran to its end and exited 0.
+INTERRUPTIBLE = {"preexec_fn": _sigint_as_ctrl_c}
 
 
 def leftovers() -> list[str]:

@@ -17,7 +17,7 @@ from junitparser import JUnitXml
 
 from kafka_chaos import compare
 from kafka_chaos.history import read_history
-from tests.integration.conftest import ROOT, kafka_chaos, leftovers
+from tests.integration.conftest import INTERRUPTIBLE, ROOT, kafka_chaos, leftovers
 
 pytestmark = pytest.mark.kafka
 
@@ -38,7 +38,8 @@ def test_a_comparison_interrupted_and_resumed_matches_its_cells(tmp_path):
         [sys.executable, "-m", "kafka_chaos", "compare", *MATRIX, "--nemesis", "kill",
          "--nemesis-targets", "leader", "--nemesis-interval", "3", "--time-limit", "10",
          "--seed", "1", "--out", str(tmp_path)],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        **INTERRUPTIBLE)
     [directory] = _wait_for_dir(tmp_path)
     manifest = directory / compare.MANIFEST
     second = directory / "2_acks=1_min.insync.replicas=2" / "seed-1" / "history.jsonl"

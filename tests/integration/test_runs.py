@@ -21,7 +21,8 @@ from junitparser import JUnitXml
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.schedule import parse_targets, plan, schedule_rng
-from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare, results_of
+from tests.integration.conftest import (INTERRUPTIBLE, ROOT, kafka_chaos, leftovers, prepare,
+                                       results_of)
 
 pytestmark = pytest.mark.kafka
 
@@ -364,7 +365,8 @@ def test_ctrl_c_in_a_scenario_step_heals_and_tears_down(tmp_path):
     nothing left (rules, JVMs, namespaces, FUSE mounts), and the history still analysable."""
     runner = subprocess.Popen([sys.executable, "-m", "kafka_chaos", "run", "--scenario",
                                "last-replica-standing", "--out", str(tmp_path)],
-                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+                              cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                              **INTERRUPTIBLE)
     history = tmp_path / "latest" / "history.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
