@@ -26,12 +26,16 @@ import gc
 import operator
 import time
 from collections import deque
-from typing import Any, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterable, Iterator
 
-import networkx as nx
 import numpy as np
-from scipy import sparse
-from scipy.sparse import csgraph
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+#: What the search imports when it runs, not with this module (0.25 s):
+#: ``analysis.check`` imports them in a thread while the driver JVM starts.
+MODULES = ("networkx", "scipy.sparse.csgraph")
 
 WW = 1  # write-write: A's value precedes B's value in a key's version order
 WR = 2  # write-read: B read a value A wrote
@@ -123,6 +127,8 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float,
         reuse = True  # copies of our own
     edges, inside, cs, cd, ids = _components(s, d, reuse)
     del s, d
+    import networkx as nx  # MODULES
+
     # networkx gets just the edges that can be on a cycle
     g = nx.DiGraph()
     g.add_edges_from((a, b, {"kind": m}) for (a, b), m in _merge(ids[cs[inside]], ids[cd[inside]],
@@ -211,11 +217,14 @@ def _components(s: np.ndarray, d: np.ndarray,
     millions of edges in seconds, where networkx needs minutes and gigabytes).
 
     Memory, for the 38.5 M distinct edges of a 10 M-op history: the node ids are renumbered
-    densely (they span every history line; the nodes are a quarter of them), in place when
-    ``in_place``; the graph is one CSR matrix whose duplicates scipy merges in place, and its
-    float64 data, which only scipy's validation asks for, is one value broadcast to every
-    edge (``docs/performance.md``).
+    in place when ``in_place`` (every id of their span, 14.7 M, of which 9.6 M are nodes:
+    ``_dense_ids``); the graph is one CSR matrix whose duplicates scipy merges in place, and
+    its float64 data, which only scipy's validation asks for, is one value broadcast to
+    every edge (``docs/performance.md``).
     """
+    from scipy import sparse  # MODULES
+    from scipy.sparse import csgraph
+
     cs, cd, ids = _dense_ids(s, d, in_place)
     if not len(cs):
         return 0, np.zeros(0, dtype=bool), cs, cd, ids
@@ -235,15 +244,13 @@ def _components(s: np.ndarray, d: np.ndarray,
     return edges, inside, cs, cd, ids
 
 
-#: Edges renumbered per step of an in-place renumbering (``_dense_ids``): 16 MiB of int32.
-_CHUNK = 1 << 22
-
-
 def _dense_ids(s: np.ndarray, d: np.ndarray,
                in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``(cs, cd, ids)``: ``s`` and ``d`` renumbered ``0..len(ids)-1`` (int32 below 2**31
-    nodes), ``ids[i]`` the id numbered i, in ``s``'s dtype. ``in_place``: ``cs`` and ``cd``
-    are ``s`` and ``d``, overwritten (``_CHUNK`` edges at a time, so no full-size copy)."""
+    """``(cs, cd, ids)``: ``s`` and ``d`` renumbered ``0..len(ids)-1``, ``ids[i]`` the id
+    numbered i, in ``s``'s dtype. When the ids are not much sparser than the edges, every id
+    of their span ``lo..hi`` gets a number, ``id - lo`` (in ``s``'s dtype when the span fits
+    it); otherwise only the ids present do (``np.unique``). ``in_place``: ``cs`` and ``cd``
+    are ``s`` and ``d``, overwritten, where the numbers fit their dtype."""
     lo = int(min(s.min(initial=0), d.min(initial=0)))
     hi = int(max(s.max(initial=-1), d.max(initial=-1)))
     slots = hi + 1 - lo
@@ -253,24 +260,17 @@ def _dense_ids(s: np.ndarray, d: np.ndarray,
             return inverse[:len(s)], inverse[len(s):], ids
         s[:], d[:] = inverse[:len(s)], inverse[len(s):]
         return s, d, ids
-    # One slot per id, indexed by the id itself: numpy reads a negative index from the end,
-    # so the timeline nodes' ids land after the ops' and no shifted copy of the edge lists is
-    # made (nor an int64 one: np.take and np.put would convert int32 indexes to int64).
-    present = np.zeros(slots, dtype=bool)
-    present[s] = True
-    present[d] = True
-    ids = np.flatnonzero(present)
-    ids[ids > hi] -= slots  # slot -> id
-    ids = ids.astype(s.dtype)
-    dense = np.cumsum(present, dtype=np.int32 if slots < 2**31 else np.int64)
-    del present
-    dense -= 1  # slot -> its id's dense number (where an id is present)
-    if not in_place:
-        return dense[s], dense[d], ids
-    for a in (s, d):
-        for i in range(0, len(a), _CHUNK):
-            a[i:i + _CHUNK] = dense[a[i:i + _CHUNK]]
-    return s, d, ids
+    # A subtraction, in place: the ids absent from the edges become isolated nodes, which the
+    # component search passes in no time. Numbering only the ids present (a table over the
+    # span, marked, summed and gathered) made the search of a 10 M-op history's 40 M edges
+    # take 2.8 s instead of 2.2 s (medians of 6 calls, ``docs/performance.md``).
+    ids = np.arange(lo, hi + 1, dtype=s.dtype)
+    if slots > np.iinfo(s.dtype).max:  # numbers past the dtype: int64 copies
+        return s.astype(np.int64) - lo, d.astype(np.int64) - lo, ids
+    cs, cd = (s, d) if in_place else (s.copy(), d.copy())
+    cs -= s.dtype.type(lo)
+    cd -= s.dtype.type(lo)
+    return cs, cd, ids
 
 
 def _merge(src: np.ndarray, dst: np.ndarray, kind: np.ndarray) -> dict[tuple[int, int], int]:
@@ -319,6 +319,8 @@ def _edges(g: nx.DiGraph, nodes: list[int], allowed: int,
 def _restricted_sccs(g: nx.DiGraph, comp: list[int], allowed: int,
                      deadline: float) -> list[set[int]]:
     """SCCs of the subgraph induced by ``comp`` with only the allowed edge types."""
+    import networkx as nx  # MODULES
+
     h = nx.DiGraph()
     h.add_edges_from((u, v) for u, v, _ in _edges(g, comp, allowed, deadline))
     sccs = list(nx.strongly_connected_components(h))

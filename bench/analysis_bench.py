@@ -3,7 +3,7 @@ exactness against the seeded anomalies, and the ratio to a DuckDB reference quer
 
     PYTHONPATH=. python bench/analysis_bench.py [--sizes 100000,1000000,10000000]
         [--data /var/tmp/kc-bench] [--anomalies 3] [--master local[2]] [--convert]
-        [--python OTHER_CHECKOUT/.venv/bin/python]
+        [--python OTHER_CHECKOUT/.venv/bin/python] [--repeats 1]
 
 For each size, ``bench/history_gen.py`` writes a history (kept in ``--data`` and reused by later
 runs with the same size, anomalies and seed) with its columnar copy, as the recorder does. Then,
@@ -17,8 +17,10 @@ each in a fresh process (so start-up costs count and RSS is that job's alone):
   two offsets). It reads only what those two checks need: the practical single-node floor.
 
 Peak RSS is sampled every 100 ms over the process and all its descendants (the Spark JVM), summed.
-Prints one line per size and job, then a table; exits 1 when a seeded count was not found
-exactly.
+``--repeats N`` runs both jobs N times per size, alternating (analysis, DuckDB, analysis, ...),
+so that a slow minute of a shared machine falls on both; the table then shows the median of
+each job's wall times, their ratio, and the highest peak. Prints one line per size and job,
+then a table; exits 1 when a seeded count was not found exactly in some run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -139,36 +142,49 @@ def main() -> int:
                          "checkout's virtualenv: a before/after comparison on the same files)")
     ap.add_argument("--convert", action="store_true",
                     help="remove the columnar copy first: time its conversion too")
+    ap.add_argument("--repeats", type=int, default=1,
+                    help="runs of each job per size, alternating; the table shows medians")
     args = ap.parse_args()
+    if args.repeats < 1:
+        ap.error(f"--repeats must be 1 or more, got {args.repeats}")
     sizes = [int(s) for s in args.sizes.split(",")]
     rows = []
     exact = True
     for n in sizes:
         path, expected = dataset(args.data, n, args.anomalies, args.seed)
         size_mb = path.stat().st_size / 1e6
-        if args.convert:
-            shutil.rmtree(path.with_name("history.parquet"), ignore_errors=True)
-        wall, rss, r, parts = measure([args.python, "-P", "-c", CHECK, str(path), args.master])
-        ok = r["counts"] == expected and not r["unknown"]
-        exact &= ok
-        print(f"{n:>10,} ops ({size_mb:,.0f} MB): analysis {wall:.1f} s wall "
-              f"(check {r['analysis_time_s']:.1f} s: {r['timings_s']}), peak RSS "
-              f"{rss / 2**30:.2f} GiB (peaks: Python {parts['python'] / 2**30:.2f}, JVM "
-              f"{parts['jvm'] / 2**30:.2f}), {'exact' if ok else 'NOT EXACT'}", flush=True)
-        if not ok:
-            print(f"  expected {expected}\n  found    {r['counts']}\n  unknown  {r['unknown']}")
-        d_wall, d_rss, d, _ = measure([sys.executable, "-P", "-c", DUCKDB, str(path)])
-        print(f"{'':>10} duckdb reference {d_wall:.1f} s, peak RSS {d_rss / 2**30:.2f} GiB, "
-              f"{d['counts']} (seeded: lost-write {expected.get('lost-write', 0)}, "
-              f"duplicate {expected.get('duplicate', 0)})", flush=True)
-        rows.append((n, wall, rss, d_wall, d_rss))
+        walls, rsses, d_walls = [], [], []
+        for _ in range(args.repeats):
+            if args.convert:
+                shutil.rmtree(path.with_name("history.parquet"), ignore_errors=True)
+            wall, rss, r, parts = measure([args.python, "-P", "-c", CHECK, str(path),
+                                           args.master])
+            ok = r["counts"] == expected and not r["unknown"]
+            exact &= ok
+            print(f"{n:>10,} ops ({size_mb:,.0f} MB): analysis {wall:.1f} s wall "
+                  f"(check {r['analysis_time_s']:.1f} s: {r['timings_s']}), peak RSS "
+                  f"{rss / 2**30:.2f} GiB (peaks: Python {parts['python'] / 2**30:.2f}, JVM "
+                  f"{parts['jvm'] / 2**30:.2f}), {'exact' if ok else 'NOT EXACT'}", flush=True)
+            if not ok:
+                print(f"  expected {expected}\n  found    {r['counts']}\n"
+                      f"  unknown  {r['unknown']}")
+            d_wall, d_rss, d, _ = measure([sys.executable, "-P", "-c", DUCKDB, str(path)])
+            print(f"{'':>10} duckdb reference {d_wall:.1f} s, peak RSS {d_rss / 2**30:.2f} GiB, "
+                  f"{d['counts']} (seeded: lost-write {expected.get('lost-write', 0)}, "
+                  f"duplicate {expected.get('duplicate', 0)}), ratio {wall / d_wall:.2f}",
+                  flush=True)
+            walls.append(wall)
+            rsses.append(rss)
+            d_walls.append(d_wall)
+        rows.append((n, statistics.median(walls), max(rsses), statistics.median(d_walls)))
     print(f"\n{'ops':>11} {'wall s':>8} {'ops/s':>9} {'peak GiB':>9} {'duckdb s':>9} {'ratio':>6}"
-          f" {'vs linear':>9}")
+          f" {'vs linear':>9}" + ("  (medians of %d runs)" % args.repeats
+                                   if args.repeats > 1 else ""))
     base = rows[0]
-    for n, wall, rss, d_wall, _ in rows:
+    for n, wall, rss, d_wall in rows:
         linear = (wall / base[1]) / (n / base[0])
         print(f"{n:>11,} {wall:>8.1f} {n / wall:>9,.0f} {rss / 2**30:>9.2f} {d_wall:>9.1f} "
-              f"{wall / d_wall:>6.1f} {linear:>9.2f}")
+              f"{wall / d_wall:>6.2f} {linear:>9.2f}")
     return 0 if exact else 1
 
 

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.dataset as pads
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -38,6 +37,9 @@ from kafka_chaos.analysis.remote import is_url
 
 #: Default bound of the cycle search, seconds (``analysis.check`` passes its own).
 TIME_LIMIT_S = 120.0
+#: What ``node_table`` imports when it runs, not with this module (it imports pandas: 0.2 s):
+#: ``analysis.check`` imports it in a thread while the driver JVM starts.
+MODULES = ("pyarrow.dataset",)
 
 
 def nodes(h: History) -> DataFrame:
@@ -64,6 +66,8 @@ def node_table(h: History, id_type: str = "int") -> pa.Table:
     if path is None or is_url(path):
         return nodes(h).select(F.col("op").cast(id_type), "process", "ok", "invoke_time",
                                "time").toArrow()
+    import pyarrow.dataset as pads  # MODULES
+
     field = pads.field
     # ``~final`` is NULL for a NULL ``final``: the row is dropped, as Spark's ``where`` drops it
     where = (field("pid").is_valid() & field("f").isin(list(MOP_FS)) & ~field("final")

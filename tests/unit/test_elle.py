@@ -6,6 +6,8 @@ import dataclasses
 import itertools
 import json
 import random
+import subprocess
+import sys
 import time
 import types
 
@@ -229,6 +231,15 @@ def test_renumbering_in_place_finds_the_same(noise, path, spread, dtype):
     assert len(copied.cycles["G1c"]) >= 1
 
 
+def test_renumbering_past_its_dtype_copies_to_int64():
+    """A span of ids wider than their dtype holds is numbered in int64 copies, not in place."""
+    s, d = np.array([-100, 100, 5], dtype=np.int8), np.array([100, -100, -100], dtype=np.int8)
+    cs, cd, ids = elle._dense_ids(s, d, in_place=True)
+    assert cs.dtype == cd.dtype == np.int64 and (cs.min(), cs.max()) == (0, 200)
+    assert ids[cs].tolist() == [-100, 100, 5] and ids[cd].tolist() == [100, -100, -100]
+    assert s.tolist() == [-100, 100, 5]  # untouched
+
+
 # --- the time bound ----------------------------------------------------------------------
 
 def overlapping_cycles(n: int) -> list[tuple[int, int, int]]:
@@ -288,3 +299,19 @@ def test_a_million_edge_history_graph_is_searched_within_its_bound():
     assert len(r.cycles["G0"]) >= 8 and len(r.cycles["G1c"]) >= 8
     cut = elle.find_cycles(src, dst, kind, time_limit_s=0.0)
     assert cut.complete is False and cut.edges == r.edges
+
+
+def test_the_search_modules_load_in_a_thread_of_the_check_not_with_the_package() -> None:
+    """networkx, scipy and pyarrow.dataset (0.4 s) are imported by ``analysis.check`` while
+    the driver JVM starts, not by ``import kafka_chaos.analysis``."""
+    code = ("import json, sys\n"
+            "from kafka_chaos import analysis\n"
+            "from kafka_chaos.analysis.checkers import cycles\n"
+            "names = (*analysis.elle.MODULES, *cycles.MODULES)\n"
+            "before = [m for m in names if m in sys.modules]\n"
+            "analysis._import_search_modules()\n"
+            "print(json.dumps([before, [m for m in names if m in sys.modules], names]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    before, after, names = json.loads(out)
+    assert before == [] and after == names and "networkx" in names
