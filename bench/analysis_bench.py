@@ -178,7 +178,7 @@ def main() -> int:
             d_walls.append(d_wall)
         rows.append((n, statistics.median(walls), max(rsses), statistics.median(d_walls)))
     print(f"\n{'ops':>11} {'wall s':>8} {'ops/s':>9} {'peak GiB':>9} {'duckdb s':>9} {'ratio':>6}"
-          f" {'vs linear':>9}" + ("  (medians of %d runs)" % args.repeats
+          f" {'vs linear':>9}" + (f"  (medians of {args.repeats} runs)"
                                    if args.repeats > 1 else ""))
     base = rows[0]
     for n, wall, rss, d_wall in rows:
