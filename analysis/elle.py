@@ -213,19 +213,19 @@ def _components(s: np.ndarray, d: np.ndarray,
                 in_place: bool) -> tuple[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(distinct (src, dst) pairs, mask of the edges inside a strongly connected component
     of two nodes or more, cs, cd, ids)``: only those edges can be on a cycle; ``cs``, ``cd``,
-    ``ids`` as ``_dense_ids`` returns them. Components by scipy (compiled code: tens of
+    ``ids`` as ``_renumber`` returns them. Components by scipy (compiled code: tens of
     millions of edges in seconds, where networkx needs minutes and gigabytes).
 
     Memory, for the 38.5 M distinct edges of a 10 M-op history: the node ids are renumbered
     in place when ``in_place`` (every id of their span, 14.7 M, of which 9.6 M are nodes:
-    ``_dense_ids``); the graph is one CSR matrix whose duplicates scipy merges in place, and
+    ``_renumber``); the graph is one CSR matrix whose duplicates scipy merges in place, and
     its float64 data, which only scipy's validation asks for, is one value broadcast to
     every edge (``docs/performance.md``).
     """
     from scipy import sparse  # MODULES
     from scipy.sparse import csgraph
 
-    cs, cd, ids = _dense_ids(s, d, in_place)
+    cs, cd, ids = _renumber(s, d, in_place)
     if not len(cs):
         return 0, np.zeros(0, dtype=bool), cs, cd, ids
     m = len(ids)
@@ -244,8 +244,8 @@ def _components(s: np.ndarray, d: np.ndarray,
     return edges, inside, cs, cd, ids
 
 
-def _dense_ids(s: np.ndarray, d: np.ndarray,
-               in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _renumber(s: np.ndarray, d: np.ndarray,
+              in_place: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(cs, cd, ids)``: ``s`` and ``d`` renumbered ``0..len(ids)-1``, ``ids[i]`` the id
     numbered i, in ``s``'s dtype. When the ids are not much sparser than the edges, every id
     of their span ``lo..hi`` gets a number, ``id - lo`` (in ``s``'s dtype when the span fits
@@ -266,10 +266,11 @@ def _dense_ids(s: np.ndarray, d: np.ndarray,
     # take 2.8 s instead of 2.2 s (medians of 6 calls, ``docs/performance.md``).
     ids = np.arange(lo, hi + 1, dtype=s.dtype)
     if slots > np.iinfo(s.dtype).max:  # numbers past the dtype: int64 copies
-        return s.astype(np.int64) - lo, d.astype(np.int64) - lo, ids
-    cs, cd = (s, d) if in_place else (s.copy(), d.copy())
-    cs -= s.dtype.type(lo)
-    cd -= s.dtype.type(lo)
+        cs, cd = s.astype(np.int64), d.astype(np.int64)
+    else:
+        cs, cd = (s, d) if in_place else (s.copy(), d.copy())
+    cs -= cs.dtype.type(lo)
+    cd -= cd.dtype.type(lo)
     return cs, cd, ids
 
 

@@ -234,7 +234,7 @@ def test_renumbering_in_place_finds_the_same(noise, path, spread, dtype):
 def test_renumbering_past_its_dtype_copies_to_int64():
     """A span of ids wider than their dtype holds is numbered in int64 copies, not in place."""
     s, d = np.array([-100, 100, 5], dtype=np.int8), np.array([100, -100, -100], dtype=np.int8)
-    cs, cd, ids = elle._dense_ids(s, d, in_place=True)
+    cs, cd, ids = elle._renumber(s, d, in_place=True)
     assert cs.dtype == cd.dtype == np.int64 and (cs.min(), cs.max()) == (0, 200)
     assert ids[cs].tolist() == [-100, 100, 5] and ids[cd].tolist() == [100, -100, -100]
     assert s.tolist() == [-100, 100, 5]  # untouched
