@@ -68,6 +68,9 @@ class History:
       the op), ``key, value, offset`` (from the delivery report, NULL if none).
     - ``reads``: one row per record a poll returned: ``op, process, f, type, final, pos, rec``
       (position in that poll's list for the key), ``key, offset, value``.
+    - ``read_values``: one row per value a poll returned, final reads' included: ``type``
+      (the name, not a code), ``key, value``: the values' lists alone exploded, whose
+      offsets are then never read (the proof of ``info`` transactions needs no more).
     - in ``sends`` and ``reads``, ``type`` and ``f`` are codes (``TYPES``, ``FS``; ``is_type``,
       ``is_f``, ``type_name``).
     - ``ranges``: final reads' complete ranges: ``op, key, start, end`` (end exclusive),
@@ -86,6 +89,7 @@ class History:
     ops: DataFrame
     sends: DataFrame
     reads: DataFrame
+    read_values: DataFrame
     ranges: DataFrame
     events: DataFrame
     n_ops: int
@@ -146,11 +150,12 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
                      F.posexplode(F.arrays_zip("offsets", "values")).alias("rec", "r"))
              .select("op", "process", "f", "type", "final", "pos", "rec", "key",
                      F.col("r.offsets").alias("offset"), F.col("r.values").alias("value")))
+    read_values = df["reads"].select("type", "key", F.explode("values").alias("value"))
     if meta.get("header") is not None:  # a format-2 header's configuration always wins
         config = meta["header"].get("config")
-    return History(pairs=pairs, ops=ops, sends=sends, reads=reads, ranges=df["ranges"],
-                   events=df["events"], n_ops=meta["ops"], format=meta["format"],
-                   config=config, rows=dict(meta.get("rows", {})),
+    return History(pairs=pairs, ops=ops, sends=sends, reads=reads, read_values=read_values,
+                   ranges=df["ranges"], events=df["events"], n_ops=meta["ops"],
+                   format=meta["format"], config=config, rows=dict(meta.get("rows", {})),
                    counts=meta.get("op_counts", {}), records_read=meta.get("records", 0),
                    sends_by_key=_sends_by_key(meta), tables=dict(tables))
 

@@ -151,6 +151,27 @@ def test_reads_of_uncommitted_data_are_permitted_only_under_read_uncommitted(run
     assert result["anomalies"]["G1a"]["rule"] == "read-uncommitted"
 
 
+@pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
+def test_an_info_transaction_is_acknowledged_when_an_ok_op_read_one_of_its_values(
+        run, isolation: str) -> None:
+    """Jepsen's ``must-have-committed?``: a transaction that ended ``info`` committed if an
+    ``ok`` op read one of its values, so its other sends are acknowledged writes and one
+    never read is lost; one nobody read proves nothing. Under ``read_uncommitted`` a read
+    proves nothing either."""
+    q = (Q(txn=True, isolation_level=isolation).assign(20, [0, 1])
+         .txn(1, [("send", 0, 10), ("send", 0, 11)], type="info")
+         .txn(2, [("send", 1, 20), ("send", 1, 21)], type="info")
+         .poll(20, {0: [(0, 10)]})
+         .final(30, 0, [(0, 10)], end=2).final(30, 1, [], end=2))
+    result = run(q)
+    if isolation == "read_committed":
+        assert found(result) == {"lost-write": 1}
+        lost = first(result, "lost-write")
+        assert (lost["key"], lost["value"], lost["type"]) == (0, 11, "info")
+    else:
+        assert found(result) == {}
+
+
 def test_rebalance_and_seek_events_reset_only_their_key(run) -> None:
     """A consumer moved back on one key by a rebalance or a seek reads it again without a
     nonmonotonic-poll; the same step back on a key no event touched is one."""
