@@ -68,11 +68,11 @@ class History:
       the op), ``key, value, offset`` (from the delivery report, NULL if none).
     - ``reads``: one row per record a poll returned: ``op, process, f, type, final, pos, rec``
       (position in that poll's list for the key), ``key, offset, value``.
-    - ``read_values``: one row per value a poll returned, final reads' included: ``type``
-      (the name, not a code), ``key, value``: the values' lists alone exploded, whose
-      offsets are then never read (the proof of ``info`` transactions needs no more).
-    - in ``sends`` and ``reads``, ``type`` and ``f`` are codes (``TYPES``, ``FS``; ``is_type``,
-      ``is_f``, ``type_name``).
+    - ``read_values``: one row per value a poll returned, final reads' included: ``type,
+      key, value``: the values' lists alone exploded, whose offsets are then never read (the
+      proof of ``info`` transactions needs no more).
+    - in ``sends``, ``reads`` and ``read_values``, ``type`` and ``f`` are codes (``TYPES``,
+      ``FS``; ``is_type``, ``is_f``, ``type_name``).
     - ``ranges``: final reads' complete ranges: ``op, key, start, end`` (end exclusive),
       ``eof`` (this read reached the end of the partition).
     - ``events``: ``process, op, type, pos, kind`` (assigned, revoked, lost, committed, seek),
@@ -150,7 +150,8 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
                      F.posexplode(F.arrays_zip("offsets", "values")).alias("rec", "r"))
              .select("op", "process", "f", "type", "final", "pos", "rec", "key",
                      F.col("r.offsets").alias("offset"), F.col("r.values").alias("value")))
-    read_values = df["reads"].select("type", "key", F.explode("values").alias("value"))
+    read_values = df["reads"].select(_code("type", TYPES), "key",
+                                     F.explode("values").alias("value"))
     if meta.get("header") is not None:  # a format-2 header's configuration always wins
         config = meta["header"].get("config")
     return History(pairs=pairs, ops=ops, sends=sends, reads=reads, read_values=read_values,

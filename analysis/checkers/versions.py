@@ -183,7 +183,7 @@ def proven_txns(h: History) -> DataFrame:
     zips the offsets and values into records first (``docs/performance.md``)."""
     info = (h.sends.where(is_f("f", "txn") & is_type("type", "info"))
             .select("op", "key", "value"))
-    read = h.read_values.where(F.col("type") == "ok").select("key", "value")
+    read = h.read_values.where(is_type("type", "ok")).select("key", "value")
     return read.join(F.broadcast(info), ["key", "value"]).select("op").distinct()
 
 
