@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.analysis import elle, promises, remote
+from kafka_chaos.analysis import elle, judge, promises, remote
 from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, EXAMPLES, cycles,
                                           versions)
 from kafka_chaos.analysis.checkers.common import summarize
@@ -61,10 +61,13 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
 
         {"valid": True | False | "unknown",
          "anomalies": {name: {"count": n, "examples": [...], "permitted": bool,
+                              "outcomes": {"permitted": n, "violation": n, "unexplained": n},
+                              "rules": {rule: n permitted by it},
                               "rule": str | None, "because": str, "source": str | None,
                               "side": "log" | "consumer"}, ...},
          "anomaly_types": [names with count > 0],
-         "violations": [found names not permitted], "permitted": [found names permitted],
+         "violations": [names with a violation], "permitted": [names all permitted],
+         "unexplained": [names with a finding the record cannot explain or rule out],
          "cycle_search": {"complete", "components", "largest_component", "edges", "time_s"},
          "stats": see analysis.stats.count_ops, "format": 1 | 2, "config_known": bool,
          "unknown_reasons": [str, ...],
@@ -77,11 +80,16 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     ``anomalies`` has every name of ``ANOMALIES`` in that order. An anomaly whose checker
     raised has ``"count": None`` and an ``"error"``.
 
+    Each finding is judged on its own (``analysis.judge``, ``analysis.promises``): permitted
+    only when a rule of the configuration holds for it and the run's record shows the rule's
+    event on its partition in its window; examples carry their ``outcome`` and, when
+    permitted, the ``rule`` and ``evidence``.
+
     Validity merges like Jepsen's ``checker/compose`` (false > unknown > true): ``False`` if a
-    violation was found (an anomaly the configuration does not permit, ``analysis.promises``);
-    else ``"unknown"`` if nothing was acknowledged, some acknowledged writes could not be judged
-    (no final read covers them), a checker raised, or the cycle search hit its time bound (an
-    exception never yields ``True``); else ``True``.
+    violation was found; else ``"unknown"`` if nothing was acknowledged, some acknowledged
+    writes could not be judged (no final read covers them), a finding is unexplained (the
+    record is blind where its permitting event would be), a checker raised, or the cycle
+    search hit its time bound (an exception never yields ``True``); else ``True``.
 
     Raises:
         HistoryError: malformed or empty history (checked before Spark starts); names the line.
@@ -117,6 +125,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     config = h.config
     reasons: list[str] = []
     cycle_reasons: list[str] = []
+    judged: dict[str, Any] = {}
     try:
         # The three families are independent Spark queries over the same cached table. On a
         # small history each is a few short jobs whose cost is driver-side planning, so
@@ -124,11 +133,12 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         # order stays deterministic.
         with ThreadPoolExecutor(3, thread_name_prefix="analysis") as pool:
             counting = pool.submit(_timed, timings, "count", _count_ops, h, v, path)
-            checking = pool.submit(_timed, timings, "checkers", _run_checkers, h, v, reasons)
+            checking = pool.submit(_timed, timings, "checkers", _run_checkers, h, v, reasons,
+                                   judged)
             searching = pool.submit(_timed, timings, "cycles", _search_cycles, h, v,
                                     cycle_time_limit_s, cycle_reasons)
             try:
-                op_stats, no_final, nemesis_ok = counting.result()
+                op_stats, no_final, _ = counting.result()
                 anomalies = checking.result()
                 found, search = searching.result()
             except BaseException:
@@ -162,20 +172,31 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         if name not in anomalies:  # a checker bug; treated like a raise, never as "none found"
             reasons.append(f"no checker reported {name}")
             anomalies[name] = {"count": None, "examples": [], "error": "not reported"}
-    facts = promises.facts_of(config, nemesis_ok)
+    try:
+        reasons.extend(judge.judge(h, anomalies, judged["facts"], judged["record"]))
+    except Exception as exc:  # the findings stand; how they are judged is then unknown
+        reasons.append(f"judging the findings raised: {type(exc).__name__}: {_short(exc)}")
+        for a in anomalies.values():
+            a.pop("cases", None)
+            if a.get("count"):
+                a.update(permitted=False, outcomes={"permitted": 0, "violation": 0,
+                                                    "unexplained": a["count"]}, rules={})
     for name in ANOMALIES:
-        anomalies[name].update(promises.judge(name, facts),
-                               side="consumer" if name in CONSUMER_SIDE else "log")
+        anomalies[name]["side"] = "consumer" if name in CONSUMER_SIDE else "log"
     anomalies = {name: anomalies[name] for name in ANOMALIES}
     found = [name for name, a in anomalies.items() if a["count"]]
-    violations = [name for name in found if not anomalies[name]["permitted"]]
+    violations = [name for name in found
+                  if (anomalies[name].get("outcomes") or {}).get("violation")]
+    unexplained = [name for name in found
+                   if (anomalies[name].get("outcomes") or {}).get("unexplained")]
     valid: bool | str = False if violations else ("unknown" if reasons else True)
     return {
         "valid": valid,
         "anomalies": anomalies,
         "anomaly_types": found,
         "violations": violations,
-        "permitted": [name for name in found if anomalies[name]["permitted"]],
+        "permitted": [name for name in found if anomalies[name].get("permitted")],
+        "unexplained": unexplained,
         "cycle_search": search,
         "stats": op_stats,
         "format": meta["format"],
@@ -225,11 +246,18 @@ def _search_cycles(h: History, v, time_limit_s: float | None,
         return found, None
 
 
-def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]]:
+def _run_checkers(h: History, v, reasons: list[str],
+                  judged: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """Every ``CHECKERS`` entry, summarised in one Spark job; when that job fails, each checker
     alone, so a broken one marks only its own anomalies unknown and hides no other finding.
-    Then ``EXAMPLES`` completes the examples of what was found (a raise makes those anomalies
-    unknown too)."""
+    The run's record (``judge.record``) is read first: it decides which anomalies are judged
+    finding by finding, whose cases the job then collects whole (``judged`` gets ``facts``
+    and ``record``). Then ``EXAMPLES`` completes the examples of what was found (a raise
+    makes those anomalies unknown too)."""
+    rec = judge.record(h)
+    facts = promises.facts_of(h.config, rec)
+    judged.update(facts=facts, record=rec)
+    every = judge.per_case(list(ANOMALIES), facts)
     frames: dict[str, Any] = {}
     anomalies: dict[str, dict[str, Any]] = {}
     for name, checker in CHECKERS.items():
@@ -239,11 +267,12 @@ def _run_checkers(h: History, v, reasons: list[str]) -> dict[str, dict[str, Any]
             _failed(anomalies, reasons, name, exc)
     kinds = [k for name in frames for k in name.split("+")]
     try:
-        anomalies.update(summarize(frames.values(), kinds))
+        anomalies.update(summarize(frames.values(), kinds, every & set(kinds)))
     except Exception:
         for name, frame in frames.items():
             try:
-                anomalies.update(summarize([frame], name.split("+")))
+                mine = name.split("+")
+                anomalies.update(summarize([frame], mine, every & set(mine)))
             except Exception as exc:
                 _failed(anomalies, reasons, name, exc)
     for name, complete in EXAMPLES.items():

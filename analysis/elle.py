@@ -66,7 +66,8 @@ class CycleReport:
     """What ``find_cycles`` found; JSON-able through ``dataclasses.asdict``.
 
     ``cycles``: every name of ``CYCLE_ANOMALIES`` -> cycles found (at most one per strongly
-    connected component of the graph restricted to that anomaly's edge types); a cycle is a
+    connected component of the graph restricted to that anomaly's edge types; for G1c and its
+    variants, one without a ww step wherever the component holds one); a cycle is a
     list of steps ``{"from": op, "to": op, "type": "ww" | "wr" | "process" | "realtime"}``,
     chained, closed, starting at its smallest op; cycles are ordered by that op.
     ``complete``: False when the time bound stopped the search (then the lists hold what was
@@ -144,8 +145,21 @@ def _find_cycles(src: Any, dst: Any, kind: Any, started: float, deadline: float,
         for comp in sorted(comps, key=len):
             cut: dict[int, list[list[int]]] = {_ALL: [comp]}
             for name, (allowed, required) in ANOMALY_SPECS.items():
+                # A G1c without a ww step is searched for first in each component: a cycle
+                # of wr (process, realtime) edges alone is no artefact of the write order
+                # inferred from offsets, so it must not hide behind one that has a ww step
+                free = allowed & ~WW if WR in required and allowed & WW else 0
+                free_sccs = _cut(g, cut, free, deadline) if free else []
                 for sub in _cut(g, cut, allowed, deadline):
-                    found = _search(_adjacency(g, sub, allowed, deadline), required, deadline)
+                    found = None
+                    inside = set(sub)
+                    for f in (f for f in free_sccs if f[0] in inside):
+                        found = _search(_adjacency(g, f, free, deadline), required, deadline)
+                        if found is not None:
+                            break
+                    if found is None:
+                        found = _search(_adjacency(g, sub, allowed, deadline), required,
+                                        deadline)
                     if found is not None:
                         cycles[name].append(found)
     except _OutOfTime:

@@ -77,7 +77,75 @@ _RENDER: dict[str, Callable[[dict], str]] = {
     "group-redelivery": lambda ex: (f"group {ex['group']} delivered key {ex['key']} offset "
                                     f"{ex['offset']} (value {ex['value']}) {ex['deliveries']} "
                                     f"times{_ops(ex)}"),
+    "group-rewind": lambda ex: (f"group {ex['group']} delivered key {ex['key']} offset "
+                                f"{ex['offset']} (value {ex['value']}) again after it had "
+                                f"committed offset {ex['committed']}{_ops(ex)}"),
+    "eos-duplicate": lambda ex: (f"group {ex['group']} consumed key {ex['key']} offset "
+                                 f"{ex['offset']} (value {ex['value']}) in two committed "
+                                 f"transactions{_ops(ex)}"),
+    "garbage-read": lambda ex: (f"key {ex['key']} offset {ex['offset']} holds value "
+                                f"{ex['value']}, which no send wrote to that key"),
 }
+
+
+def _nodes(names: Any) -> str:
+    return "[" + ", ".join(map(str, names or [])) + "]"
+
+
+def _when(e: dict) -> str:
+    lo, hi = e["at_s"]
+    return f"at {lo} s" if lo == hi else f"between {lo} s and {hi} s"
+
+
+def _leader_change(e: dict) -> str:
+    how = "the unclean election of" if e.get("unclean") else "the election of"
+    was = f"ISR was {_nodes(e.get('isr'))}" + (f", ELR {_nodes(e['elr'])}" if e.get("elr")
+                                                else "")
+    return (f"{how} {e['to']} on {e['partition']} {_when(e)}, leader {e['from']} -> "
+            f"{e['to']}, leader epoch {e['epochs'][0]} -> {e['epochs'][1]}, {was}")
+
+
+_EVIDENCE: dict[str, Callable[[dict], str]] = {
+    "leader-change": _leader_change,
+    "zombie-leader": lambda e: (f"{e['node']} still leading {e['partition']} in leader epoch "
+                                f"{e['epochs'][0]} after epoch {e['epochs'][1]} began, "
+                                f"{_when(e)}"),
+    "forced-unclean": lambda e: (f"the forced unclean election (ElectLeaders UNCLEAN) on "
+                                 f"{e['partition']} {_when(e)}"),
+    "power-loss": lambda e: (f"the power loss of {_nodes(e['nodes'])} on {e['partition']} "
+                             f"{_when(e)} ({sum(e['bytes'].values())} bytes of its log lost), "
+                             f"which had every replica of its ISR and ELR "
+                             f"{_nodes(e.get('needed'))}"),
+}
+
+
+def explain_evidence(e: dict[str, Any]) -> str:
+    """One phrase for an example's ``evidence`` (``analysis.evidence.Event.as_json``), e.g.
+    ``"the unclean election of n2 on kafka-chaos-0 between 12.3 s and 12.8 s, leader n1 -> n2,
+    leader epoch 4 -> 5, ISR was [n1]"``; the event's JSON-like text for a kind it does not
+    know."""
+    try:
+        return _EVIDENCE[e["event"]](e)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return str(e)
+
+
+def explain_judged(name: str, example: dict[str, Any]) -> str:
+    """``explain`` of the example followed by how it was judged: ``permitted by RULE: by
+    EVENT``, ``unexplained: the monitor did not see ...`` or nothing for a violation."""
+    text = explain(name, example)
+    if example.get("evidence"):
+        return f"{text}; permitted by {example.get('rule')}: {explain_evidence(example['evidence'])}"
+    if example.get("outcome") == "permitted" and example.get("rule"):
+        return f"{text}; permitted by {example['rule']}"
+    if example.get("outcome") == "unexplained":
+        b = example.get("blind") or {}
+        lo, hi = (b.get("at_s") or [None, None])
+        where = (f"the monitor did not see {b.get('partition')} from {lo} s to "
+                 f"{'the end' if hi is None else f'{hi} s'}" if lo is not None
+                 else "the record does not show its partition")
+        return f"{text}; unexplained: {where}"
+    return text
 
 
 def explain(name: str, example: dict[str, Any]) -> str:

@@ -82,7 +82,8 @@ class History:
       ``reads`` row is one poll's records of one key), ``counts`` (client ops by ``f`` and
       ``type``: ``{f: {type: n}}``), ``records_read`` (records all polls returned),
       ``sends_by_key`` (send micro-ops per key, ``{key: n}``; None for a copy made before
-      the copy counted them); ``tables``: table name -> the path or URL of its Parquet file.
+      the copy counted them); ``tables``: table name -> the path or URL of its Parquet file;
+      ``header``: the format-2 header (``keys``, ``nodes``, ``config``), None for format 1.
     """
 
     pairs: DataFrame
@@ -100,6 +101,7 @@ class History:
     records_read: int
     sends_by_key: dict[int, int] | None = None
     tables: dict[str, str] = dataclasses.field(default_factory=dict)
+    header: dict | None = None
 
 
 def hadoop_path(path: Path | str) -> str:
@@ -158,7 +160,8 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
                    ranges=df["ranges"], events=df["events"], n_ops=meta["ops"],
                    format=meta["format"], config=config, rows=dict(meta.get("rows", {})),
                    counts=meta.get("op_counts", {}), records_read=meta.get("records", 0),
-                   sends_by_key=_sends_by_key(meta), tables=dict(tables))
+                   sends_by_key=_sends_by_key(meta), tables=dict(tables),
+                   header=meta.get("header"))
 
 
 def _sends_by_key(meta: dict[str, Any]) -> dict[int, int] | None:

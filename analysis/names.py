@@ -5,10 +5,18 @@ from __future__ import annotations
 
 #: Elle's cycle anomalies (``analysis.elle.ANOMALY_SPECS`` holds their definitions).
 CYCLE_ANOMALIES = ["G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-realtime"]
+#: A record in the log that no send wrote, to that key (Elle's "garbage read"; Jepsen's Kafka
+#: checker throws ``:no-writer-of-value`` on such a history instead of reporting it).
+GARBAGE_READ = "garbage-read"
+#: A group delivering again a record below the offset it had committed before the delivery.
+GROUP_REWIND = "group-rewind"
+#: A record consumed by two committed read-process-write transactions of one group.
+EOS_DUPLICATE = "eos-duplicate"
 #: Anomaly names in report order; the consumer-side ones last.
-ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", "nonmonotonic-send",
-             "int-nonmonotonic-send", "int-send-skip", "poll-skip", "nonmonotonic-poll",
-             "int-poll-skip", "int-nonmonotonic-poll", "G1a", "precommitted-read",
-             *CYCLE_ANOMALIES, "group-skip", "group-redelivery"]
+ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAGE_READ,
+             "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
+             "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "G1a",
+             "precommitted-read", *CYCLE_ANOMALIES, "group-skip", "group-redelivery",
+             GROUP_REWIND, EOS_DUPLICATE]
 #: Anomalies of a consumer group's delivery, not of the log.
-CONSUMER_SIDE = ("group-skip", "group-redelivery")
+CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE)

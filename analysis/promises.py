@@ -1,9 +1,24 @@
-"""What a configuration promises: which anomalies Kafka documents as possible under it.
+"""What a configuration promises, and what the run's record must show before an anomaly is
+explained by it.
 
-One table, as data. An anomaly found in a run is *permitted* when some rule of the table holds
-for the run's configuration (and for what its nemesis did, e.g. enabling unclean leader election
-at runtime), else it is a *violation*: Kafka broke a promise. Nothing is permitted for a history
-whose configuration is unknown (a format-1 history without ``config.json``).
+One table, as data (``RULES``). Each rule names the anomalies Kafka documents as possible
+under a configuration (``when``), the sentence it relies on (``quote``, from ``source``), and
+what must hold for one finding to be *permitted* by it:
+
+- nothing more (``Rule.evidence`` and ``Rule.writer`` None): e.g. Jepsen's writes are never
+  isolated, so every ``int-send-skip`` is permitted;
+- a fact of the finding itself (``Rule.writer``): the value's writer was a producer without
+  idempotence, the aborted write was a transaction's, the cycle has a ww step;
+- an event in the run's own record (``Rule.evidence``, ``analysis.evidence``) on the finding's
+  own topic-partition within its own window: a leader change after the write was
+  acknowledged and before the read that misses it, an unclean election while the setting was
+  on for that topic, a power loss of every replica that had the write.
+
+Each finding gets one of three outcomes (``judge_case``): ``permitted`` (some rule holds, and
+its evidence is named), ``violation`` (no rule can explain it: Kafka broke a promise), or
+``unexplained``: a rule's configuration holds but the record is blind where its event would
+be (the monitor did not see the partition), so the verdict is unknown. Doubt never goes to
+``permitted``. Nothing is permitted for a history whose configuration is unknown.
 """
 
 from __future__ import annotations
@@ -11,145 +26,324 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-#: Reported among the nemesis ``f``s that completed ``ok`` (``analysis.stats.count_ops``) when
-#: an ``elect-unclean`` op elected at least one leader: an unclean election happened.
-UNCLEAN_ELECTED = "elect-unclean:elected"
-#: Reported likewise when a ``lose-unfsynced`` op hit a node that was the only in-sync replica
-#: of a partition: a power loss took every in-sync copy.
-LAST_IN_SYNC_LOST = "lose-unfsynced:last-in-sync"
+from kafka_chaos.analysis import evidence as ev
+from kafka_chaos.analysis.names import GROUP_REWIND, EOS_DUPLICATE
 
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that
-#: step back), consumers whose position fell off the log are reset (auto.offset.reset), and the
-#: orders built from the log stop agreeing with real time.
+#: step back), consumers whose position fell off the log are reset (auto.offset.reset, so
+#: groups skip or rewind), and the orders built from the log stop agreeing with real time.
 TRUNCATION = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonmonotonic-send",
               "int-nonmonotonic-send", "poll-skip", "nonmonotonic-poll", "int-poll-skip",
-              "int-nonmonotonic-poll", "group-skip")
+              "int-nonmonotonic-poll", "group-skip", GROUP_REWIND, EOS_DUPLICATE)
+
+PERMITTED, VIOLATION, UNEXPLAINED = "permitted", "violation", "unexplained"
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One finding, as the rules see it.
+
+    ``tp``: its topic-partition (None when the history does not map its key). ``lo``,
+    ``hi``: its window, history indexes (``analysis.evidence``): the event that explains it
+    must lie there (e.g. a lost write's acknowledgement and the invoke of the read that
+    misses it). ``write``: ``(invoke, completion)`` indexes of the send it concerns, when it
+    concerns one. ``writer_f``: ``send`` or ``txn``, the writing op's ``f`` (None unknown).
+    ``ww``: a cycle with a ww step (cycle anomalies only).
+    """
+
+    tp: tuple[str, int] | None
+    lo: int
+    hi: int
+    write: tuple[int, int] | None = None
+    writer_f: str | None = None
+    ww: bool = False
+
+
+Evidence = Callable[[ev.Record, Case], "ev.Event | None"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
-    """One row: ``anomalies`` are possible ``when(facts)`` holds; ``because`` says why, citing
-    ``source``. ``facts`` is the run configuration (``RunConfig`` as a dict) plus
-    ``unclean_at_runtime`` (a nemesis enabled unclean leader election during the run)."""
+    """One row: ``anomalies`` are possible when ``when(facts)`` holds (``facts_of``); a
+    finding is permitted by it when ``writer(case)`` holds (if given) and ``evidence(record,
+    case)`` finds the event (if given). ``because`` says why, ``quote`` is the sentence of
+    ``source`` the rule relies on. ``doubt(record, case)``: the stretch of an event that may
+    be this rule's mechanism but that the record cannot settle (the finding is then
+    unexplained, not a violation)."""
 
     name: str
     anomalies: tuple[str, ...]
     when: Callable[[dict[str, Any]], bool]
     because: str
     source: str
+    quote: str
+    writer: Callable[[Case], bool] | None = None
+    evidence: Evidence | None = None
+    doubt: Callable[[ev.Record, Case], "ev.Stretch | None"] | None = None
+
+    @property
+    def per_case(self) -> bool:
+        """Whether findings are judged one by one (a writer or an evidence condition)."""
+        return self.writer is not None or self.evidence is not None
 
 
-def _truncating_acks(c: dict) -> bool:
-    return str(c.get("acks")) in ("0", "1")
+def _leader_change(rec: ev.Record, c: Case) -> ev.Event | None:
+    """A leader change of the partition within the window; for a write, also a zombie leader
+    of it while the write was in flight (the write went to a leader its successor had
+    replaced, acks=1 lets it acknowledge alone)."""
+    found = rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+    if not found:
+        lo, hi = c.write if c.write is not None else (c.lo, c.hi)
+        found = rec.of(c.tp, ev.ZOMBIE, lo, hi)
+    return found[0] if found else None
 
 
-def _unclean(c: dict) -> bool:
-    return bool(c.get("unclean_leader_election") or c.get("unclean_at_runtime"))
+def _unclean_election(rec: ev.Record, c: Case) -> ev.Event | None:
+    """A forced unclean election of the partition (KIP-460) within the window, or an
+    election of a replica outside the last known ISR and ELR while unclean leader election
+    was on for its topic."""
+    forced = rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi)
+    if forced:
+        return forced[0]
+    return next((e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi) if e.facts["unclean"]
+                 and rec.unclean_on(c.tp[0], e.lo, e.hi)), None)
 
 
-def _kafka_before(c: dict, major: int, minor: int) -> bool:
-    try:
-        have = tuple(int(x) for x in str(c.get("kafka_version", "")).split(".")[:2])
-    except ValueError:
-        return False
-    return len(have) == 2 and have < (major, minor)
+def _unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """An election outside the ISR and ELR within the window while a toggle whose outcome
+    is unknown (``info``) may have turned unclean election on for the topic."""
+    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+                 if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
+                None)
+
+
+def _power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A power loss of the partition within the window with no sample of its ISR before."""
+    return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi)
+                 if e.facts["needed"] is None), None)
+
+
+def _leader_alone_replaced(rec: ev.Record, c: Case) -> ev.Event | None:
+    """A leader change within the window whose old leader was, at the last sample before,
+    the partition's whole ISR, to a replica Kafka was allowed to elect (an unclean election
+    while the setting was off is Kafka's own broken promise, not this one's)."""
+    return next((e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+                 if e.facts["isr"] == [e.facts["from"]]
+                 and (not e.facts["unclean"] or rec.unclean_on(c.tp[0], e.lo, e.hi))), None)
+
+
+def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> ev.Event | None:
+    """A power loss within the window that truncated the partition's log on every replica
+    that had every acknowledged record: the ISR and ELR of the last sample before it (the
+    last known leader when both were empty, KIP-966)."""
+    return next((e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts["needed"]
+                 and set(e.facts["needed"]) <= set(e.facts["nodes"])), None)
 
 
 def _retrying_without_idempotence(c: dict) -> bool:
-    return not (c.get("idempotence") or c.get("txn")) and int(c.get("retries", 0)) > 0
+    return not c.get("idempotence") and int(c.get("retries", 0)) > 0
+
+
+def _plain_producer(case: Case) -> bool:
+    # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
+    return case.writer_f == "send"
 
 
 RULES: tuple[Rule, ...] = (
-    Rule("acks-below-all", TRUNCATION, _truncating_acks,
-         "with acks=0 or acks=1 a record is acknowledged before the followers have it; a leader "
-         "change then truncates it away",
-         "Kafka producer configs, `acks`; design doc, Replication"),
-    Rule("unclean-leader-election", TRUNCATION, _unclean,
-         "unclean.leader.election.enable lets a replica outside the ISR become leader, and the "
-         "log is truncated to its (shorter) log: \"doing so may result in data loss\" (also when "
-         "an admin forces an unclean election)",
-         "Kafka topic configs, `unclean.leader.election.enable`; KIP-460 (ElectLeaders UNCLEAN)"),
+    Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
+         "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
+         "partition's leader changed after the acknowledgement (or a replaced leader was still "
+         "acknowledging), and the new leader's log lacked it",
+         "Kafka producer configs, `acks`",
+         "acks=1 This will mean the leader will write the record to its local log but will "
+         "respond without awaiting full acknowledgement from all followers. In this case "
+         "should the leader fail immediately after acknowledging the record but before the "
+         "followers have replicated it then the record will be lost.",
+         evidence=_leader_change),
+    Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
+         "a replica outside the ISR was elected leader of the partition while unclean leader "
+         "election was on for its topic (in the config, or turned on at runtime), or by a "
+         "forced unclean election, and the log was truncated to its shorter log",
+         "Kafka topic configs, `unclean.leader.election.enable`; KIP-460 (ElectLeaders "
+         "UNCLEAN)",
+         "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
+         "last resort, even though doing so may result in data loss.",
+         evidence=_unclean_election, doubt=_unclean_maybe),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
-         "writes; a committed record survives only \"as long as one in-sync replica is alive\"",
-         "Kafka topic configs, `min.insync.replicas`; design doc, Replication; KIP-966"),
+         "writes; it was the partition's whole ISR, then Kafka elected another broker",
+         "Kafka design doc, Availability and Durability Guarantees; topic configs, "
+         "`min.insync.replicas`",
+         "if a topic is configured with only two replicas and one fails (i.e., only one in "
+         "sync replica remains), then writes that specify acks=all will succeed. However, "
+         "these writes could be lost if the remaining replica also fails.",
+         evidence=_leader_alone_replaced),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
-         lambda c: c.get("last_in_sync_lost") and _kafka_before(c, 4, 1),
-         "Kafka does not fsync each write; its guarantee \"is predicated on at least one replica "
-         "remaining in sync. If all the nodes replicating a partition die, this guarantee no "
-         "longer holds\": the only in-sync replica lost its un-flushed writes in a power loss "
-         "and, with no eligible leader replicas (before Kafka 4.1), came back as the one "
-         "electable leader with a shorter log",
-         "Kafka design doc, Replication; KIP-966 (eligible leader replicas, on for new "
-         "clusters from 4.1)"),
+         lambda c: bool(c.get("power_losses")),
+         "Kafka does not fsync each write, and every replica that had the write (the ISR, "
+         "and the eligible leader replicas of KIP-966) lost its un-fsynced data in a power "
+         "loss",
+         "Kafka design doc, Unclean leader election: What if they all die?; KIP-966",
+         "Note that Kafka's guarantee with respect to data loss is predicated on at least one "
+         "replica remaining in sync. If all the nodes replicating a partition die, this "
+         "guarantee no longer holds.",
+         evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
-         "without idempotence \"producer retries due to broker failures, etc., may write "
-         "duplicates of the retried message in the stream\"",
-         "Kafka producer configs, `enable.idempotence`; KIP-98"),
-    Rule("reordering-retries",
-         ("nonmonotonic-send", "int-nonmonotonic-send", "G0-realtime"),
-         lambda c: _retrying_without_idempotence(c) and int(c.get("max_in_flight", 1)) > 1,
-         "with max.in.flight.requests.per.connection > 1 and idempotence off \"there is a risk of "
-         "message reordering after a failed send due to retries\"",
-         "Kafka producer configs, `max.in.flight.requests.per.connection`"),
-    Rule("interleaved-writes", ("int-send-skip", "G0", "G0-process", "G0-realtime", "G1c",
-                                "G1c-process", "G1c-realtime"),
+         "the value's producer retried without idempotence",
+         "Kafka producer configs, `enable.idempotence`; KIP-98",
+         "If 'false', producer retries due to broker failures, etc., may write duplicates of "
+         "the retried message in the stream.",
+         writer=_plain_producer),
+    Rule("reordering-retries", ("nonmonotonic-send", "int-nonmonotonic-send"),
+         _retrying_without_idempotence,
+         "the producer retried without idempotence: librdkafka re-queues a failed batch while "
+         "a later one may already be accepted, whatever max.in.flight.requests.per.connection "
+         "is (unlike the Java client, which promises order with max.in.flight=1)",
+         "librdkafka CONFIGURATION.md, `retries`; INTRODUCTION.md, Reordering",
+         "How many times to retry sending a failing Message. **Note:** retrying may cause "
+         "reordering unless `enable.idempotence` is set to true.",
+         writer=_plain_producer),
+    Rule("interleaved-writes", ("int-send-skip", "G0", "G0-process", "G0-realtime"),
          lambda c: True,
          "writes are never isolated: other producers' records interleave with an op's sends, "
-         "concurrent ops (transactions too) order their writes differently in different "
-         "partitions, and a long-running op's late write closes cycles through ww edges "
-         "inferred from offsets (\"G0 is always allowed, since writes are never isolated\"; "
-         "\"when we include ww edges, G1c is normal\")",
-         "Jepsen jepsen.tests.kafka `allowed-error-types`"),
-    Rule("read-uncommitted", ("G1a", "precommitted-read"),
+         "and concurrent ops order their writes differently in different partitions",
+         "Jepsen jepsen.tests.kafka `allowed-error-types`",
+         "int-send-skip is normal behavior: transaction writes interleave constantly in the "
+         "Kafka transaction model. ... Likewise, G0 is always allowed, since writes are never "
+         "isolated"),
+    Rule("ww-cycles", ("G1c", "G1c-process", "G1c-realtime"), lambda c: True,
+         "the cycle has a ww step, an order of writes inferred from offsets, and writes are "
+         "never isolated; a cycle of wr (process, realtime) edges alone is no such thing",
+         "Jepsen jepsen.tests.kafka `allowed-error-types`",
+         "When we include ww edges, G1c is normal--the lack of write isolation means we should "
+         "expect cycles like t0 <ww t1 <wr t0.",
+         writer=lambda case: case.ww),
+    Rule("read-uncommitted-cycles", ("G1c", "G1c-process", "G1c-realtime"),
          lambda c: c.get("isolation_level") == "read_uncommitted",
-         "isolation.level=read_uncommitted \"will return all messages, even transactional "
-         "messages which have been aborted\" (and those not yet committed)",
-         "Kafka consumer configs, `isolation.level`"),
+         "isolation.level=read_uncommitted lets transactions read each other's uncommitted "
+         "writes, so two of them may each read the other's",
+         "Jepsen jepsen.tests.kafka `allowed-error-types`",
+         "g0 cycles are normal in the Kafka transactional model, and g1c is normal with "
+         "wr-only edges at read-uncommitted but *not* with read-committed."),
+    Rule("read-uncommitted-aborted", ("G1a",),
+         lambda c: c.get("isolation_level") == "read_uncommitted",
+         "isolation.level=read_uncommitted returns the records of aborted transactions; the "
+         "value read was written by a transaction that aborted",
+         "Kafka consumer configs, `isolation.level`",
+         "If set to read_uncommitted (the default), consumer.poll() will return all messages, "
+         "even transactional messages which have been aborted. Non-transactional messages will "
+         "be returned unconditionally in either mode.",
+         writer=lambda case: case.writer_f == "txn"),
+    Rule("read-uncommitted", ("precommitted-read",),
+         lambda c: c.get("isolation_level") == "read_uncommitted",
+         "isolation.level=read_uncommitted returns transactional records before their "
+         "transaction commits, the reader's own too",
+         "Kafka consumer configs, `isolation.level`",
+         "read_uncommitted - return all messages, even transactional messages which have been "
+         "aborted."),
     Rule("consumer-group-rebalances", ("poll-skip", "nonmonotonic-poll"),
          lambda c: c.get("sub_via") == "subscribe",
          "a subscribed consumer may be rebalanced between ops and resume elsewhere",
-         "Jepsen jepsen.tests.kafka `allowed-error-types` (subscribe)"),
+         "Jepsen jepsen.tests.kafka `allowed-error-types` (subscribe)",
+         "With subscribe, we expect external poll skips and nonmonotonic polls, because our "
+         "consumer might be rebalanced between transactions."),
     Rule("at-least-once-groups", ("group-redelivery",), lambda c: True,
          "a group resumes from its committed offsets after a rebalance or a crashed member, so "
-         "records delivered but not yet committed are delivered again (at-least-once)",
-         "Kafka docs, Consumer Position and Offset Management (design 4.6)"),
+         "records delivered above the committed offset are delivered again (at-least-once)",
+         "KafkaConsumer javadoc; Kafka design doc, Message Delivery Semantics",
+         "the process that took over consumption would consume from last committed offset and "
+         "would repeat the insert of the last batch of data. Used in this way Kafka provides "
+         "what is often called \"at-least-once\" delivery guarantees"),
     Rule("reset-to-latest", ("group-skip",), lambda c: c.get("auto_offset_reset") == "latest",
          "a member without a committed offset starts at the log end (auto.offset.reset=latest)",
-         "Kafka consumer configs, `auto.offset.reset`"),
+         "Kafka consumer configs, `auto.offset.reset`",
+         "What to do when there is no initial offset in Kafka or if the current offset does "
+         "not exist any more on the server ... latest: automatically reset the offset to the "
+         "latest offset"),
 )
 
 
-def facts_of(config: dict[str, Any] | None, nemesis_ok: set[str]) -> dict[str, Any] | None:
-    """The facts rules are judged on: ``config`` plus ``unclean_at_runtime`` (an ``unclean-on``
-    nemesis op completed ``ok``, or a forced unclean ElectLeaders elected a leader, KIP-460)
-    and ``last_in_sync_lost`` (a power loss hit a partition's only in-sync replica). None when
-    the configuration is unknown."""
+def facts_of(config: dict[str, Any] | None, record: ev.Record | None = None
+             ) -> dict[str, Any] | None:
+    """The facts rules' ``when`` is judged on: ``config`` plus, from ``record``,
+    ``unclean_possible`` (unclean leader election was, or may have been, on at some time, or
+    was forced) and ``power_losses`` (a ``lose-unfsynced`` op completed). None when the
+    configuration is unknown."""
     if config is None:
         return None
-    forced = UNCLEAN_ELECTED in nemesis_ok
-    return {**config, "unclean_at_runtime": "unclean-on" in nemesis_ok or forced,
-            "last_in_sync_lost": LAST_IN_SYNC_LOST in nemesis_ok}
+    record = record or ev.Record(unclean_config=bool(config.get("unclean_leader_election")))
+    return {**config, "unclean_possible": record.unclean_possible,
+            "power_losses": record.power_losses}
+
+
+def candidates(name: str, facts: dict[str, Any] | None) -> list[Rule]:
+    """The rules that may permit anomaly ``name`` under ``facts``, in table order."""
+    if facts is None or name in (facts.get("forbid") or ()):
+        return []
+    return [r for r in RULES if name in r.anomalies and r.when(facts)]
 
 
 def judge(name: str, facts: dict[str, Any] | None) -> dict[str, Any]:
-    """``{"permitted": bool, "rule": name or None, "because": text, "source": text}`` for
-    anomaly ``name`` under ``facts`` (``facts_of``). The user's ``forbid`` list (a plan's
-    ``checkers:``) wins over everything, then ``allow``, then the first matching rule."""
+    """How every finding of anomaly ``name`` is judged under ``facts`` when that does not
+    depend on the finding: ``{"per_case": False, "permitted": bool, "rule", "because",
+    "source"}``; else ``{"per_case": True, ...}`` with the first per-case rule's text (the
+    findings are then judged by ``judge_case``). The plan's ``forbid`` list (a plan's
+    ``checkers:``) wins over everything, then ``allow``, then the rules."""
     if facts is None:
-        return {"permitted": False, "rule": None, "because": "the run's configuration is "
-                "unknown, so nothing is permitted", "source": None}
+        return _verdict(False, None, "the run's configuration is unknown, so nothing is "
+                        "permitted", None)
     if name in (facts.get("forbid") or ()):
-        return {"permitted": False, "rule": None, "because": "the plan forbids it, whatever "
-                "Kafka documents", "source": "plan checkers.forbid"}
+        return _verdict(False, None, "the plan forbids it, whatever Kafka documents",
+                        "plan checkers.forbid")
     if name in (facts.get("allow") or ()):
-        return {"permitted": True, "rule": "plan-allows", "because": "the plan allows it",
-                "source": "plan checkers.allow"}
-    for rule in RULES:
-        if name in rule.anomalies and rule.when(facts):
-            return {"permitted": True, "rule": rule.name, "because": rule.because,
-                    "source": rule.source}
-    return {"permitted": False, "rule": None, "because": "no rule permits it under this "
-            "configuration", "source": None}
+        return _verdict(True, "plan-allows", "the plan allows it", "plan checkers.allow")
+    rules = candidates(name, facts)
+    for rule in rules:
+        if not rule.per_case:
+            return _verdict(True, rule.name, rule.because, rule.source)
+    if rules:
+        return {**_verdict(False, rules[0].name, rules[0].because, rules[0].source),
+                "per_case": True}
+    return _verdict(False, None, "no rule permits it under this configuration", None)
+
+
+def _verdict(permitted: bool, rule: str | None, because: str, source: str | None) -> dict:
+    return {"per_case": False, "permitted": permitted, "rule": rule, "because": because,
+            "source": source}
+
+
+def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
+               ) -> dict[str, Any]:
+    """One finding of anomaly ``name``: ``{"outcome": "permitted" | "violation" |
+    "unexplained", "rule", "evidence": Event or None, "blind": the blind stretch
+    (``evidence.Stretch``) or None}``.
+
+    Permitted by the first candidate rule whose writer condition holds and whose event the
+    record shows on the finding's partition within its window (an event the record locates
+    only within a blind stretch does not count). Otherwise unexplained when some candidate
+    needs an event and the record is blind on that partition somewhere in the window, holds
+    an event it cannot settle (``Rule.doubt``), or the finding has no partition; else a
+    violation."""
+    waiting, doubt = False, None
+    for rule in candidates(name, facts):
+        if rule.writer is not None and not rule.writer(case):
+            continue
+        if rule.evidence is None:
+            return {"outcome": PERMITTED, "rule": rule.name, "evidence": None, "blind": None}
+        if case.tp is None:
+            waiting = True
+            continue
+        event = rule.evidence(record, case)
+        if event is not None:
+            return {"outcome": PERMITTED, "rule": rule.name, "evidence": event, "blind": None}
+        waiting = True
+        doubt = doubt or (rule.doubt(record, case) if rule.doubt else None)
+    if waiting:
+        gap = None if case.tp is None else (record.blind_in(case.tp, case.lo, case.hi)
+                                            or record.unlocated(case.tp, case.lo, case.hi)
+                                            or doubt)
+        if case.tp is None or gap is not None:
+            return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": gap}
+    return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None}

@@ -8,7 +8,6 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.promises import LAST_IN_SYNC_LOST, UNCLEAN_ELECTED
 from kafka_chaos.history import MONITOR, NEMESIS
 
 _OUTCOMES = ("ok", "fail", "info", "pending")
@@ -16,9 +15,7 @@ _OUTCOMES = ("ok", "fail", "info", "pending")
 
 def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[str]]:
     """Op counts, the keys whose writes cannot be fully judged, and the nemesis ``f``s that
-    completed ``ok`` (an ``elect-unclean`` that elected a leader counts as
-    ``UNCLEAN_ELECTED``, a ``lose-unfsynced`` that hit a partition's only in-sync replica as
-    ``LAST_IN_SYNC_LOST``). One Spark job.
+    completed ``ok``. One Spark job.
 
     Returns ``(stats, keys_without_final_read, nemesis_ok)``:
 
@@ -35,22 +32,13 @@ def count_ops(h: History, v: Versions) -> tuple[dict[str, Any], list[int], set[s
     without one, writes above a key's highest read cannot be judged (a poller may just not have
     got there yet), so the result cannot be ``valid: true``.
     """
-    nemesis = F.col("process") == NEMESIS
     null = F.lit(None).cast("long")
-    # a forced unclean ElectLeaders that elected a leader is an unclean election (KIP-460)
-    elected = (nemesis & (F.col("f") == "elect-unclean") & (F.col("type") == "ok")
-               & F.coalesce(F.get_json_object("done", "$.elected").contains('"OK"'), F.lit(False)))
-    last_in_sync = (nemesis & (F.col("f") == "lose-unfsynced") & (F.col("type") == "ok")
-                    & F.coalesce(F.col("done").rlike('"sole_in_sync_replica_of":\\["'),
-                                 F.lit(False)))
-    f = (F.when(elected, F.lit(UNCLEAN_ELECTED)).when(last_in_sync, F.lit(LAST_IN_SYNC_LOST))
-         .otherwise(F.col("f")).alias("f"))
     # client ops are counted in the copy's meta (``History.counts``): only the nemesis's and
     # the monitor's are scanned (grouping every op by three strings took 5 s of a 10 M-op
     # history's task time)
     parts = [
         h.pairs.where(F.col("process").isin(NEMESIS, MONITOR))
-        .groupBy(F.col("process").alias("what"), f, "type")
+        .groupBy(F.col("process").alias("what"), "f", "type")
         .agg(null.alias("key"), F.count(F.lit(1)).alias("n")),
         v.sends.where(F.col("acked")).groupBy("key").agg(F.count(F.lit(1)).alias("n"))
         .select(F.lit("acked").alias("what"), F.lit(None).cast("string").alias("f"),

@@ -20,7 +20,7 @@ import jinja2
 import plotly.io
 from plotly.offline import get_plotlyjs
 
-from kafka_chaos.analysis.explain import explain
+from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.history import HistoryError
 from kafka_chaos import __version__, options, report_figures, report_stats
 from kafka_chaos.report import exit_code
@@ -131,7 +131,8 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
     unavailable = report_stats.unavailability(data)
     acked, attempted = report_stats.ack_share(data)
     figures = {
-        "timeline": _div(report_figures.timeline(data), "fig-timeline"),
+        "timeline": _div(report_figures.timeline(data, evidence=evidence_events(results)),
+                         "fig-timeline"),
         "throughput": _div(report_figures.throughput(
             report_stats.throughput(data, bin_s), bin_s, data.windows, unavailable, data.end_s),
             "fig-throughput"),
@@ -174,6 +175,23 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
         "nodes": data.nodes, "nemesis": data.nemesis, "lines": data.lines,
         "monitor_samples": data.monitor_samples,
     }
+
+
+def evidence_events(results: dict[str, Any]) -> list[dict[str, Any]]:
+    """The distinct events the examples' permitting evidence names (``analysis.evidence``),
+    each once with ``cites``: the anomalies and rules that cite it; in time order."""
+    seen: dict[tuple, dict[str, Any]] = {}
+    for name, found in (results.get("anomalies") or {}).items():
+        for ex in found.get("examples") or []:
+            e = ex.get("evidence")
+            if not e:
+                continue
+            key = (e.get("event"), e.get("partition"), tuple(e.get("indexes") or ()))
+            entry = seen.setdefault(key, {**e, "cites": []})
+            cite = f"{name} ({ex.get('rule')})"
+            if cite not in entry["cites"]:
+                entry["cites"].append(cite)
+    return sorted(seen.values(), key=lambda e: tuple(e.get("at_s") or (0, 0)))
 
 
 def _fault_rows(data: ReportData) -> list[dict[str, Any]]:
@@ -231,13 +249,17 @@ def _anomalies(results: dict[str, Any], diagrams: dict[str, list[str]]) -> list[
         count = found.get("count")
         if count == 0:
             continue
-        status = ("unknown" if count is None else "permitted" if found.get("permitted")
-                  else "violation")
+        outcomes = found.get("outcomes") or {}
+        status = ("unknown" if count is None else "violation" if outcomes.get("violation")
+                  else "unknown" if outcomes.get("unexplained")
+                  else "permitted" if found.get("permitted") else "violation")
         out.append({"name": name, "count": "error" if count is None else count,
                     "status": status, "side": found.get("side"), "rule": found.get("rule"),
                     "because": found.get("because"), "source": found.get("source"),
                     "error": found.get("error"),
-                    "explanations": [explain(name, ex) for ex in found.get("examples") or []],
+                    "outcomes": outcomes,
+                    "explanations": [explain_judged(name, ex)
+                                     for ex in found.get("examples") or []],
                     "diagrams": diagrams.get(name, [])})
     return out
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
-from kafka_chaos.analysis.explain import explain
+from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.report import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
 
 SUITE = "kafka-chaos"
@@ -146,8 +146,15 @@ def _summary(results: dict[str, Any], names: list[str]) -> str:
     parts = []
     for name in names:
         found = anomalies.get(name) or {}
-        rule = f", permitted by {found['rule']}" if found.get("permitted") else ""
-        parts.append(f"{name} ({found.get('count')}{rule})")
+        outcomes = found.get("outcomes") or {}
+        if found.get("permitted"):
+            how = f", permitted by {found['rule']}"
+        elif outcomes.get("permitted") or outcomes.get("unexplained"):
+            how = "".join(f", {outcomes[o]} {o}" for o in ("violation", "unexplained",
+                                                           "permitted") if outcomes.get(o))
+        else:
+            how = ""
+        parts.append(f"{name} ({found.get('count')}{how})")
     kind = "violations" if not any((anomalies.get(n) or {}).get("permitted") for n in names) \
         else "anomalies"
     return f"{kind}: {', '.join(parts)}"
@@ -163,7 +170,7 @@ def _explanations(results: dict[str, Any], names: list[str]) -> str:
             head += f"; {found['because']}"
         lines.append(head)
         for example in (found.get("examples") or [])[:EXAMPLES_PER_ANOMALY]:
-            lines.append(f"  - {explain(name, example)}")
+            lines.append(f"  - {explain_judged(name, example)}")
     return "\n".join(lines)
 
 

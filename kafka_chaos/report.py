@@ -9,9 +9,10 @@ import json
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
-from kafka_chaos.analysis.explain import explain
+from kafka_chaos.analysis.explain import explain, explain_evidence
 
 #: Exit codes of ``run`` and ``analyze``.
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2
@@ -80,9 +81,25 @@ def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Pat
     return path
 
 
+def verdict_cell(found: dict) -> str:
+    """How an anomaly's findings were judged, for a table cell: ``permitted``, ``VIOLATION``,
+    ``unexplained``, or their counts when they differ (``2 VIOLATION, 5 permitted``)."""
+    outcomes = found.get("outcomes") or {}
+    parts = [(n, o) for o, n in ((o, outcomes.get(o, 0)) for o in
+                                 ("violation", "unexplained", "permitted")) if n]
+    label = {"violation": "[bold red]VIOLATION[/]", "unexplained": "[yellow]unexplained[/]",
+             "permitted": "[cyan]permitted[/]"}
+    if len(parts) == 1:
+        return label[parts[0][1]]
+    if not parts:
+        return "[cyan]permitted[/]" if found.get("permitted") else "[bold red]VIOLATION[/]"
+    return ", ".join(f"{n} {label[o]}" for n, o in parts)
+
+
 def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
-    """Print the verdict table: one row per anomaly with count, whether the configuration
-    permits it (and by which rule), and the first example."""
+    """Print the verdict table: one row per anomaly with count, how its findings were judged
+    (permitted, and by which rule and event; violation; unexplained), and the first
+    example."""
     valid = result.get("valid")
     colour = {True: "green", False: "red"}.get(valid, "yellow")
     table = Table(title=f"Verdict: [bold {colour}]valid = {str(valid).lower()}[/]")
@@ -92,16 +109,16 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     for name, found in (result.get("anomalies") or {}).items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
-        example = explain(name, found["examples"][0]) if found.get("examples") else ""
+        example = escape(explain(name, found["examples"][0])[:160]) if found.get("examples") \
+            else ""
         if count is None:  # the checker raised: the verdict is unknown, never "0 found"
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
                           found.get("error", "")[:90])
         elif not count:
             table.add_row(label, "0", "", "")
-        elif found.get("permitted"):
-            table.add_row(label, f"[cyan]{count}[/]", "[cyan]permitted[/]", example[:160])
         else:
-            table.add_row(label, f"[red]{count}[/]", "[bold red]VIOLATION[/]", example[:160])
+            colour = "cyan" if found.get("permitted") else "red"
+            table.add_row(label, f"[{colour}]{count}[/]", verdict_cell(found), example)
     console.print(table)
     stats = result.get("stats") or {}
     if stats:
@@ -114,15 +131,25 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
                       f"{search['edges']} edges, {search['components']} cyclic components, "
                       f"{search['time_s']} s")
     for name in result.get("violations") or []:
-        console.print(f"[red]violation[/]: {name}: {result['anomalies'][name]['because']}")
+        a = result["anomalies"][name]
+        n = (a.get("outcomes") or {}).get("violation", a.get("count"))
+        console.print(f"[red]violation[/]: {name} ({n}): "
+                      f"{escape(a.get('violation_because') or a['because'])}")
     by_rule: dict[str, list[str]] = {}
-    for name in result.get("permitted") or []:
-        by_rule.setdefault(result["anomalies"][name]["rule"], []).append(name)
+    for name in result.get("anomaly_types") or []:
+        for rule in (result["anomalies"][name].get("rules") or {}):
+            by_rule.setdefault(rule, []).append(name)
     for rule, names in by_rule.items():
-        a = result["anomalies"][names[0]]
-        console.print(f"[cyan]permitted by {rule}[/]: {', '.join(names)}: {a['because']} "
-                      f"({a['source']})")
+        a = next((result["anomalies"][n] for n in names
+                  if result["anomalies"][n]["rule"] == rule), None)
+        because = f": {a['because']} ({a['source']})" if a else ""
+        console.print(f"[cyan]permitted by {rule}[/]: {', '.join(names)}{escape(because)}")
+        for name in names:
+            shown = next((ex for ex in result["anomalies"][name].get("examples") or []
+                          if ex.get("rule") == rule and ex.get("evidence")), None)
+            if shown is not None:
+                console.print(f"  e.g. {name} by {escape(explain_evidence(shown['evidence']))}")
     for reason in result.get("unknown_reasons") or []:
-        console.print(f"[yellow]unknown: {reason}[/]")
+        console.print(f"[yellow]unknown: {escape(reason)}[/]")
     if run_dir is not None:
         console.print(f"run directory: {run_dir}")

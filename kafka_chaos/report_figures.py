@@ -14,6 +14,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from kafka_chaos.analysis.explain import explain_evidence
 from kafka_chaos.report_cluster import FaultWindow
 from kafka_chaos.report_data import OUTCOMES, OffsetView, ReportData
 
@@ -68,11 +69,13 @@ def _json(fig: go.Figure, shapes: list[dict]) -> dict:
     return out
 
 
-def timeline(data: ReportData, bins: int = TIMELINE_BINS) -> dict:
+def timeline(data: ReportData, bins: int = TIMELINE_BINS,
+             evidence: list[dict[str, Any]] = ()) -> dict:
     """Ops per worker row over time, a cell per (row, time bin) coloured by the worst outcome
     of the ops running in it (info > fail > ok), paler the fewer of them are not ok (hover:
     the counts); a ``nemesis`` row with the fault windows and ops, a ``monitor`` row with
-    the cluster changes."""
+    the cluster changes, and on it the ``evidence`` events that permitted anomalies
+    (``html_report.evidence_events``), as the span of seconds the record places each in."""
     span = max(data.end_s, 1e-3)
     width = span / bins
     lanes = len(data.lanes)
@@ -97,6 +100,7 @@ def timeline(data: ReportData, bins: int = TIMELINE_BINS) -> dict:
                                  marker=dict(symbol="square", size=12, color=COLORS[name])))
     _nemesis_row(fig, data, span)
     _monitor_row(fig, data)
+    _evidence_row(fig, evidence, span)
     shapes = _shade(fig, data.windows, span, opacity=0.18, legend=False)
     labels = ["monitor", "nemesis"] + [_lane_label(i, procs) for i, procs in enumerate(data.lanes)]
     fig.update_layout(**_LAYOUT, title="Timeline: ops per worker (a retired process's "
@@ -165,6 +169,25 @@ def _monitor_row(fig: go.Figure, data: ReportData) -> None:
                 x=[e.time_s for e in events], y=[-2] * len(events), mode="markers", name=name,
                 marker=dict(symbol=symbol, size=11, color=color), hoverinfo="text",
                 text=[f"{e.time_s:.2f} s<br>" + "<br>".join(e.text[:12]) for e in events]))
+
+
+def _evidence_row(fig: go.Figure, evidence: list[dict[str, Any]], span: float) -> None:
+    xs: list[Any] = []
+    texts: list[Any] = []
+    for e in evidence:
+        lo, hi = e.get("at_s") or (None, None)
+        if lo is None:
+            continue
+        hi = span if hi is None else hi
+        text = (f"evidence: {explain_evidence(e)}<br>permits: "
+                f"{', '.join(e.get('cites') or [])}")
+        xs += [lo, hi, None]
+        texts += [text, text, None]
+    if xs:
+        fig.add_trace(go.Scatter(
+            x=xs, y=[-2 if x is not None else None for x in xs], mode="lines+markers",
+            line=dict(width=6, color="#1F3A93"), marker=dict(symbol="hexagram", size=13),
+            name="evidence of a permitted anomaly", text=texts, hoverinfo="text"))
 
 
 def throughput(series: dict[str, list[float]], bin_s: float, windows: list[FaultWindow],

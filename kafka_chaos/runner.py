@@ -227,6 +227,10 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
                                        isolation_level=cfg.isolation_level)
+    # the record must see the partitions up to the end of the final reads: an election
+    # between the last periodic sample and a final read would otherwise go unseen, and the
+    # analysis would call that stretch blind (analysis.evidence)
+    _sample(monitor, "after final reads", log)
 
 
 def _sample(monitor: Monitor, trigger: str, log: Callable[[str], None]) -> None:

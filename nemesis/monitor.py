@@ -87,7 +87,11 @@ class Monitor:
         self._sampler.shutdown(wait=True)  # outside the lock: a queued sample takes it
 
     def _loop(self) -> None:
-        while not self._stop.wait(self.period_s):
+        # the first sample at once: the record must see the partitions from the first write
+        # on (analysis.evidence counts what comes before it as unseen)
+        wait = 0.0
+        while not self._stop.wait(wait):
+            wait = self.period_s
             try:
                 self.sample("period")
             except ValueError:
@@ -134,7 +138,8 @@ class Monitor:
         up = dict(zip([n.node_id for n in nodes],
                       self._pool.map(lambda n: wire.answers(_endpoint(n)), nodes)))
         brokers = [n for n in nodes if n.is_broker and up[n.node_id]]
-        views = [v for v in self._pool.map(self._describe, brokers) if v is not None]
+        views = [(n.node_id, v) for n, v in zip(brokers, self._pool.map(self._describe, brokers))
+                 if v is not None]
         partitions = _freshest(views) if views else None
         controller = None
         for node in (n for n in nodes if n.is_controller and up[n.node_id]):
@@ -170,20 +175,30 @@ class Monitor:
         return None
 
 
-def _freshest(views: list[dict[str, list[dict]]]) -> dict[str, list[dict]]:
+def _freshest(views: list[tuple[int, dict[str, list[dict]]]]) -> dict[str, list[dict]]:
+    """Per partition, the view with the highest leader epoch among ``(broker id, view)``
+    pairs, plus ``stale_leaders``: ``[[broker id, its epoch], ...]`` of the brokers whose own
+    view names themselves leader in an older epoch (absent when none does)."""
     # Each broker answers from its own copy of the metadata; one cut from the controllers
-    # (a zombie leader) still names itself leader. Per partition, the view with the highest
-    # leader epoch is the newest the cluster has.
+    # (a zombie leader) still names itself leader, and may acknowledge acks=1 writes that
+    # the newer leader never gets: the analysis needs to see it (analysis.evidence).
     out: dict[str, list[dict]] = {}
-    for topic in views[0]:
+    for topic in views[0][1]:
         parts: dict[int, dict] = {}
-        for view in views:
+        for _, view in views:
             for p in view.get(topic, []):
                 known = parts.get(p["partition"])
                 if known is None or p["leader_epoch"] > known["leader_epoch"]:
                     parts[p["partition"]] = p
-        out[topic] = [{k: v for k, v in p.items() if k != "error" or v}
-                      for _, p in sorted(parts.items())]
+        out[topic] = []
+        for n, p in sorted(parts.items()):
+            best = {k: v for k, v in p.items() if k != "error" or v}
+            stale = sorted([node, q["leader_epoch"]] for node, view in views
+                           for q in view.get(topic, []) if q["partition"] == n
+                           and q.get("leader") == node and q["leader_epoch"] < p["leader_epoch"])
+            if stale:
+                best["stale_leaders"] = stale
+            out[topic].append(best)
     return out
 
 

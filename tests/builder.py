@@ -32,6 +32,14 @@ class Lines:
     def __init__(self, header: dict | None = None) -> None:
         self.lines: list[tuple[int | str, str, str, Any, str | None]] = []
         self.header = header
+        self.pauses: dict[int, float] = {}  # line number -> seconds before it
+
+    def pause(self, seconds: float):
+        """Let ``seconds`` pass before the next line. A history with pauses is written on a
+        simulated clock: 1 ms per line, plus the pauses."""
+        n = len(self.lines)
+        self.pauses[n] = self.pauses.get(n, 0.0) + seconds
+        return self
 
     def invoke(self, process: int | str, f: str, value: Any):
         """Add one invoke line."""
@@ -59,8 +67,11 @@ class Lines:
 
     def write(self, path: Path) -> Path:
         """Write the history to ``path`` (which must not exist) and return ``path``."""
-        with HistoryWriter(Path(path), header=self.header) as w:
-            for process, type, f, value, error in self.lines:
+        now = [0]
+        clock = (lambda: now[0]) if self.pauses else None
+        with HistoryWriter(Path(path), header=self.header, clock=clock) as w:
+            for n, (process, type, f, value, error) in enumerate(self.lines):
+                now[0] += 1_000_000 + int(self.pauses.get(n, 0.0) * 1e9)
                 w.append(process, type, f, value, error)
         return Path(path)
 

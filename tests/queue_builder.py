@@ -55,6 +55,24 @@ class Q(Lines):
             out.append(["send", k, [self._ack(k, v, off), v]])
         return out
 
+    def write(self, path):
+        """``Lines.write``, the header naming a partition of topic ``t`` for every key the
+        history uses (key k: ``["t", k]``) unless it names its own ``keys``."""
+        if "keys" not in self.header:
+            self.header["keys"] = {str(k): ["t", k] for k in sorted(self._keys())}
+        return super().write(path)
+
+    def _keys(self) -> set[int]:
+        keys: set[int] = set()
+        for _, _, f, value, _ in self.lines:
+            if f in ("send", "poll", "txn") and isinstance(value, list):
+                for m in value:
+                    if m and m[0] == "send":
+                        keys.add(int(m[1]))
+                    elif m and m[0] == "poll" and len(m) > 1 and isinstance(m[1], dict):
+                        keys.update(int(k) for k in m[1])
+        return keys
+
     def send(self, process: int, sends: list[tuple[int, int]], *, type: str = "ok",
              offsets: list[int | None] | None = None, acked: list[bool] | None = None,
              error: str | None = None) -> "Q":

@@ -271,23 +271,18 @@ class Client:
         committing = False
         try:
             p.begin_transaction()
+            # micro-ops in their generated order, as Jepsen runs them: the sends before a
+            # poll are produced and flushed first, so the poll may meet the transaction's own
+            # uncommitted writes (a precommitted read, visible under read_uncommitted)
             slots: list[int] = []
             for mop in value:
                 if mop[0] == "send":
                     slots.append(len(out))
                     out.append(mop)
                 else:
+                    self._produce_slots(out, slots)
                     out.append(self._poll())
-            reports = self._produce_all([m for m in value if m[0] == "send"])
-            failed = None
-            for i, report in zip(slots, reports):
-                _, k, v = out[i]
-                err, offset = report or (KafkaError(KafkaError._TIMED_OUT), -1)
-                acked = err is None and offset >= 0
-                out[i] = ["send", k, [offset if acked else None, v]]
-                failed = failed or err
-            if failed is not None:  # a lost delivery: this transaction must abort
-                raise KafkaException(failed)
+            self._produce_slots(out, slots)
             if self.rng.random() < self.s.abort_p:
                 p.abort_transaction(timeout_s)
                 self._rewind()
@@ -312,7 +307,26 @@ class Client:
         except KafkaException as exc:
             return self._txn_failed(exc.args[0], committing, out)
 
+    def _produce_slots(self, out: list, slots: list[int]) -> None:
+        """Produce and flush the sends at ``slots`` of ``out`` (then emptied), each replaced
+        by its completion ``["send", k, [offset or None, v]]``; raises ``KafkaException`` on
+        the first error: the transaction must abort."""
+        reports = self._produce_all([out[i] for i in slots])
+        failed = None
+        for i, report in zip(slots, reports):
+            _, k, v = out[i]
+            err, offset = report or (KafkaError(KafkaError._TIMED_OUT), -1)
+            acked = err is None and offset >= 0
+            out[i] = ["send", k, [offset if acked else None, v]]
+            failed = failed or err
+        slots.clear()
+        if failed is not None:  # a lost delivery: this transaction must abort
+            raise KafkaException(failed)
+
     def _txn_failed(self, err: KafkaError, committing: bool, out: list) -> Completion:
+        # sends not produced yet: outcome none, as the format has it for an op cut short
+        out[:] = [["send", m[1], [None, m[2]]] if m[0] == "send" and not isinstance(m[2], list)
+                  else m for m in out]
         action = txn_action(err, committing)
         if action == "abort" or (action == "unknown" and not committing):
             try:

@@ -14,7 +14,8 @@ from pyspark.sql import DataFrame
 from kafka_chaos.analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import ANOMALIES, CONSUMER_SIDE  # re-exported
+from kafka_chaos.analysis.names import (ANOMALIES, CONSUMER_SIDE,  # re-exported
+                                        EOS_DUPLICATE, GARBAGE_READ, GROUP_REWIND)
 
 #: How ``analysis.check`` runs them: name -> function of ``(History, Versions)`` returning the
 #: cases (``common.cases``) of the anomalies its name lists, joined by "+", so a checker that
@@ -24,10 +25,11 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     f"lost-write+unseen+{lost.UNJUDGED}": lost.unread_writes,
     "duplicate": lambda h, v: offsets.duplicates(v),
     "inconsistent-offsets": lambda h, v: offsets.inconsistent_offsets(v),
+    GARBAGE_READ: lambda h, v: offsets.garbage_reads(v),
     "nonmonotonic-send+int-nonmonotonic-send+int-send-skip": lambda h, v: sends.send_order(v),
     "poll-skip+nonmonotonic-poll+int-poll-skip+int-nonmonotonic-poll": polls.poll_order,
     "G1a+precommitted-read": lambda h, v: txn.invisible_reads(v),
-    "group-skip+group-redelivery": consumer.delivery,
+    f"group-skip+group-redelivery+{GROUP_REWIND}+{EOS_DUPLICATE}": consumer.delivery,
 }
 
 #: What completes the examples after the counts: name (anomalies joined by "+") -> function of

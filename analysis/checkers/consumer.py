@@ -1,4 +1,5 @@
-"""Consumer-side delivery of consumer groups (beyond Jepsen): ``group-skip``, ``group-redelivery``.
+"""Consumer-side delivery of consumer groups (beyond Jepsen): ``group-skip``,
+``group-redelivery``, ``group-rewind``, ``eos-duplicate``.
 
 A consumer group promises each record of its partitions to one member at a time, resuming after
 a rebalance from the committed offsets (Kafka docs: "Consumer Position", "Offset Management";
@@ -10,8 +11,18 @@ with it, ``docs/history-format.md``):
   at an offset the group's consumers had started on (>= the lowest offset the group delivered)
   and below an offset the group committed, that no member ever delivered: the group moved its
   committed position past a record it never handed to any member (at-most-once loss).
-- ``group-redelivery``: a record delivered by more than one op of the group's members (after a
-  rebalance, a crashed member, or an aborted transaction that seeked back): at-least-once.
+- a record delivered by more than one op of the group's members is, by what the group had
+  committed when it came again:
+
+  - ``eos-duplicate``: two committed (``ok``) read-process-write transactions delivered it.
+    Each commits its consumed offsets atomically with its output (``send_offsets_to_transaction``,
+    KIP-98/KIP-447: the offsets "will be considered committed only if the transaction is
+    committed successfully"), so the second consumed a record whose consumption was committed.
+  - ``group-rewind``: a later delivery began after the group had committed an offset past
+    the record (an ``ok`` commit op, or a ``committed`` event, completed before it): the group
+    resumes "from last committed offset" (KafkaConsumer javadoc), never below it.
+  - ``group-redelivery``: otherwise (after a rebalance, a crashed member, or an aborted
+    transaction that seeked back, above the committed offset): at-least-once.
 
 These are consumer-side: the record is in the log, so they are reported apart from ``lost-write``.
 """
@@ -21,9 +32,10 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases, no_cases
+from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases, no_cases
 from kafka_chaos.analysis.checkers.versions import Versions
-from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.load import History, is_f, is_type
+from kafka_chaos.analysis.names import EOS_DUPLICATE, GROUP_REWIND
 
 
 def groups(h: History) -> DataFrame:
@@ -34,32 +46,51 @@ def groups(h: History) -> DataFrame:
 
 
 def delivery(h: History, v: Versions) -> DataFrame:
-    """The cases of ``group-skip`` and ``group-redelivery``.
+    """The cases of ``group-skip``, ``group-redelivery``, ``group-rewind`` and
+    ``eos-duplicate``.
 
-    Examples: ``group, key, offset, value``; for redeliveries ``deliveries`` (how many ops
-    delivered it) and ``op_indexes`` (their invoke indexes, first 10); for skips
-    ``committed`` (the group's highest committed offset of the key) and ``from_offset``.
+    Examples: ``group, key, offset, value``; for deliveries again ``deliveries`` (how many ops
+    delivered it), ``op_indexes`` (their invoke indexes, first 10) and ``committed`` (the
+    highest offset the group had committed for the key before the last delivery began; NULL
+    if none); for skips ``committed`` (the group's highest committed offset of the key) and
+    ``from_offset``.
     """
     if not h.counts.get("subscribe", {}).get("ok"):  # no consumer group: nothing to scan
         return no_cases(h.ops.sparkSession)
     members = F.broadcast(groups(h))  # a few processes
     delivered = (v.reads.join(members, "process")
-                 .select("group", "key", "offset", "value", "op"))
-    redelivered = (delivered.groupBy("group", "key", "offset")
-                   .agg(F.first("value").alias("value"),
-                        F.countDistinct("op").alias("deliveries"),
-                        F.slice(F.array_sort(F.collect_set("op")), 1, MAX_OPS_PER_EXAMPLE)
-                        .alias("op_indexes"))
-                   .where(F.col("deliveries") > 1))
+                 .select("group", "key", "offset", "value", "op",
+                         (is_f("f", "txn") & is_type("type", "ok")).alias("eos")))
+    again = (delivered.groupBy("group", "key", "offset")
+             .agg(F.first("value").alias("value"), F.countDistinct("op").alias("deliveries"),
+                  F.slice(F.array_sort(F.collect_set("op")), 1, MAX_OPS_PER_EXAMPLE)
+                  .alias("op_indexes"), F.min("op").alias("first_op"),
+                  F.max("op").alias("last_op"),
+                  F.countDistinct(F.when(F.col("eos"), F.col("op"))).alias("committed_txns"))
+             .where(F.col("deliveries") > 1))
     commit_ops = (h.ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
-                  .select("process", F.explode(F.from_json(
+                  .select("process", "index", F.explode(F.from_json(
                       F.get_json_object("inv", "$.offsets"), "map<string,bigint>")))
-                  .select("process", F.col("key").cast("long").alias("key"),
+                  .select("process", "index", F.col("key").cast("long").alias("key"),
                           F.col("value").alias("offset")))
-    commit_events = (h.events.where(F.col("kind") == "committed")
-                      .select("process", "key", "offset"))
-    committed = (commit_ops.unionByName(commit_events).join(members, "process")
-                 .groupBy("group", "key").agg(F.max("offset").alias("committed")))
+    # an event's commit is done by its op's completion; the events are few, so they meet
+    # the ops' completions broadcast
+    commit_events = (h.ops.select("op", "index")
+                     .join(F.broadcast(h.events.where(F.col("kind") == "committed")
+                                       .select("process", "op", "key", "offset")), "op")
+                     .drop("op"))
+    commits = commit_ops.unionByName(commit_events).join(members, "process")
+    committed = commits.groupBy("group", "key").agg(F.max("offset").alias("committed"))
+    # what the group had committed before the last delivery of each record delivered again
+    before = (again.select("group", "key", "offset", "last_op")
+              .join(F.broadcast(commits.select("group", "key", F.col("index").alias("done"),
+                                               F.col("offset").alias("c"))), ["group", "key"])
+              .where(F.col("done") < F.col("last_op"))
+              .groupBy("group", "key", "offset").agg(F.max("c").alias("committed")))
+    again = again.join(before, ["group", "key", "offset"], "left")
+    kind = (F.when(F.col("committed_txns") > 1, F.lit(EOS_DUPLICATE))
+            .when(F.col("committed") > F.col("offset"), F.lit(GROUP_REWIND))
+            .otherwise(F.lit("group-redelivery")))
     start = delivered.groupBy("group", "key").agg(F.min("offset").alias("from_offset"))
     # a record some poll (a final read included) returned is in the log; only the claims
     # between a group's bounds are aggregated, not every claim of the history
@@ -73,7 +104,10 @@ def delivery(h: History, v: Versions) -> DataFrame:
                .join(delivered.select("group", "key", "offset").distinct(),
                      ["group", "key", "offset"], "left_anti"))
     order = ["key", "offset"]
-    return (cases(redelivered, F.lit("group-redelivery"), order,
-                  ["group", "key", "offset", "value", "deliveries", "op_indexes"])
-            .unionByName(cases(skipped, F.lit("group-skip"), order,
-                               ["group", "key", "offset", "value", "committed", "from_offset"])))
+    final = F.broadcast(v.final_end.select("key", "final_op"))
+    return (cases(again, kind, order,
+                  ["group", "key", "offset", "value", "deliveries", "op_indexes", "committed"],
+                  at(key="key", lo="first_op", hi="last_op"))
+            .unionByName(cases(skipped.join(final, "key", "left"), F.lit("group-skip"), order,
+                               ["group", "key", "offset", "value", "committed", "from_offset"],
+                               at(key="key", hi="final_op"))))

@@ -176,9 +176,10 @@ def cycles(h: History, v: Versions,
            time_limit_s: float = TIME_LIMIT_S) -> tuple[dict[str, dict[str, Any]], dict]:
     """Find the cycle anomalies. Returns ``(anomalies, search)``.
 
-    ``anomalies``: ``{name: {"count", "examples"}}`` for every name of
-    ``elle.CYCLE_ANOMALIES``; an example is ``{"ops": [...], "steps": [{"from", "to", "type",
-    "key", "value", "next_value"}, ...], "text": "..."}``.
+    ``anomalies``: ``{name: {"count", "ww_free", "examples"}}`` for every name of
+    ``elle.CYCLE_ANOMALIES``; ``ww_free`` counts the cycles without a ww step, which come
+    first among the examples; an example is ``{"ops": [...], "steps": [{"from", "to", "type",
+    "key", "value", "next_value"}, ...], "ww": bool, "text": "..."}``.
     ``search``: ``{"complete", "components", "largest_component", "edges", "time_s"}``; when
     ``complete`` is false the search hit ``time_limit_s`` and absent cycles prove nothing.
 
@@ -204,8 +205,12 @@ def cycles(h: History, v: Versions,
     pa.default_memory_pool().release_unused()  # the Arrow pool keeps what it freed
     report = elle.find_cycles(src, dst, kind, time_limit_s=time_limit_s, reuse=True)
     del src, dst, kind
-    out = {name: {"count": len(found), "examples": found[:5]}
-           for name, found in report.cycles.items()}
+    out = {}
+    for name, found in report.cycles.items():
+        # the cycles without a ww step first: no rule permits them (promises, ww-cycles)
+        free = [c for c in found if not _has_ww(c)]
+        out[name] = {"count": len(found), "ww_free": len(free),
+                     "examples": (free + [c for c in found if _has_ww(c)])[:5]}
     _explain(out, v)
     search = {k: getattr(report, k) for k in ("complete", "components", "largest_component",
                                               "edges", "time_s")}
@@ -254,6 +259,11 @@ def _explain(out: dict[str, dict[str, Any]], v: Versions) -> None:
         found["examples"] = [_explained(cyc, facts) for cyc in found["examples"]]
 
 
+def _has_ww(cycle: list[dict]) -> bool:
+    return any(s["type"] == "ww" for s in cycle)
+
+
 def _explained(cycle: list[dict], facts: dict) -> dict:
     steps = [{**s, **facts.get((s["type"], s["from"], s["to"]), {})} for s in cycle]
-    return {"ops": [s["from"] for s in steps], "steps": steps, "text": elle.describe_cycle(steps)}
+    return {"ops": [s["from"] for s in steps], "steps": steps, "ww": _has_ww(cycle),
+            "text": elle.describe_cycle(steps)}

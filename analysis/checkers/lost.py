@@ -32,7 +32,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.common import at, cases
 from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import History, type_name
 
@@ -56,15 +56,17 @@ def unread_writes(h: History, v: Versions) -> DataFrame:
     # Acknowledged writes missing from the log are few: they are hashed and ``obs`` streams
     # past them for each one's own claim (whether a consumer read its offset: ``read_at``),
     # and each meets the final reads' ranges, broadcast.
-    at = v.obs.select("key", "offset", "value", "read_at")
-    found = missing.hint("shuffle_hash").join(at, ["key", "offset", "value"], "left")
+    claims = v.obs.select("key", "offset", "value", "read_at")
+    found = missing.hint("shuffle_hash").join(claims, ["key", "offset", "value"], "left")
     m, c = found.alias("m"), h.ranges.alias("c")
     found = (m.join(F.broadcast(c), (F.col("m.key") == F.col("c.key"))
                     & (F.col("c.start") <= F.col("m.offset"))
                     & (F.col("m.offset") < F.col("c.end")), "left")
              .groupBy(*(F.col(f"m.{col}") for col in found.columns))
-             .agg(F.min(F.when(F.col("c.start").isNotNull(), F.array("c.start", "c.end")))
-                  .alias("by_final")))
+             .agg(F.min(F.when(F.col("c.start").isNotNull(),
+                               F.struct("c.start", "c.end", "c.op"))).alias("chunk"))
+             .withColumn("by_final", F.when(F.col("chunk").isNotNull(),
+                                            F.array("chunk.start", "chunk.end"))))
     # A consumer that read another value at the offset read that position of the version
     # order: the acknowledged value was not there.
     by_poll = F.when(~complete & F.coalesce("read_at", F.lit(False)),
@@ -76,7 +78,13 @@ def unread_writes(h: History, v: Versions) -> DataFrame:
     kind = (F.when(F.col("covered_by").isNotNull(), F.lit("lost-write"))
             .when(complete, F.lit("unseen"))
             .otherwise(F.lit(UNJUDGED)))
+    # the window a truncation must lie in: after the acknowledgement, before the read that
+    # misses the write (a poll's is looked up only when needed: analysis.judge)
+    reader = (F.when(F.col("covered_by") == F.col("by_final"), F.col("chunk.op"))
+              .when(F.col("covered_by").isNull(), F.col("final_op")))
     return cases(found, kind, ["op", "value"],
                  ["key", "value", "offset", "process", "op", "index",
                   type_name("type").alias("type"), "covered_by", "final_end",
-                  F.col("read_any").alias("read_before")])
+                  F.col("read_any").alias("read_before")],
+                 at(key="key", lo="index", hi=reader, write_inv="op", write_done="index",
+                    writer="op"))

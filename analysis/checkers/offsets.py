@@ -1,4 +1,5 @@
-"""Checkers on the offset order of each key: ``duplicate`` and ``inconsistent-offsets``.
+"""Checkers on the offset order of each key: ``duplicate``, ``inconsistent-offsets`` and
+``garbage-read``.
 
 Source: Jepsen's ``jepsen.tests.kafka`` (``jepsen/src/jepsen/tests/kafka.clj``):
 ``version-orders`` (whose ``:errors`` are reported as ``:inconsistent-offsets``) and
@@ -12,8 +13,9 @@ from typing import Any
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, cases
+from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases
 from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions
+from kafka_chaos.analysis.names import GARBAGE_READ
 
 
 def _sorted_set(col: str) -> Column:
@@ -69,12 +71,16 @@ def duplicates(v: Versions) -> DataFrame:
     """
     # the values claimed at two offsets first, then their claims: a window over every value
     # flagging them, while the shared tables were built, cost 2.2 s at 10 M ops
-    at = v.obs.select("key", "value", "offset")
-    spread = (at.groupBy(*BY_VALUE)
+    claims = v.obs.select("key", "value", "offset", "w_op")
+    spread = (claims.groupBy(*BY_VALUE)
               .agg((F.min("offset") != F.max("offset")).alias("dup")).where("dup"))
-    found = (at.join(spread.hint("shuffle_hash"), BY_VALUE, "left_semi")
-             .groupBy(*BY_VALUE).agg(_sorted_set("offset").alias("offsets")))
-    return cases(found, F.lit("duplicate"), ["key", "value"], ["key", "value", "offsets"])
+    found = (claims.join(spread.hint("shuffle_hash"), BY_VALUE, "left_semi")
+             .groupBy(*BY_VALUE).agg(_sorted_set("offset").alias("offsets"),
+                                     F.min("w_op").alias("w_op"))
+             .join(F.broadcast(v.final_end.select("key", "final_op")), "key", "left"))
+    # a truncation behind it lies between its write and the end of the log's final reads
+    return cases(found, F.lit("duplicate"), ["key", "value"], ["key", "value", "offsets"],
+                 at(key="key", lo="w_op", hi="final_op", writer="w_op"))
 
 
 def inconsistent_offsets(v: Versions) -> DataFrame:
@@ -90,6 +96,25 @@ def inconsistent_offsets(v: Versions) -> DataFrame:
     values`` (sorted); ``example_ops`` adds the examples' ``op_indexes``.
     """
     found = (v.obs.where(F.col("incons")).groupBy("key", "offset")
-             .agg(_sorted_set("value").alias("values")))
+             .agg(_sorted_set("value").alias("values"), F.min("w_op").alias("w_op"))
+             .join(F.broadcast(v.final_end.select("key", "final_op")), "key", "left"))
     return cases(found, F.lit("inconsistent-offsets"), ["key", "offset"],
-                 ["key", "offset", "values"])
+                 ["key", "offset", "values"], at(key="key", lo="w_op", hi="final_op"))
+
+
+def garbage_reads(v: Versions) -> DataFrame:
+    """Count ``garbage-read``: a record some read returned whose value no send of the history
+    wrote to that key.
+
+    Values are unique per run and every send is recorded at its invoke, so such a record is
+    corrupt data, a record of another run, or a value moved to another key: no rule of Kafka
+    explains it. Elle's README names it ("Garbage Reads: A read observes a state which could
+    not have been the product of any write"); Jepsen's Kafka checker refuses such a history
+    (``:no-writer-of-value``) instead of reporting it.
+
+    Returns the cases (``common.cases``); one per (key, offset, value), each with ``key,
+    offset, value``.
+    """
+    found = v.obs.where(F.col("read") & F.col("w_op").isNull()).select("key", "offset", "value")
+    return cases(found, F.lit(GARBAGE_READ), ["key", "offset", "value"],
+                 ["key", "offset", "value"], at(key="key"))

@@ -9,8 +9,8 @@ passed over); *nonmonotonic* is a step back or in place.
 
 A consumer's reads are compared only within a *segment*: its position is legitimately moved by
 ``assign``/``subscribe`` ops, by rebalance and seek events of that key (Jepsen ignores keys in an
-op's rebalance log), and after an op that did not complete ``ok`` (an aborted transaction seeks
-back). Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
+op's rebalance log), and after a transaction that did not complete ``ok`` (an aborted
+transaction seeks back). Nothing else resets it: a ``send`` that failed never moved a consumer. Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
 them is a ``lost-write``.
 """
 
@@ -19,9 +19,9 @@ from __future__ import annotations
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.common import at, cases
 from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions, writers_join
-from kafka_chaos.analysis.load import MOP_FS, History
+from kafka_chaos.analysis.load import History
 
 _ORDER = ("op", "pos", "rec")
 _RESETS = ("assigned", "revoked", "lost", "seek")
@@ -104,11 +104,14 @@ def poll_order(h: History, v: Versions) -> DataFrame:
              .join(prev_idx.hint(hint), ["prev_value", "key"])
              .where((F.col("prev_at") - F.col("prev_offset") == 0) & (delta != 1))
              .drop("at", "prev_at"))
-    # Resets of a process's position: assign/subscribe ops (before their op) and ops that did
-    # not complete ok (after theirs: an aborted transaction seeks back), for every key;
-    # rebalance and seek events, for their key, where they happened.
+    # Resets of a process's position: only what moves the consumer. Assign/subscribe ops
+    # (before their op) and transactions that did not complete ok (after theirs: an aborted
+    # transaction seeks back to the committed offsets), for every key; rebalance and seek
+    # events, for their key, where they happened. A send that failed moves no consumer, and
+    # a poll that raised leaves its position where it was; an op ending info retires its
+    # process, so nothing after it is compared anyway.
     is_sub = F.col("f").isin("assign", "subscribe")
-    after_bad = F.col("f").isin(*MOP_FS) & (F.col("type") != "ok")
+    after_bad = (F.col("f") == "txn") & (F.col("type") != "ok")
     op_resets = (h.ops.where(is_sub | after_bad)
                  .select("process", _at("op", F.when(is_sub, -1).otherwise(2**31 - 1),
                                         F.lit(-1)).alias("reset")))
@@ -124,4 +127,5 @@ def poll_order(h: History, v: Versions) -> DataFrame:
                  ["process", "key", F.array("prev_offset", "offset").alias("offsets"),
                   F.array("prev_value", "value").alias("values"), delta.alias("delta"),
                   F.array("prev_op", "op").alias("op_indexes"),
-                  F.greatest(delta - 1, F.lit(0)).alias("skipped")])
+                  F.greatest(delta - 1, F.lit(0)).alias("skipped")],
+                 at(key="key", lo="prev_op", hi="op"))

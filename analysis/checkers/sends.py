@@ -15,7 +15,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.common import at, cases
 from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import is_type
 
@@ -55,4 +55,5 @@ def send_order(v: Versions) -> DataFrame:
             .when(~within & across & (delta < 1), "nonmonotonic-send"))
     example = ["process", "key", F.array(prev["value"], "value").alias("values"),
                delta.alias("delta"), F.array(prev["op"], "op").alias("op_indexes")]
-    return cases(lagged, kind, ["op", "pos"], example)
+    return cases(lagged, kind, ["op", "pos"], example,
+                 at(key="key", lo=prev["op"], hi="op", writer="op"))

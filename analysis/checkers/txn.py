@@ -13,7 +13,7 @@ from __future__ import annotations
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis.checkers.common import cases
+from kafka_chaos.analysis.checkers.common import at, cases
 from kafka_chaos.analysis.checkers.versions import LITERALS, Versions
 from kafka_chaos.analysis.load import is_f, is_type, type_name
 
@@ -49,4 +49,5 @@ def invisible_reads(v: Versions) -> DataFrame:
                   F.first(type_name("w_type")).alias("writer_type")))
     return cases(found, "kind", ["op", "key", "value"],
                  ["key", "value", "offset", "writer", "writer_type",
-                  F.col("op").alias("reader"), "reader_final"])
+                  F.col("op").alias("reader"), "reader_final"],
+                 at(key="key", lo="writer", hi="op", writer="writer"))

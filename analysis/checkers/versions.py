@@ -74,8 +74,9 @@ class Versions:
       sent the value (Jepsen ``writer-of``; NULL for a value nobody sent). Sorted by value and
       key for a large history (``writers_join``).
     - ``writers``: ``key, value, w_op, w_type, w_f``: one row per send micro-op.
-    - ``final_end``: ``key, final_end`` for the keys whose final reads reached the end of the
-      partition: where they ended (the largest range end).
+    - ``final_end``: ``key, final_end, final_op`` for the keys whose final reads reached the
+      end of the partition: where they ended (the largest range end) and the invoke index of
+      the read that got there.
     """
 
     sends: DataFrame
@@ -279,7 +280,8 @@ def _versions(h: History, partitions: int,
                        F.coalesce("read_final", F.lit(False)).alias("read_final")))
     s0.unpersist()
     final_end = (h.ranges.groupBy("key")
-                 .agg(F.max("end").alias("final_end"), F.max("eof").alias("eof"))
+                 .agg(F.max("end").alias("final_end"), F.max("eof").alias("eof"),
+                      F.max_by("op", "end").alias("final_op"))
                  .where(F.col("eof")).drop("eof"))
     writers = s.select("key", "value", F.col("op").alias("w_op"), F.col("type").alias("w_type"),
                        F.col("f").alias("w_f"))

@@ -145,6 +145,13 @@ def test_last_replica_standing(tmp_path, version):
         assert before[-1]["elr"] == [] and stand_in == set()
         assert writes["count"] > 0 and writes["permitted"], writes
         assert writes["rule"] == "last-in-sync-replica-lost-power"
+        # pinned on the power loss of the last replica standing, which was the whole ISR
+        name = res["run"]["scenario"]["marks"]["L"]
+        for ex in writes["examples"]:
+            e = ex["evidence"]
+            assert (e["event"], e["partition"], e["nodes"], e["needed"]) == (
+                "power-loss", "kafka-chaos-0", [name], [name]), e
+            assert e["bytes"][name] > 0 and e["indexes"][1] == loss.index, e
     else:
         # KIP-966: a follower removed while the ISR was below min.insync.replicas is kept
         # eligible; one that left earlier, while the ISR was still at 2, is not (both

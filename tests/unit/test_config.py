@@ -23,7 +23,7 @@ from kafka_chaos.workloads.outcomes import classify
     ({"acks": "1", "idempotence": True}, "needs acks=all"),
     ({"min_insync_replicas": 4}, "exceeds the replication factor"),
     ({"brokers": 1}, "exceeds --brokers"),
-    ({"scenario": "nope"}, "choose from isr-shrink-unclean"),
+    ({"scenario": "nope"}, "choose from acks1-lagging-follower, isr-shrink-unclean"),
     ({"scenario": "isr-shrink-unclean", "nemesis": ["kill"]}, "--nemesis none"),
     ({"scenario": "isr-shrink-unclean", "acks": "1"}, "--acks all"),
     ({"txn": True, "acks": "1"}, "--acks 1 with --txn"),

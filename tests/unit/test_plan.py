@@ -147,12 +147,14 @@ def test_checkers_allow_and_forbid_override_the_promises_table(tmp_path):
 
     path = _plan(tmp_path, "checkers: {forbid: [duplicate], allow: [lost-write]}\n")
     fields = plan.run_fields(plan.load(path), path)
-    facts = facts_of(RunConfig(**fields).model_dump(mode="json"), set())
-    # the default producer retries without idempotence: Kafka documents duplicates
-    assert judge("duplicate", facts_of(RunConfig().model_dump(mode="json"), set()))["permitted"]
-    assert judge("duplicate", facts) == {"permitted": False, "rule": None, "because":
-                                         "the plan forbids it, whatever Kafka documents",
-                                         "source": "plan checkers.forbid"}
+    facts = facts_of(RunConfig(**fields).model_dump(mode="json"))
+    # the default producer retries without idempotence: Kafka documents duplicates (of a
+    # non-transactional writer: judged per finding)
+    default = judge("duplicate", facts_of(RunConfig().model_dump(mode="json")))
+    assert default["per_case"] and default["rule"] == "retries-without-idempotence"
+    assert judge("duplicate", facts) == {"per_case": False, "permitted": False, "rule": None,
+                                         "because": "the plan forbids it, whatever Kafka "
+                                         "documents", "source": "plan checkers.forbid"}
     assert judge("lost-write", facts)["rule"] == "plan-allows"
     with pytest.raises(ValueError, match=r"line 1, checkers.allow: .*unknown anomaly 'lost'"):
         plan.load(_plan(tmp_path, "checkers: {allow: [lost]}\n"))

@@ -39,7 +39,7 @@ def test_built_in_scenarios_load_and_unknown_names_are_refused():
     assert {"isr-shrink-unclean", "zombie-leader"} <= set(script.names())
     for name in script.names():
         assert load_scenario(name).name == name
-    with pytest.raises(ValueError, match="choose from isr-shrink-unclean"):
+    with pytest.raises(ValueError, match="choose from acks1-lagging-follower, isr-shrink-unclean"):
         load_scenario("split-brain")
 
 

@@ -1,0 +1,328 @@
+"""What the run's own record shows happened to each partition, and when: the evidence the
+promises table (``analysis.promises``) must find before it permits an anomaly.
+
+Built from the nemesis's and the monitor's ops (``docs/history-format.md``), a few thousand
+rows even for a long run. Positions are history indexes: op ``time`` is taken under the same
+lock as ``index`` from a monotonic clock, so index order is time order, and an anomaly's window
+(which client ops bound it) and an event (which samples or nemesis op bound it) compare
+without a lookup of times.
+
+An event is located only as well as the record locates it: a leader election happened after
+the last monitor sample that still shows the old epoch began, and before the first that shows
+the new one completed (``Event.lo``, ``Event.hi``). Where consecutive samples of a partition
+are more than ``MAX_BLIND_NS`` apart, or none was taken (no broker answered, the monitor
+stopped), the record is *blind* on that partition; ``Record.blind`` lists those stretches, and
+an event inside one is not evidence (``Event.wide``): the promises table makes such an anomaly
+unexplained (the verdict unknown), never permitted.
+
+Event kinds (``Event.kind``), per topic-partition:
+
+- ``leader-change``: a new leader epoch whose leader is another broker than the last one the
+  monitor saw lead (a partition going offline and back to the same leader is none). ``facts``:
+  ``from``, ``to`` (node ids), ``epochs`` ``[before, after]``, ``isr`` and ``elr`` (the last
+  sample before; ``elr`` ``[]`` where the cluster keeps none), ``unclean`` (the new leader was
+  in neither: KIP-966 elects from the ELR cleanly).
+- ``zombie-leader``: a broker still naming itself leader in an older epoch than the cluster's
+  (the monitor's ``stale_leaders``): it may acknowledge writes its successor never has.
+  ``facts``: ``node``, ``epochs`` ``[its own, the cluster's]``.
+- ``forced-unclean``: an ``elect-unclean`` nemesis op (ElectLeaders UNCLEAN, KIP-460) elected a
+  leader of the partition. ``facts``: ``result`` ("OK").
+- ``power-loss``: a ``lose-unfsynced`` op truncated that partition's log on some nodes.
+  ``facts``: ``nodes`` (ids that lost bytes of it), ``bytes`` per node name, ``needed`` (the
+  ISR and ELR of the last sample before the op: the replicas that had every acknowledged
+  record; None when no sample in the ``MAX_BLIND_NS`` before it shows the partition).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Iterable
+
+import orjson
+
+#: Consecutive samples of a partition further apart than this (ns) leave the record blind on it.
+#: The monitor samples every 500 ms; a sample whose brokers do not answer takes up to a few
+#: hundred ms more, so only a monitor that could not see the partition leaves such a gap.
+MAX_BLIND_NS = 5_000_000_000
+#: An index past every op: the end of a stretch that lasts to the end of the history.
+END = 2**62
+
+LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
+                                                     "forced-unclean", "power-loss")
+
+TP = tuple[str, int]
+#: ``(lo, hi, lo_ns, hi_ns)``: history indexes and times (ns; None when unknown) of a stretch.
+Stretch = tuple[int, int, "int | None", "int | None"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Event:
+    """Something the record shows on partition ``tp`` (topic, partition) between history
+    indexes ``lo`` and ``hi``, times ``lo_ns`` and ``hi_ns`` (ns since the run's start, for
+    text); ``facts`` as the module docstring lists per ``kind``; ``wide``: it lies in a stretch
+    where the record is blind, so it locates nothing."""
+
+    kind: str
+    tp: TP
+    lo: int
+    hi: int
+    lo_ns: int
+    hi_ns: int
+    facts: dict[str, Any]
+    wide: bool = False
+
+    @property
+    def stretch(self) -> Stretch:
+        """``(lo, hi, lo_ns, hi_ns)``."""
+        return (self.lo, self.hi, self.lo_ns, self.hi_ns)
+
+    def meets(self, lo: int, hi: int) -> bool:
+        """The event may have happened within history indexes ``[lo, hi]``."""
+        return self.lo <= hi and lo <= self.hi
+
+    def as_json(self, names: dict[int, str]) -> dict[str, Any]:
+        """The event as the ``evidence`` of an example: ``event``, ``partition``
+        ("topic-p"), ``at_s`` ``[from, to]`` (seconds since the run's start), ``indexes``,
+        and its facts, node ids given as names."""
+        facts = {k: _named(v, names) if k in _NODE_FACTS else v for k, v in self.facts.items()}
+        return {"event": self.kind, "partition": f"{self.tp[0]}-{self.tp[1]}",
+                "at_s": [round(self.lo_ns / 1e9, 3), round(self.hi_ns / 1e9, 3)],
+                "indexes": [self.lo, self.hi], **facts}
+
+
+_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed")
+
+
+def _named(value: Any, names: dict[int, str]) -> Any:
+    if isinstance(value, list):
+        return [names.get(v, v) for v in value]
+    return names.get(value, value) if isinstance(value, int) else value
+
+
+@dataclasses.dataclass
+class Record:
+    """The evidence of one run.
+
+    ``events``: tp -> events in index order. ``blind``: tp -> ``(lo, hi, lo_ns, hi_ns)``:
+    the index (and time) stretches in which the monitor did not see that partition (a tp
+    never sampled is blind throughout: ``blind_in``). ``unclean``: scope (a topic, or ``"*"`` for the cluster-wide default) ->
+    ``[lo, hi]`` stretches in which a nemesis had unclean leader election on (from its
+    ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
+    it); ``unclean_maybe`` likewise for toggles that completed ``info`` (they may have taken
+    effect). ``unclean_config``: the run's own topic config enabled it throughout. ``names``:
+    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``.
+    """
+
+    events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
+    blind: dict[TP, list[Stretch]] = dataclasses.field(default_factory=dict)
+    unclean: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    unclean_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    unclean_config: bool = False
+    names: dict[int, str] = dataclasses.field(default_factory=dict)
+    power_losses: bool = False
+
+    def of(self, tp: TP, kind: str, lo: int, hi: int) -> list[Event]:
+        """The events of ``kind`` on ``tp`` that may lie within ``[lo, hi]``, located ones
+        (not ``wide``) only."""
+        return [e for e in self.events.get(tp, ()) if e.kind == kind and not e.wide
+                and e.meets(lo, hi)]
+
+    def blind_in(self, tp: TP, lo: int, hi: int) -> Stretch | None:
+        """The first stretch ``(lo, hi, lo_ns, hi_ns)`` meeting ``[lo, hi]`` in which the
+        record is blind on ``tp`` (all of it when the monitor never saw ``tp``: times None),
+        or None: the monitor saw the partition throughout."""
+        if tp not in self.blind:
+            return (lo, hi, None, None)
+        for stretch in self.blind[tp]:
+            if stretch[0] <= hi and lo <= stretch[1]:
+                return stretch
+        return None
+
+    def unlocated(self, tp: TP, lo: int, hi: int) -> Stretch | None:
+        """The stretch of the first event on ``tp`` within ``[lo, hi]`` that the record
+        cannot place: one inside a blind stretch; None if there is none."""
+        for e in self.events.get(tp, ()):
+            if e.meets(lo, hi) and e.wide:
+                return e.stretch
+        return None
+
+    def unclean_on(self, topic: str, lo: int, hi: int, *, maybe: bool = False) -> bool:
+        """Unclean leader election was on for ``topic`` at some time within ``[lo, hi]``: by
+        the run's config, or by a nemesis toggle of the topic or of the cluster default
+        (``maybe``: also by a toggle whose outcome is unknown)."""
+        if self.unclean_config:
+            return True
+        spans = [*self.unclean.get(topic, ()), *self.unclean.get("*", ())]
+        if maybe:
+            spans += [*self.unclean_maybe.get(topic, ()), *self.unclean_maybe.get("*", ())]
+        return any(a <= hi and lo <= b for a, b in spans)
+
+    @property
+    def unclean_possible(self) -> bool:
+        """Unclean leader election may have been on at some time, or was forced."""
+        return (self.unclean_config or bool(self.unclean) or bool(self.unclean_maybe)
+                or any(e.kind == FORCED_UNCLEAN for es in self.events.values() for e in es))
+
+
+def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
+          config: dict[str, Any] | None) -> Record:
+    """The ``Record`` of a history's nemesis and monitor ops.
+
+    ``rows``: one per op (invoke and completion paired), any order: ``op`` (invoke index),
+    ``index`` (completion index, None while pending), ``process`` ("nemesis" | "monitor"),
+    ``f``, ``type`` (ok | fail | info | pending), ``inv``, ``done`` (values, parsed or as JSON
+    text), ``invoke_time``, ``time`` (ns). ``nodes``: the header's ``nodes`` (id as text ->
+    ``{"name", ...}``). ``config``: the run configuration (None when unknown).
+    """
+    rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
+                 unclean_config=bool((config or {}).get("unclean_leader_election")))
+    ids = {name: i for i, name in rec.names.items()}
+    rows = sorted(({**r, "inv": _parsed(r.get("inv")), "done": _parsed(r.get("done"))}
+                   for r in rows), key=lambda r: r["op"])
+    states = _states([r for r in rows if r["process"] == "monitor" and r["type"] == "ok"
+                      and isinstance(r["done"], dict)])
+    _monitor_events(rec, states)
+    _nemesis_events(rec, [r for r in rows if r["process"] == "nemesis"], ids, states)
+    for es in rec.events.values():
+        es.sort(key=lambda e: (e.lo, e.hi, e.kind))
+    return rec
+
+
+def _parsed(value: Any) -> Any:
+    if isinstance(value, (str, bytes)):
+        try:
+            return orjson.loads(value)
+        except orjson.JSONDecodeError:
+            return None
+    return value
+
+
+def _states(samples: list[dict]) -> dict[TP, list[tuple[dict, dict]]]:
+    """tp -> ``(sample row, partition state)`` of every ok sample that described it."""
+    out: dict[TP, list[tuple[dict, dict]]] = {}
+    for s in samples:
+        for topic, parts in (s["done"].get("partitions") or {}).items():
+            for p in parts or ():
+                if isinstance(p, dict) and not p.get("error") and "leader_epoch" in p:
+                    out.setdefault((topic, int(p["partition"])), []).append((s, p))
+    return out
+
+
+def _monitor_events(rec: Record, states: dict[TP, list[tuple[dict, dict]]]) -> None:
+    for tp, seen in states.items():
+        first, last = seen[0][0], seen[-1][0]
+        blind = [(0, first["op"], 0, first["invoke_time"])]
+        for (a, _), (b, _) in zip(seen, seen[1:]):
+            if b["invoke_time"] - a["time"] > MAX_BLIND_NS:
+                blind.append((a["index"], b["op"], a["time"], b["invoke_time"]))
+        blind.append((last["index"], END, last["time"], None))
+        rec.blind[tp] = blind
+        events = rec.events.setdefault(tp, [])
+        leader = None  # the last real leader seen
+        for (a, pa), (b, pb) in zip([(None, None)] + seen[:-1], seen):
+            if pb["leader"] is not None and pb["leader"] >= 0:
+                if (a is not None and leader is not None and pb["leader"] != leader
+                        and pb["leader_epoch"] > pa["leader_epoch"]):
+                    isr, elr = list(pa.get("isr") or []), list(pa.get("elr") or [])
+                    # KIP-966 elects from the ISR, then the ELR, then the last known leader
+                    # ("similar behavior prior to the 4.0"): only a replica outside all of
+                    # them is an unclean election
+                    last = [] if isr or elr else list(pa.get("last_known_elr") or [])
+                    events.append(_event(LEADER_CHANGE, tp, a, b, rec, {
+                        "from": leader, "to": pb["leader"],
+                        "epochs": [pa["leader_epoch"], pb["leader_epoch"]], "isr": isr,
+                        "elr": elr, "unclean": pb["leader"] not in isr + elr + last}))
+                leader = pb["leader"]
+        _zombies(rec, tp, seen, events)
+
+
+def _zombies(rec: Record, tp: TP, seen: list[tuple[dict, dict]], events: list[Event]) -> None:
+    """A ``zombie-leader`` event per node and run of consecutive samples in which it named
+    itself leader in an older epoch, from the sample before the run to the one that ended it."""
+    # node -> (the sample before, the first claiming, its epoch, the cluster's epoch then)
+    open_: dict[int, tuple[dict | None, dict, int, int]] = {}
+    prev = None
+    for s, p in seen + [(None, {})]:
+        claims = {int(n): int(e) for n, e in (p.get("stale_leaders") or [])}
+        for node in list(open_):
+            if node not in claims:
+                before, first, epoch, current = open_.pop(node)
+                end = s if s is not None else prev
+                events.append(_event(ZOMBIE, tp, before or first, end, rec, {
+                    "node": node, "epochs": [epoch, current], "ended": s is not None}))
+        for node, epoch in claims.items():
+            if node not in open_:
+                open_[node] = (prev, s, epoch, p["leader_epoch"])
+        prev = s
+
+
+def _event(kind: str, tp: TP, a: dict, b: dict, rec: Record, facts: dict) -> Event:
+    lo, hi = a["op"], b["index"] if b.get("index") is not None else END
+    lo_ns, hi_ns = a.get("invoke_time") or 0, b.get("time") or b.get("invoke_time") or 0
+    # the gap between two samples runs from the first's completion to the second's invoke,
+    # inside the event they bound: a blind gap inside it leaves the event unlocated
+    wide = any(lo <= x and y <= hi for x, y, *_ in rec.blind.get(tp, [])[1:-1])
+    return Event(kind, tp, lo, hi, lo_ns, hi_ns, facts, wide)
+
+
+def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
+                    states: dict[TP, list[tuple[dict, dict]]]) -> None:
+    by_op = sorted(ops, key=lambda r: r["op"])
+    for i, r in enumerate(by_op):
+        f, typ, done = r["f"], r["type"], r["done"]
+        if f == "unclean-on" and typ in ("ok", "info"):
+            scope = "*" if ((r["inv"] or {}).get("target") == "cluster") else \
+                ((done if typ == "ok" else r["inv"]) or {}).get("topic") or "*"
+            end = next((x["index"] for x in by_op[i + 1:] if x["type"] == "ok" and (
+                x["f"] == "heal-all" or (x["f"] == "unclean-off" and _scope(x) == scope))
+                and x["index"] is not None), END)
+            (rec.unclean if typ == "ok" else rec.unclean_maybe).setdefault(
+                scope, []).append((r["op"], end))
+        elif f == "elect-unclean" and typ == "ok" and isinstance(done, dict):
+            topic = (r["inv"] or {}).get("topic")
+            for p, result in (done.get("elected") or {}).items():
+                if result == "OK" and topic is not None:
+                    tp = (topic, int(p))
+                    rec.events.setdefault(tp, []).append(Event(
+                        FORCED_UNCLEAN, tp, r["op"], r["index"], r["invoke_time"], r["time"],
+                        {"result": result}))
+        elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
+            rec.power_losses = True
+            _power_loss(rec, r, done, ids, states)
+
+
+def _scope(r: dict) -> str:
+    v = r["done"] or {}
+    return "*" if v.get("target") == "cluster" else v.get("topic") or "*"
+
+
+def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
+                states: dict[TP, list[tuple[dict, dict]]]) -> None:
+    lost: dict[TP, dict[str, int]] = {}
+    for name, what in (done.get("lost") or {}).items():
+        for log, n in ((what or {}).get("logs") or {}).items():
+            topic, _, partition = log.split("/", 1)[0].rpartition("-")
+            if n and partition.isdigit():
+                lost.setdefault((topic, int(partition)), {})[name] = \
+                    lost.get((topic, int(partition)), {}).get(name, 0) + int(n)
+    for tp, by_name in lost.items():
+        rec.events.setdefault(tp, []).append(Event(
+            POWER_LOSS, tp, r["op"], r["index"], r["invoke_time"], r["time"],
+            {"nodes": sorted(ids[n] for n in by_name if n in ids), "bytes": by_name,
+             "needed": _in_sync_before(states.get(tp, []), r)}))
+
+
+def _in_sync_before(seen: list[tuple[dict, dict]], r: dict) -> list[int] | None:
+    """The ISR and ELR in the last of ``seen`` (a partition's samples) that completed before
+    op ``r`` began, if it is at most ``MAX_BLIND_NS`` older than it; else None."""
+    best = None
+    for s, p in seen:
+        if s["index"] < r["op"]:
+            best = (s, p)
+    if best is None or r["invoke_time"] - best[0]["time"] > MAX_BLIND_NS:
+        return None
+    p = best[1]
+    needed = set(p.get("isr") or []) | set(p.get("elr") or [])
+    # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
+    # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
+    return sorted(needed or set(p.get("last_known_elr") or []))

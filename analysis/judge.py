@@ -1,0 +1,257 @@
+"""Every finding judged against what the configuration promises and what the run's record shows
+(``analysis.promises``, ``analysis.evidence``): the Spark side of the verdict.
+
+``record`` reads the nemesis's and the monitor's ops into an ``evidence.Record``; ``per_case``
+says which anomalies must be judged finding by finding (their cases are then collected whole by
+``checkers.common.summarize``); ``judge`` turns each anomaly's count and cases into outcomes,
+examples that carry their evidence, and the reasons a verdict is unknown.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from pyspark.sql import functions as F
+
+from kafka_chaos.analysis import evidence, promises
+from kafka_chaos.analysis.checkers.common import MAX_EXAMPLES
+from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.names import CYCLE_ANOMALIES
+from kafka_chaos.analysis.remote import is_url
+from kafka_chaos.history import MONITOR, NEMESIS
+
+#: Anomalies whose window ends at the *invoke* of the read that shows them (the event must
+#: come before that read began); every other window ends at its last op's completion.
+_TO_READ = ("lost-write", "unseen")
+#: Most ops looked up as literals in one filter (more go through a broadcast join).
+_LITERALS = 5000
+_OUTCOME_ORDER = (promises.VIOLATION, promises.UNEXPLAINED, promises.PERMITTED)
+
+
+def record(h: History) -> evidence.Record:
+    """The ``evidence.Record`` of ``h``'s nemesis and monitor ops: read with pyarrow from a
+    local copy (a few thousand rows, no Spark job), by Spark from one at a URL."""
+    cols = ["op", "index", "process", "f", "type", "inv", "done", "invoke_time", "time"]
+    path = h.tables.get("ops")
+    if path is None or is_url(path):
+        rows = [r.asDict() for r in h.pairs.where(F.col("process").isin(NEMESIS, MONITOR))
+                .select(*cols).collect()]
+    else:
+        import pyarrow.dataset as pads
+
+        rows = pads.dataset(path, format="parquet").to_table(
+            columns=cols, filter=pads.field("process").isin([NEMESIS, MONITOR]),
+            use_threads=False).to_pylist()
+    header = h.header or {}
+    return evidence.build(rows, header.get("nodes"), h.config)
+
+
+def per_case(names: list[str], facts: dict[str, Any] | None) -> set[str]:
+    """The anomalies of ``names`` judged finding by finding under ``facts`` (cycles apart:
+    their search reports whether each has a ww step)."""
+    return {n for n in names if n not in CYCLE_ANOMALIES
+            and promises.judge(n, facts)["per_case"]}
+
+
+def judge(h: History, found: dict[str, dict[str, Any]], facts: dict[str, Any] | None,
+          rec: evidence.Record) -> list[str]:
+    """Judge every anomaly of ``found`` (``{name: {"count", "examples", ["cases"],
+    ["ww_free"]}}``, as the checkers report them) in place, and return the reasons the
+    verdict is unknown (unexplained findings).
+
+    Each anomaly gets ``outcomes`` (``{"permitted", "violation", "unexplained"}`` counts),
+    ``rules`` (``{rule: permitted count}``), ``permitted`` (every finding was), ``rule``,
+    ``because``, ``source`` (of the rule that permitted most, or of the configuration's
+    verdict), and examples (violations first, then unexplained, then permitted) each with
+    its ``outcome``, and for a permitted one its ``rule`` and ``evidence`` (the event, named:
+    ``evidence.Event.as_json``), for an unexplained one the ``blind`` stretch.
+    """
+    reasons: list[str] = []
+    judged = {n: a for n, a in found.items() if a.get("count") and "cases" in a}
+    lookups = _lookups(h, judged)
+    for name, a in found.items():
+        cases = a.pop("cases", None)
+        verdict = promises.judge(name, facts)
+        a.update(because=verdict["because"], source=verdict["source"], rule=verdict["rule"])
+        count = a.get("count")
+        if not count:
+            a.update(permitted=False, outcomes=_outcomes(), rules={})
+            continue
+        if "ww_free" in a:  # a cycle: permitted by its ww step or by nothing
+            _cycles(name, a, facts)
+        elif cases is not None:
+            reasons += _cases(h, name, a, cases, facts, rec, lookups)
+        else:
+            outcome = promises.PERMITTED if verdict["permitted"] else promises.VIOLATION
+            a.update(permitted=verdict["permitted"], outcomes=_outcomes(**{outcome: count}),
+                     rules={verdict["rule"]: count} if verdict["permitted"] else {})
+            for ex in a["examples"]:
+                ex["outcome"] = outcome
+    return reasons
+
+
+def _outcomes(**counts: int) -> dict[str, int]:
+    return {o: counts.get(o, 0) for o in (promises.PERMITTED, promises.VIOLATION,
+                                          promises.UNEXPLAINED)}
+
+
+def _cycles(name: str, a: dict[str, Any], facts: dict[str, Any] | None) -> None:
+    """Every cycle with (without) a ww step is judged alike: the rules look at nothing else."""
+    free = a.pop("ww_free")
+    verdicts = {ww: _cycle_verdict(name, ww, facts) for ww in (True, False)}
+    for ex in a["examples"]:
+        verdict = verdicts[bool(ex.get("ww"))]
+        ex["outcome"] = verdict["outcome"]
+        if verdict["rule"]:
+            ex["rule"] = verdict["rule"]
+    counts, rules = Counter(), Counter()
+    for ww, k in ((True, a["count"] - free), (False, free)):
+        if k:
+            counts[verdicts[ww]["outcome"]] += k
+            if verdicts[ww]["rule"]:
+                rules[verdicts[ww]["rule"]] += k
+    _summarise(a, counts, rules)
+
+
+def _cycle_verdict(name: str, ww: bool, facts: dict[str, Any] | None) -> dict[str, Any]:
+    verdict = promises.judge(name, facts)
+    if not verdict["per_case"]:  # a plan's allow or forbid, or a rule of the whole run
+        return {"outcome": promises.PERMITTED if verdict["permitted"] else promises.VIOLATION,
+                "rule": verdict["rule"] if verdict["permitted"] else None}
+    return promises.judge_case(name, promises.Case(None, 0, evidence.END, ww=ww), facts,
+                               evidence.Record())
+
+
+def _summarise(a: dict[str, Any], counts: Counter, rules: Counter) -> None:
+    a["outcomes"] = _outcomes(**counts)
+    a["rules"] = dict(rules.most_common())
+    a["permitted"] = counts[promises.PERMITTED] == a["count"]
+    if rules:
+        top = rules.most_common(1)[0][0]
+        a["rule"] = top
+        rule = next((r for r in promises.RULES if r.name == top), None)
+        if rule is not None:  # else the plan's allow list, whose text is the verdict's
+            a.update(because=rule.because, source=rule.source)
+    elif not a["permitted"]:
+        a["rule"] = None
+
+
+def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[str, Any],
+           rec: evidence.Record, lookups: dict[str, Any]) -> list[str]:
+    """Judge the collected ``cases`` of one anomaly; returns unknown reasons."""
+    keys = ((h.header or {}).get("keys")) or {}
+    counts, rules = Counter(), Counter()
+    picked: dict[str, list[dict]] = {o: [] for o in _OUTCOME_ORDER}
+    blind: list[tuple] = []
+    for example, at in cases:
+        case = _case(name, example, at, keys, lookups)
+        verdict = promises.judge_case(name, case, facts, rec)
+        outcome = verdict["outcome"]
+        counts[outcome] += 1
+        if verdict["rule"]:
+            rules[verdict["rule"]] += 1
+        if outcome == promises.UNEXPLAINED:
+            blind.append((case.tp, verdict["blind"]))
+        if len(picked[outcome]) < MAX_EXAMPLES:
+            example = dict(example, outcome=outcome)
+            if verdict["rule"]:
+                example["rule"] = verdict["rule"]
+            if verdict["evidence"] is not None:
+                example["evidence"] = verdict["evidence"].as_json(rec.names)
+            if verdict["blind"] is not None:
+                example["blind"] = _stretch(case.tp, verdict["blind"])
+            picked[outcome].append(example)
+    reasons = []
+    unjudged = a["count"] - len(cases)
+    if unjudged > 0:  # beyond the collection cap: counted, never judged
+        counts[promises.UNEXPLAINED] += unjudged
+        reasons.append(f"{unjudged} {name} finding(s) beyond the first {len(cases)} were not "
+                       "judged one by one")
+    if blind:
+        tp, stretch = blind[0]
+        where = "its key maps to no partition" if tp is None else _blind_text(tp, stretch)
+        rule_names = [r.name for r in promises.candidates(name, facts) if r.evidence]
+        reasons.append(f"{len(blind)} {name} finding(s) unexplained: "
+                       f"{', '.join(rule_names)} could explain them, but the record cannot "
+                       f"show it: {where}")
+    a["examples"] = [ex for o in _OUTCOME_ORDER for ex in picked[o]][:MAX_EXAMPLES]
+    if counts[promises.VIOLATION]:
+        allowed = [r.name for r in promises.candidates(name, facts)]
+        a["violation_because"] = (
+            f"the configuration allows {', '.join(allowed)}, but for these findings the "
+            "record shows no event that permits them on their partition in their window"
+            if allowed else a["because"])
+    _summarise(a, counts, rules)
+    return reasons
+
+
+def _stretch(tp, stretch) -> dict[str, Any]:
+    lo, hi, lo_ns, hi_ns = stretch
+    return {"partition": None if tp is None else f"{tp[0]}-{tp[1]}",
+            "indexes": [lo, None if hi >= evidence.END else hi],
+            "at_s": [None if t is None else round(t / 1e9, 3) for t in (lo_ns, hi_ns)]}
+
+
+def _blind_text(tp, stretch) -> str:
+    s = _stretch(tp, stretch)
+    lo, hi = s["at_s"]
+    if lo is None:
+        return f"the monitor never saw {s['partition']}"
+    until = "the end of the history" if hi is None else f"{hi} s"
+    return f"the monitor did not see {s['partition']} from {lo} s to {until}"
+
+
+def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict) -> promises.Case:
+    """The ``promises.Case`` of one collected case (``at``: ``checkers.common.AT``)."""
+    key = at.get("key")
+    tp = keys.get(str(key)) if key is not None else None
+    done, f = lookups["done"], lookups["f"]
+    lo = at.get("lo") if at.get("lo") is not None else 0
+    hi = at.get("hi")
+    if name in _TO_READ:
+        if hi is None:  # a poll read another value at its offset: the first such poll
+            hi = lookups["reader"].get((key, ex.get("offset"), ex.get("value")))
+        hi = evidence.END if hi is None else hi
+    else:
+        hi = evidence.END if hi is None else done.get(hi) or evidence.END
+    write = None
+    if at.get("write_inv") is not None:
+        write = (at["write_inv"], at.get("write_done") or evidence.END)
+    return promises.Case(tuple(tp) if tp else None, lo, hi, write=write,
+                         writer_f=f.get(at.get("writer")))
+
+
+def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What the cases' windows and writers need from the history: ``done`` (op -> its
+    completion index), ``f`` (op -> its ``f``) and ``reader`` ((key, offset, value) of a lost
+    write covered by a poll -> the first poll that read another value there)."""
+    ops, polled = set(), []
+    for name, a in judged.items():
+        for ex, at in a["cases"]:
+            ops.update(x for x in (at.get("hi"), at.get("writer")) if x is not None)
+            if name in _TO_READ and at.get("hi") is None and ex.get("covered_by"):
+                polled.append((at["key"], ex["offset"], ex["value"]))
+    out: dict[str, Any] = {"done": {}, "f": {}, "reader": {}}
+    if ops:
+        pairs = h.pairs.select("op", "index", "f")
+        listed = sorted(ops)
+        if len(listed) <= _LITERALS:
+            rows = pairs.where(F.col("op").isin(listed)).collect()
+        else:
+            wanted = h.pairs.sparkSession.createDataFrame([(o,) for o in listed], "op long")
+            rows = pairs.join(F.broadcast(wanted), "op").collect()
+        out["done"] = {r["op"]: r["index"] for r in rows}
+        out["f"] = {r["op"]: r["f"] for r in rows}
+    if polled:
+        keys = sorted({k for k, _, _ in polled})
+        offsets = sorted({o for _, o, _ in polled})
+        rows = (h.reads.where(~F.col("final") & F.col("key").isin(keys)
+                              & F.col("offset").isin(offsets))
+                .groupBy("key", "offset", "value").agg(F.min("op").alias("op")).collect())
+        for k, o, v in polled:
+            ops_ = [r["op"] for r in rows if r["key"] == k and r["offset"] == o
+                    and r["value"] != v]
+            if ops_:
+                out["reader"][(k, o, v)] = min(ops_)
+    return out

@@ -1,0 +1,272 @@
+"""An anomaly is permitted only when the run's own record shows the documented mechanism on its
+partition, in its window (``analysis.evidence``, ``analysis.promises``): the same finding with
+the evidence in place, on another partition, at another time, or with the monitor blind."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kafka_chaos import analysis
+from tests.queue_builder import Q
+
+T, U = "t", "u"
+NODES = {str(i): {"name": f"n{i}", "roles": ["broker", "controller"]} for i in (1, 2, 3)}
+KEYS = {"0": [T, 0], "1": [T, 1], "2": [U, 0]}
+
+
+def P(leader: int, epoch: int, isr: list[int], elr: list[int] | None = None,
+      stale: list[list[int]] | None = None, last_known: list[int] | None = None) -> dict:
+    """One partition's state in a monitor sample."""
+    p = {"leader": leader, "leader_epoch": epoch, "replicas": [1, 2, 3], "isr": isr,
+         "elr": elr, "last_known_elr": last_known, "offline": []}
+    if stale:
+        p["stale_leaders"] = stale
+    return p
+
+
+STEADY = {(T, 0): P(1, 1, [1, 2, 3]), (T, 1): P(1, 1, [1, 2, 3]), (U, 0): P(1, 1, [1, 2, 3])}
+
+
+def q(**config: Any) -> Q:
+    x = Q(**config)
+    x.header.update(keys=KEYS, nodes=NODES)
+    return x
+
+
+def sample(x: Q, changes: dict | None = None) -> Q:
+    """A monitor sample: every partition as in ``STEADY`` but for ``changes``."""
+    parts: dict[str, list] = {}
+    for (topic, p), state in sorted({**STEADY, **(changes or {})}.items()):
+        parts.setdefault(topic, []).append({"partition": p, **state})
+    return x.monitor({"answering": {"1": True, "2": True, "3": True}, "partitions": parts,
+                      "controller": None, "took_ms": 1})
+
+
+@pytest.fixture
+def run(spark, tmp_path: Path):
+    n = iter(range(1000))
+
+    def _run(x: Q) -> dict[str, Any]:
+        result = analysis.check(x.write(tmp_path / f"history-{next(n)}.jsonl"))
+        json.dumps(result)
+        return result
+    return _run
+
+
+def lost_one(x: Q, key: int = 0, *, before=None, between=None, after=None) -> Q:
+    """Write values 100 and 101 to ``key`` (offsets 0, 1); the final read covers [0, 2) and
+    returns only offset 0: 101 is a lost write. ``before``, ``between`` (after the second
+    write's acknowledgement) and ``after`` (after the final read) add what the record shows."""
+    sample(x)
+    (before or (lambda y: y))(x)
+    x.send(0, [(key, 100)]).send(0, [(key, 101)])
+    sample(x)
+    (between or (lambda y: y))(x)
+    sample(x)
+    x.final(30, key, [(0, 100)], end=2)
+    for k in (0, 1, 2):
+        if k != key:
+            x.final(30, k, [], end=0)
+    (after or sample)(x)
+    return x
+
+
+def lost(result: dict) -> dict:
+    return result["anomalies"]["lost-write"]
+
+
+def test_an_acks_1_loss_is_permitted_by_the_leader_change_of_its_own_partition(run):
+    result = run(lost_one(q(acks="1", idempotence=False),
+                          between=lambda x: sample(x, {(T, 0): P(2, 2, [2, 3])})))
+    a = lost(result)
+    assert a["count"] == 1 and a["outcomes"] == {"permitted": 1, "violation": 0,
+                                                 "unexplained": 0}
+    assert a["permitted"] is True and a["rule"] == "acks-below-all"
+    [ex] = a["examples"]
+    ev = ex["evidence"]
+    assert ex["outcome"] == "permitted" and ev["event"] == "leader-change"
+    assert (ev["partition"], ev["from"], ev["to"], ev["epochs"]) == ("t-0", "n1", "n2", [1, 2])
+    assert ev["isr"] == ["n1", "n2", "n3"] and ev["unclean"] is False
+    assert result["valid"] is True and result["violations"] == []
+
+
+@pytest.mark.parametrize("where", ["none", "before the write", "another partition",
+                                   "another topic"])
+def test_an_acks_1_loss_without_its_leader_change_is_a_violation(run, where):
+    change = {"another partition": {(T, 1): P(2, 2, [2, 3])},
+              "another topic": {(U, 0): P(2, 2, [2, 3])}}.get(where)
+    x = q(acks="1", idempotence=False)
+    if where == "before the write":  # n2 leads from before the writes to the end
+        changed = {(T, 0): P(2, 2, [2, 3])}
+        sample(x, changed)
+        x.send(0, [(0, 100)]).send(0, [(0, 101)])
+        sample(x, changed).final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
+        sample(x, changed)
+    else:
+        x = lost_one(x, between=(lambda y: sample(y, change)) if change else None)
+    result = run(x)
+    a = lost(result)
+    assert a["outcomes"]["violation"] == 1 and a["permitted"] is False, a
+    assert result["valid"] is False and result["violations"] == ["lost-write"]
+    assert "no event that permits" in a["violation_because"]
+
+
+def test_a_blind_monitor_makes_the_loss_unexplained_and_the_verdict_unknown(run):
+    result = run(lost_one(q(acks="1", idempotence=False), between=lambda x: x.pause(6)))
+    a = lost(result)
+    assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}
+    assert result["valid"] == "unknown" and result["unexplained"] == ["lost-write"]
+    [ex] = a["examples"]
+    assert ex["outcome"] == "unexplained" and ex["blind"]["partition"] == "t-0"
+    assert any("lost-write finding(s) unexplained" in r and "did not see t-0" in r
+               for r in result["unknown_reasons"]), result["unknown_reasons"]
+
+
+def test_without_any_monitor_sample_nothing_truncating_is_permitted(run):
+    x = q(acks="1", idempotence=False)
+    x.send(0, [(0, 100)]).send(0, [(0, 101)]).final(30, 0, [(0, 100)], end=2)
+    result = run(x)
+    assert lost(result)["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
+
+
+def test_a_safe_configuration_forbids_the_loss_whatever_the_record_shows(run):
+    result = run(lost_one(q(), between=lambda x: sample(x, {(T, 0): P(2, 2, [2, 3])})))
+    assert lost(result)["outcomes"]["violation"] == 1 and result["valid"] is False
+
+
+def test_a_zombie_leader_during_the_write_permits_an_acks_1_loss(run):
+    # the cluster moved to n2 before the write; n1 still named itself leader in epoch 1
+    zombie = {(T, 0): P(2, 2, [2, 3], stale=[[1, 1]])}
+    x = q(acks="1", idempotence=False)
+    sample(x, zombie)
+    x.send(0, [(0, 100)]).send(0, [(0, 101)])
+    sample(x, zombie)
+    sample(x, {(T, 0): P(2, 2, [2, 3])})
+    x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
+    sample(x, {(T, 0): P(2, 2, [2, 3])})
+    a = lost(run(x))
+    assert a["permitted"] is True and a["examples"][0]["evidence"]["event"] == "zombie-leader"
+    assert a["examples"][0]["evidence"]["node"] == "n1"
+
+
+UNCLEAN = {(T, 0): P(2, 3, [2])}  # n2 elected although the ISR was [n1]
+
+
+def isr_alone(x: Q) -> Q:
+    return sample(x, {(T, 0): P(1, 1, [1])})
+
+
+@pytest.mark.parametrize("toggled, outcome", [("t", "permitted"), ("u", "violation"),
+                                              ("cluster", "permitted"), (None, "violation")])
+def test_an_unclean_election_permits_loss_only_where_the_setting_was_on(run, toggled, outcome):
+    """Defect 2 of the issue: an unclean-on of topic u permitted a loss on topic t."""
+    def between(x: Q) -> Q:
+        isr_alone(x)
+        if toggled:
+            target = "cluster" if toggled == "cluster" else "topic"
+            value = {"target": target, "topic": toggled if toggled != "cluster" else T}
+            x.nemesis("unclean-on", value, {**value, "unclean.leader.election.enable": True,
+                                            "read_back": "true"})
+        return sample(x, UNCLEAN)
+    x = lost_one(q(min_insync_replicas=1), before=isr_alone, between=between)
+    a = lost(run(x))
+    assert a["outcomes"][outcome] == 1, a
+    if outcome == "permitted":
+        assert a["rule"] == "unclean-leader-election"
+        ev = a["examples"][0]["evidence"]
+        assert ev["unclean"] is True and ev["isr"] == ["n1"] and ev["to"] == "n2"
+
+
+def test_an_unclean_election_before_the_toggle_does_not_permit(run):
+    def between(x: Q) -> Q:
+        sample(x, UNCLEAN)
+        sample(x, UNCLEAN)
+        value = {"target": "topic", "topic": T}
+        return x.nemesis("unclean-on", value, {**value, "unclean.leader.election.enable": True,
+                                               "read_back": "true"})
+    x = lost_one(q(), before=isr_alone, between=between,
+                 after=lambda y: sample(y, UNCLEAN))
+    assert lost(run(x))["outcomes"]["violation"] == 1
+
+
+def test_a_forced_unclean_election_of_the_partition_permits_loss(run):
+    def between(x: Q) -> Q:
+        return x.nemesis("elect-unclean", {"topic": T},
+                         {"offline": [0], "elected": {"0": "OK"}})
+    a = lost(run(lost_one(q(), between=between)))
+    assert a["permitted"] and a["examples"][0]["evidence"]["event"] == "forced-unclean"
+    # the same election of another partition explains nothing here
+    a = lost(run(lost_one(q(), key=1, between=between)))
+    assert a["outcomes"]["violation"] == 1
+
+
+def test_min_insync_replicas_1_permits_loss_once_the_lone_leader_was_replaced(run):
+    def replaced(y: Q) -> Q:  # n2, an eligible leader replica, elected cleanly
+        return sample(sample(y, {(T, 0): P(1, 1, [1], elr=[2])}), {(T, 0): P(2, 2, [2])})
+    a = lost(run(lost_one(q(min_insync_replicas=1), before=isr_alone, between=replaced)))
+    assert a["permitted"] and a["rule"] == "min-insync-replicas-1"
+    # n2 elected from outside the ISR while unclean election was off: Kafka broke its own
+    # promise, which min.insync.replicas=1 does not explain
+    x = lost_one(q(min_insync_replicas=1), before=isr_alone,
+                 between=lambda y: sample(isr_alone(y), {(T, 0): P(2, 2, [2])}))
+    assert lost(run(x))["outcomes"]["violation"] == 1
+    # the ISR was whole before the change: nothing documented explains the loss
+    x = lost_one(q(min_insync_replicas=1),
+                 between=lambda y: sample(y, {(T, 0): P(2, 2, [2, 3])}))
+    assert lost(run(x))["outcomes"]["violation"] == 1
+
+
+def power_loss(nodes: list[int], partition: int = 0) -> dict:
+    return {"lost": {f"n{n}": {"truncated_files": 1,
+                               "logs": {f"{T}-{partition}/00000000000000000000.log": 500},
+                               "sole_in_sync_replica_of": []} for n in nodes}}
+
+
+@pytest.mark.parametrize("isr, elr, lost_on, outcome", [
+    ([1], None, [1], "permitted"),             # the last replica standing, Kafka 3.9
+    ([1, 2, 3], None, [1, 2, 3], "permitted"),  # every replica at once: no guarantee left
+    ([1, 2], None, [1], "violation"),           # n2 had every write and kept it
+    ([1], [2, 3], [1], "violation"),            # KIP-966: the ELR keeps followers electable
+    ([], [], [1], "permitted"),                 # ...and without one, the last known leader
+])
+def test_a_power_loss_permits_loss_only_of_every_replica_that_had_the_write(
+        run, isr, elr, lost_on, outcome):
+    def between(x: Q) -> Q:
+        sample(x, {(T, 0): P(1 if isr else -1, 1, isr, elr, last_known=[1] if not isr else None)})
+        return x.nemesis("lose-unfsynced", {"target": lost_on}, power_loss(lost_on))
+    x = lost_one(q(), between=between)
+    a = lost(run(x))
+    assert a["outcomes"][outcome] == 1, a
+    if outcome == "permitted":
+        assert a["rule"] == "last-in-sync-replica-lost-power"
+        assert a["examples"][0]["evidence"]["needed"] == [f"n{n}" for n in (isr or [1])]
+
+
+def test_a_power_loss_of_one_partition_does_not_permit_loss_on_another(run):
+    def between(x: Q) -> Q:
+        sample(x, {(T, 1): P(1, 1, [1])})
+        return x.nemesis("lose-unfsynced", {"target": [1]}, power_loss([1], partition=1))
+    assert lost(run(lost_one(q(), between=between)))["outcomes"]["violation"] == 1
+
+
+def test_a_toggle_of_unknown_outcome_leaves_an_unclean_election_unexplained(run):
+    def between(x: Q) -> Q:
+        isr_alone(x)
+        value = {"target": "topic", "topic": T}
+        x.invoke("nemesis", "unclean-on", value)
+        x.complete("nemesis", "info", "unclean-on", value, "ClusterError: timed out")
+        return sample(x, UNCLEAN)
+    result = run(lost_one(q(), before=isr_alone, between=between))
+    assert lost(result)["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
+
+
+def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
+    def between(x: Q) -> Q:
+        x.pause(6)
+        x.nemesis("lose-unfsynced", {"target": [1]}, power_loss([1]))
+        return sample(x)
+    assert lost(run(lost_one(q(), between=between)))["outcomes"]["unexplained"] == 1
