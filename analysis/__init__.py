@@ -68,6 +68,9 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
          "anomaly_types": [names with count > 0],
          "violations": [names with a violation], "permitted": [names all permitted],
          "unexplained": [names with a finding the record cannot explain or rule out],
+         "chances": {rule: events}: for each rule of the configuration that permits a
+                    lost write only with an event, how many the record holds (none: the
+                    run gave that loss no chance, ``promises.chances``),
          "cycle_search": {"complete", "components", "largest_component", "edges", "time_s"},
          "stats": see analysis.stats.count_ops, "format": 1 | 2, "config_known": bool,
          "unknown_reasons": [str, ...],
@@ -190,6 +193,8 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     unexplained = [name for name in found
                    if (anomalies[name].get("outcomes") or {}).get("unexplained")]
     valid: bool | str = False if violations else ("unknown" if reasons else True)
+    chances = promises.chances("lost-write", judged.get("facts"), judged["record"]) \
+        if "record" in judged else {}
     return {
         "valid": valid,
         "anomalies": anomalies,
@@ -197,6 +202,7 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
         "violations": violations,
         "permitted": [name for name in found if anomalies[name].get("permitted")],
         "unexplained": unexplained,
+        "chances": chances,
         "cycle_search": search,
         "stats": op_stats,
         "format": meta["format"],

@@ -60,14 +60,16 @@ class Case:
     ww: bool = False
 
 
-Evidence = Callable[[ev.Record, Case], "ev.Event | None"]
+#: Every event of the record that explains the case (a rule's own evidence), in index order.
+Evidence = Callable[[ev.Record, Case], "list[ev.Event]"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """One row: ``anomalies`` are possible when ``when(facts)`` holds (``facts_of``); a
     finding is permitted by it when ``writer(case)`` holds (if given) and ``evidence(record,
-    case)`` finds the event (if given). ``because`` says why, ``quote`` is the sentence of
+    case)`` finds an event (if given; ``mechanism`` names such an event in a phrase, for a
+    run in which none happened). ``because`` says why, ``quote`` is the sentence of
     ``source`` the rule relies on. ``doubt(record, case)``: the stretch of an event that may
     be this rule's mechanism but that the record cannot settle (the finding is then
     unexplained, not a violation)."""
@@ -81,6 +83,7 @@ class Rule:
     writer: Callable[[Case], bool] | None = None
     evidence: Evidence | None = None
     doubt: Callable[[ev.Record, Case], "ev.Stretch | None"] | None = None
+    mechanism: str = ""
 
     @property
     def per_case(self) -> bool:
@@ -88,26 +91,21 @@ class Rule:
         return self.writer is not None or self.evidence is not None
 
 
-def _leader_change(rec: ev.Record, c: Case) -> ev.Event | None:
-    """A leader change of the partition within the window; for a write, also a zombie leader
+def _leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes of the partition within the window; for a write, also zombie leaders
     of it while the write was in flight (the write went to a leader its successor had
     replaced, acks=1 lets it acknowledge alone)."""
-    found = rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
-    if not found:
-        lo, hi = c.write if c.write is not None else (c.lo, c.hi)
-        found = rec.of(c.tp, ev.ZOMBIE, lo, hi)
-    return found[0] if found else None
+    lo, hi = c.write if c.write is not None else (c.lo, c.hi)
+    return rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
 
 
-def _unclean_election(rec: ev.Record, c: Case) -> ev.Event | None:
-    """A forced unclean election of the partition (KIP-460) within the window, or an
-    election of a replica outside the last known ISR and ELR while unclean leader election
-    was on for its topic."""
-    forced = rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi)
-    if forced:
-        return forced[0]
-    return next((e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi) if e.facts["unclean"]
-                 and rec.unclean_on(c.tp[0], e.lo, e.hi)), None)
+def _unclean_election(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Forced unclean elections of the partition (KIP-460) within the window, and elections
+    of a replica outside the last known ISR and ELR while unclean leader election was on for
+    its topic."""
+    return rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi) + [
+        e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+        if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi)]
 
 
 def _unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
@@ -124,21 +122,21 @@ def _power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
                  if e.facts["needed"] is None), None)
 
 
-def _leader_alone_replaced(rec: ev.Record, c: Case) -> ev.Event | None:
-    """A leader change within the window whose old leader was, at the last sample before,
+def _leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes within the window whose old leader was, at the last sample before,
     the partition's whole ISR, to a replica Kafka was allowed to elect (an unclean election
     while the setting was off is Kafka's own broken promise, not this one's)."""
-    return next((e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
-                 if e.facts["isr"] == [e.facts["from"]]
-                 and (not e.facts["unclean"] or rec.unclean_on(c.tp[0], e.lo, e.hi))), None)
+    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+            if e.facts["isr"] == [e.facts["from"]]
+            and (not e.facts["unclean"] or rec.unclean_on(c.tp[0], e.lo, e.hi))]
 
 
-def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> ev.Event | None:
-    """A power loss within the window that truncated the partition's log on every replica
+def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Power losses within the window that truncated the partition's log on every replica
     that had every acknowledged record: the ISR and ELR of the last sample before it (the
     last known leader when both were empty, KIP-966)."""
-    return next((e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts["needed"]
-                 and set(e.facts["needed"]) <= set(e.facts["nodes"])), None)
+    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts["needed"]
+            and set(e.facts["needed"]) <= set(e.facts["nodes"])]
 
 
 def _retrying_without_idempotence(c: dict) -> bool:
@@ -160,7 +158,8 @@ RULES: tuple[Rule, ...] = (
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
-         evidence=_leader_change),
+         evidence=_leader_change,
+         mechanism="a leader change (or a zombie leader) of a partition"),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
          "a replica outside the ISR was elected leader of the partition while unclean leader "
          "election was on for its topic (in the config, or turned on at runtime), or by a "
@@ -169,7 +168,8 @@ RULES: tuple[Rule, ...] = (
          "UNCLEAN)",
          "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
          "last resort, even though doing so may result in data loss.",
-         evidence=_unclean_election, doubt=_unclean_maybe),
+         evidence=_unclean_election, doubt=_unclean_maybe,
+         mechanism="an unclean election while the setting was on, or a forced one"),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
@@ -179,7 +179,8 @@ RULES: tuple[Rule, ...] = (
          "if a topic is configured with only two replicas and one fails (i.e., only one in "
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
-         evidence=_leader_alone_replaced),
+         evidence=_leader_alone_replaced,
+         mechanism="a leader that was its partition's whole ISR replaced"),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
          lambda c: bool(c.get("power_losses")),
          "Kafka does not fsync each write, and every replica that had the write (the ISR, "
@@ -189,7 +190,8 @@ RULES: tuple[Rule, ...] = (
          "Note that Kafka's guarantee with respect to data loss is predicated on at least one "
          "replica remaining in sync. If all the nodes replicating a partition die, this "
          "guarantee no longer holds.",
-         evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged),
+         evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged,
+         mechanism="a power loss of every replica that had the writes"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "the value's producer retried without idempotence",
          "Kafka producer configs, `enable.idempotence`; KIP-98",
@@ -335,9 +337,10 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
         if case.tp is None:
             waiting = True
             continue
-        event = rule.evidence(record, case)
-        if event is not None:
-            return {"outcome": PERMITTED, "rule": rule.name, "evidence": event, "blind": None}
+        events = rule.evidence(record, case)
+        if events:
+            return {"outcome": PERMITTED, "rule": rule.name, "evidence": events[0],
+                    "blind": None}
         waiting = True
         doubt = doubt or (rule.doubt(record, case) if rule.doubt else None)
     if waiting:
@@ -347,3 +350,17 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
         if case.tp is None or gap is not None:
             return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": gap}
     return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None}
+
+
+def chances(name: str, facts: dict[str, Any] | None, record: ev.Record) -> dict[str, int]:
+    """For each rule of ``facts`` that needs an event to permit anomaly ``name``: how many
+    such events the record holds, over every partition and the whole history. A rule with
+    none had no chance to explain a finding, and a run without findings says nothing of the
+    promise it stands for ("0 lost writes" under acks=1 with no leader change)."""
+    out = {}
+    for rule in candidates(name, facts):
+        if rule.evidence is not None:
+            found = {(e.kind, e.tp, e.lo, e.hi) for tp in record.events for e in rule.evidence(
+                record, Case(tp, 0, ev.END, write=(0, ev.END)))}
+            out[rule.name] = len(found)
+    return out

@@ -41,7 +41,9 @@ class RunRow:
     ``p50_ms``/``p99_ms`` (send latency), ``violations``/``permitted`` (anomaly names),
     ``error`` (why there is no verdict), ``report`` (``report.html`` relative to the
     comparison directory, None when absent), ``results`` (its ``results.json``, None without
-    a verdict) and ``config`` (the cell's run configuration)."""
+    a verdict), ``config`` (the cell's run configuration) and ``no_chance`` (the rules of
+    its configuration that allow lost writes whose event never happened in a run that lost
+    none: ``results["chances"]``)."""
 
     seed: int
     status: str
@@ -58,6 +60,7 @@ class RunRow:
     report: str | None = None
     results: dict[str, Any] | None = None
     config: dict[str, Any] | None = None
+    no_chance: list[str] = dataclasses.field(default_factory=list)
 
 
 @dataclasses.dataclass
@@ -94,6 +97,14 @@ class CellRow:
         """Acknowledged over attempted sends (%), over the judged runs."""
         sends = sum(r.sends for r in self.judged())
         return round(100 * sum(r.acked for r in self.judged()) / sends, 3) if sends else None
+
+    def no_chance(self) -> str:
+        """The rules whose event never happened, with in how many judged runs: e.g.
+        ``acks-below-all 2/2`` (the cell's "0 lost writes" says nothing of them there)."""
+        runs = self.judged()
+        names = sorted({n for r in runs for n in r.no_chance})
+        return ", ".join(f"{n} {sum(n in r.no_chance for r in runs)}/{len(runs)}"
+                         for n in names)
 
     def latency_ms(self, which: str) -> float | None:
         """Median over the judged runs of their ``p50`` or ``p99`` send latency (ms)."""
@@ -134,6 +145,8 @@ def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
     availability = results.get("availability") or {}
     latency = availability.get("send_latency_ms") or {}
     report = run_dir / "report.html"
+    no_chance = [rule for rule, n in (results.get("chances") or {}).items()
+                 if n == 0 and counts.get("lost-write") == 0]
     return RunRow(
         seed, verdict(results)["kind"], done["exit_code"], counts,
         acked_sends=(results.get("stats") or {}).get("acked_sends") or 0,
@@ -142,7 +155,7 @@ def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
         violations=list(results.get("violations") or []),
         permitted=list(results.get("permitted") or []), error=done.get("error"),
         report=str(report.relative_to(comparison.dir)) if report.is_file() else None,
-        results=results, config=cell.get("config"))
+        results=results, config=cell.get("config"), no_chance=no_chance)
 
 
 def _num(value: float | None, digits: int = 2) -> str:
@@ -159,6 +172,7 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
     table.add_column("verdict per repeat")
     for name in ("acked sends", *(f"{n} /10k" for n in RATES), "avail. %", "p50 ms", "p99 ms"):
         table.add_column(name, justify="right")
+    table.add_column("no chance (loss's event never happened)")
     for cell in cells:
         if cell.skipped:
             table.add_row(cell.label, f"[dim]skipped: {cell.skipped}[/]")
@@ -166,7 +180,8 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
         verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
         table.add_row(cell.label, verdicts, str(cell.acked_sends),
                       *(_num(cell.rate(n)) for n in RATES), _num(cell.availability_pct),
-                      _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1))
+                      _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1),
+                      cell.no_chance())
     console.print(table)
 
 
@@ -180,24 +195,25 @@ def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]
         w = csv.writer(fh)
         w.writerow(["cell", *settings, "runs", "verdicts", "acked_sends",
                     *(f"{n}_per_10k" for n in RATES), "availability_pct", "send_p50_ms",
-                    "send_p99_ms", "skipped"])
+                    "send_p99_ms", "skipped", "no_chance"])
         for cell in cells:
             w.writerow([cell.label, *(cell.settings[f] for f in fields), len(cell.judged()),
                         " ".join(r.status for r in cell.runs), cell.acked_sends,
                         *(_cell(cell.rate(n)) for n in RATES), _cell(cell.availability_pct),
                         _cell(cell.latency_ms("p50")), _cell(cell.latency_ms("p99")),
-                        cell.skipped or ""])
+                        cell.skipped or "", cell.no_chance()])
     with run_path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["cell", "seed", "verdict", "exit_code", "acked_sends", *RATES, "sends",
                     "acked", "send_p50_ms", "send_p99_ms", "violations", "permitted", "error",
-                    "report"])
+                    "report", "no_chance"])
         for cell in cells:
             for r in cell.runs:
                 w.writerow([cell.label, r.seed, r.status, _cell(r.exit_code), r.acked_sends,
                             *(_cell(r.counts.get(n)) for n in RATES), r.sends, r.acked,
                             _cell(r.p50_ms), _cell(r.p99_ms), " ".join(r.violations),
-                            " ".join(r.permitted), r.error or "", r.report or ""])
+                            " ".join(r.permitted), r.error or "", r.report or "",
+                            " ".join(r.no_chance)])
     return cell_path, run_path
 
 

@@ -96,6 +96,20 @@ def verdict_cell(found: dict) -> str:
     return ", ".join(f"{n} {label[o]}" for n, o in parts)
 
 
+def no_chance(result: dict) -> list[str]:
+    """A sentence for each rule of the configuration under which lost writes are possible
+    whose event never happened in a run that lost none (``results["chances"]``): its "0 lost
+    writes" says nothing of that promise."""
+    from kafka_chaos.analysis.promises import RULES
+
+    if (result.get("anomalies") or {}).get("lost-write", {}).get("count") != 0:
+        return []
+    mechanisms = {r.name: r.mechanism for r in RULES}
+    return [f"{rule}: {mechanisms.get(rule) or 'its event'} never happened: the run's 0 "
+            "lost writes say nothing about that promise"
+            for rule, n in (result.get("chances") or {}).items() if n == 0]
+
+
 def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     """Print the verdict table: one row per anomaly with count, how its findings were judged
     (permitted, and by which rule and event; violation; unexplained), and the first
@@ -149,6 +163,8 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
                           if ex.get("rule") == rule and ex.get("evidence")), None)
             if shown is not None:
                 console.print(f"  e.g. {name} by {escape(explain_evidence(shown['evidence']))}")
+    for line in no_chance(result):
+        console.print(f"[yellow]no chance[/]: {escape(line)}")
     for reason in result.get("unknown_reasons") or []:
         console.print(f"[yellow]unknown: {escape(reason)}[/]")
     if run_dir is not None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+import json
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import pytest
 from pyspark.sql import SparkSession
 
+from kafka_chaos import analysis
 from kafka_chaos.analysis.spark import session
 
 
@@ -17,3 +20,17 @@ def spark() -> Iterator[SparkSession]:
     s = session("local[2]")
     yield s
     s.stop()
+
+
+@pytest.fixture
+def run(spark, tmp_path: Path) -> Callable[..., dict[str, Any]]:
+    """``run(history, **check_kwargs)``: writes a hand-made history (``tests.builder``,
+    ``tests.queue_builder``) and returns ``analysis.check``'s result, which must be plain
+    JSON-able data."""
+    n = iter(range(1000))
+
+    def _run(history, **kw: Any) -> dict[str, Any]:
+        result = analysis.check(history.write(tmp_path / f"history-{next(n)}.jsonl"), **kw)
+        json.dumps(result)
+        return result
+    return _run

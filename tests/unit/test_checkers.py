@@ -2,28 +2,13 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafka_chaos import analysis
 from kafka_chaos.analysis.checkers import ANOMALIES, CHECKERS
 from kafka_chaos.analysis.explain import explain
 from tests.queue_builder import Q
-
-
-@pytest.fixture
-def run(spark, tmp_path: Path):
-    """``run(q)`` writes the history and returns ``analysis.check``'s result."""
-    n = iter(range(1000))
-
-    def _run(q: Q, **kw: Any) -> dict[str, Any]:
-        result = analysis.check(q.write(tmp_path / f"history-{next(n)}.jsonl"), **kw)
-        json.dumps(result)  # the result must be plain JSON-able data
-        return result
-    return _run
 
 
 def found(result: dict[str, Any]) -> dict[str, int]:

@@ -97,3 +97,13 @@ def test_resume_of_a_finished_comparison_rewrites_its_outputs_and_exits_by_rank(
     assert compare.exit_code(compare.load(comparison.dir)) == 1
     out = CliRunner().invoke(app, ["compare", "--resume", str(comparison.dir), "--repeats", "2"])
     assert out.exit_code == 2 and "takes no other option" in out.output
+
+
+def test_a_cell_whose_loss_never_had_its_event_says_so():
+    from kafka_chaos.compare_report import CellRow, RunRow
+
+    def judged(seed: int, no_chance: list[str]) -> RunRow:
+        return RunRow(seed, "valid", 0, {"lost-write": 0}, results={}, no_chance=no_chance)
+    cell = CellRow("c", "acks=1", {}, [judged(1, ["acks-below-all"]), judged(2, [])])
+    assert cell.no_chance() == "acks-below-all 1/2"
+    assert CellRow("d", "acks=all", {}, [judged(1, [])]).no_chance() == ""

@@ -4,13 +4,10 @@ the evidence in place, on another partition, at another time, or with the monito
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from kafka_chaos import analysis
 from tests.queue_builder import Q
 
 T, U = "t", "u"
@@ -44,17 +41,6 @@ def sample(x: Q, changes: dict | None = None) -> Q:
         parts.setdefault(topic, []).append({"partition": p, **state})
     return x.monitor({"answering": {"1": True, "2": True, "3": True}, "partitions": parts,
                       "controller": None, "took_ms": 1})
-
-
-@pytest.fixture
-def run(spark, tmp_path: Path):
-    n = iter(range(1000))
-
-    def _run(x: Q) -> dict[str, Any]:
-        result = analysis.check(x.write(tmp_path / f"history-{next(n)}.jsonl"))
-        json.dumps(result)
-        return result
-    return _run
 
 
 def lost_one(x: Q, key: int = 0, *, before=None, between=None, after=None) -> Q:
@@ -270,3 +256,19 @@ def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
         x.nemesis("lose-unfsynced", {"target": [1]}, power_loss([1]))
         return sample(x)
     assert lost(run(lost_one(q(), between=between)))["outcomes"]["unexplained"] == 1
+
+
+def test_a_run_that_gave_the_loss_no_chance_says_so(run):
+    """acks=1 and no leader change: "0 lost writes" says nothing of the acks=1 promise."""
+    from kafka_chaos.report import no_chance
+
+    x = q(acks="1", idempotence=False)
+    sample(x)
+    x.send(0, [(0, 100)]).final(30, 0, [(0, 100)]).final(30, 1, []).final(30, 2, [])
+    result = run(sample(x))
+    assert result["chances"] == {"acks-below-all": 0} and result["valid"] is True
+    [line] = no_chance(result)
+    assert line.startswith("acks-below-all: a leader change") and "say nothing" in line
+    changed = run(lost_one(q(acks="1", idempotence=False),
+                           between=lambda y: sample(y, {(T, 1): P(2, 2, [2, 3])})))
+    assert changed["chances"] == {"acks-below-all": 1} and no_chance(changed) == []

@@ -5,25 +5,10 @@ non-transactional write, and a duplicate judged by the run instead of by its wri
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
-import pytest
 
-from kafka_chaos import analysis
 from tests.queue_builder import Q
-
-
-@pytest.fixture
-def run(spark, tmp_path: Path):
-    n = iter(range(1000))
-
-    def _run(x: Q) -> dict[str, Any]:
-        result = analysis.check(x.write(tmp_path / f"history-{next(n)}.jsonl"))
-        json.dumps(result)
-        return result
-    return _run
 
 
 def outcomes(result: dict, name: str) -> dict[str, int]:
