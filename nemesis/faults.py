@@ -15,7 +15,7 @@ from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
-from kafka_chaos.nemesis.targets import active_controller, leader_of, pick
+from kafka_chaos.nemesis.targets import LAG_S, LAGGING_LEADER, active_controller, leader_of, pick
 
 
 class ProcessNemesis(Nemesis):
@@ -30,6 +30,8 @@ class ProcessNemesis(Nemesis):
     bytes lost}, "sole_in_sync_replica_of": ["<topic>-<p>", ...]}}}`` (every file truncated is
     counted, but only segment data is listed: index files are preallocated and rebuilt by
     recovery; the partitions of ``value["topic"]`` whose ISR was that node alone just before).
+    ``kill`` of target ``lagging-leader``: the leader's replication cut for ``LAG_S`` s, then
+    SIGKILL, then the network healed (``_kill_lagging``).
     ``roll``: a rolling restart of the targets (``"all"`` by default), one at a time: SIGTERM,
     start, and wait until every broker is registered and every partition of ``value["topic"]``
     has its full ISR again before the next; ok ``{"rolled": [names], "waited_s": {name: s}}``.
@@ -70,6 +72,8 @@ class ProcessNemesis(Nemesis):
             return {"lost": lost}
         if f == "roll":
             return self._roll(value or {})
+        if f == "kill" and (value or {}).get("target") == LAGGING_LEADER:
+            return self._kill_lagging(value)
         if f in ("kill", "stop"):
             nodes = self._targets(value)
             for n in nodes:
@@ -99,6 +103,29 @@ class ProcessNemesis(Nemesis):
             self.cluster.start(n)
             self.killed.discard(n.node_id)
         return {"started": [n.name for n in nodes]}
+
+    def _kill_lagging(self, value: dict) -> dict:
+        """SIGKILL the leader of ``value``'s partition after cutting its broker listener from
+        the other brokers for ``LAG_S`` s (its followers lag but stay in the ISR), then heal
+        the network (every rule: a schedule runs one fault at a time). ok ``{"killed":
+        [name], "lagged_s": s, "isolated": [[name], [names]], "port": p}``; ``{"killed": []}``
+        when the partition has no live leader."""
+        if not isinstance(self.cluster, Partitionable):
+            raise NemesisError("this cluster backend cannot cut replication")
+        leader = leader_of(self.cluster, value["topic"], value.get("partition", 0))
+        if (leader is None or leader.node_id in self.killed | self.paused
+                or not self.cluster.is_running(leader)):
+            return {"killed": []}
+        peers = [n for n in self.cluster.nodes if n != leader and n.is_broker]
+        self.cluster.drop(leader, peers, port=leader.broker_port)
+        try:
+            time.sleep(LAG_S)
+            self.cluster.kill(leader)
+            self.killed.add(leader.node_id)
+        finally:
+            self.cluster.heal_network()
+        return {"killed": [leader.name], "lagged_s": LAG_S,
+                "isolated": [[leader.name], [n.name for n in peers]], "port": leader.broker_port}
 
     def _roll(self, value: dict) -> dict:
         nodes = self._targets({"target": "all", **value})

@@ -19,14 +19,14 @@ from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.leaders import LEADER_TARGETS, LeaderNemesis
 from kafka_chaos.nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
-from kafka_chaos.nemesis.targets import PROCESS_TARGETS
+from kafka_chaos.nemesis.targets import KILL_TARGETS, PROCESS_TARGETS
 
 _PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
 #: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour
 #: (Jepsen's package colours where it has the package).
 PACKAGES: dict[str, dict[str, Any]] = {
     "kill": {"start": "kill", "stop": "start", "targets": _PROCESS_DEFAULT,
-             "accepts": PROCESS_TARGETS, "color": "#E9A4A0"},
+             "accepts": KILL_TARGETS, "color": "#E9A4A0"},
     "stop": {"start": "stop", "stop": "start", "targets": _PROCESS_DEFAULT,
              "accepts": PROCESS_TARGETS, "color": "#E9C3A0"},
     "pause": {"start": "pause", "stop": "resume", "targets": _PROCESS_DEFAULT,
@@ -63,7 +63,7 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
 
     def accepts(name: str, t) -> bool:
         pkg = PACKAGES[name]
-        return t in pkg["accepts"] or (isinstance(t, int) and pkg["accepts"] is PROCESS_TARGETS)
+        return t in pkg["accepts"] or (isinstance(t, int) and "one" in pkg["accepts"])
 
     out = {}
     for name in packages:
@@ -73,7 +73,8 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
         if not any(accepts(n, t) for n in packages):
             raise ValueError(f"--nemesis-targets: {t!r} is no target of "
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
-                             f"faults take {', '.join(PROCESS_TARGETS)} or node ids, partitions "
+                             f"faults take {', '.join(PROCESS_TARGETS)} or node ids (kill "
+                             f"also lagging-leader), partitions "
                              f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
                              f"leader {', '.join(LEADER_TARGETS)}")
     return out

@@ -43,7 +43,7 @@ from kafka_chaos.clusters import yamlfile
 from kafka_chaos.nemesis.faults import PARTITION_TARGETS
 from kafka_chaos.nemesis.leaders import LEADER_TARGETS
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
-from kafka_chaos.nemesis.targets import PROCESS_TARGETS
+from kafka_chaos.nemesis.targets import KILL_TARGETS
 
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
@@ -52,7 +52,7 @@ _TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced", "clock-bump
              "clock-strobe", "roll", "move-leader"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
 _NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader"}
-_TARGET_NAMES = (set(PROCESS_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
+_TARGET_NAMES = (set(KILL_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
                  | set(LEADER_TARGETS))
 
 

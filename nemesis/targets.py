@@ -13,6 +13,16 @@ from kafka_chaos.nemesis.base import NemesisError
 
 #: Process targets (besides an explicit list of node ids).
 PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
+#: ``kill`` only: the leader of the fault's partition, SIGKILLed after ``LAG_S`` s with its
+#: replication cut, so that its followers lag yet still count as in sync.
+LAGGING_LEADER = "lagging-leader"
+KILL_TARGETS = (*PROCESS_TARGETS, LAGGING_LEADER)
+#: Seconds a lagging leader's replication is cut before it is killed: well short of
+#: ``replica.lag.time.max.ms`` (10 s by default here, 30 s in Kafka), so the controller still
+#: elects a follower cleanly, one that never got what the leader acknowledged alone
+#: (``acks=1``: "should the leader fail immediately after acknowledging the record but before
+#: the followers have replicated it then the record will be lost").
+LAG_S = 3.0
 
 
 def active_controller(cluster) -> Node | None:

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from kafka_chaos.clusters.base import Node, Partitionable
+from kafka_chaos.clusters.base import Killable, Node, Partitionable
 from kafka_chaos.history import HistoryWriter, read_history
 from kafka_chaos.report import exit_code, judge_run
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
@@ -334,3 +334,42 @@ def test_a_package_with_several_starts_draws_one_and_the_plan_stays_seeded():
     assert set(starts[1::2]) == {"clock-reset"}
     again = [f for f, _ in itertools.islice(plan(schedule_rng(1), ["clock"], targets, "t"), 40)]
     assert again == starts
+
+
+def test_a_lagging_leader_is_killed_after_its_replication_was_cut_and_the_cut_healed(
+        monkeypatch):
+    from kafka_chaos.nemesis import faults
+    from kafka_chaos.nemesis.targets import LAG_S
+
+    steps: list = []
+
+    class Net(_Net):
+        def kill(self, node):
+            steps.append(("kill", node.node_id))
+
+        def heal_network(self):
+            steps.append(("heal",))
+
+        def is_running(self, node):
+            return True
+
+        def drop(self, node, peers, port=None, inbound_only=False):
+            steps.append(("drop", node.node_id, sorted(p.node_id for p in peers), port))
+
+    Killable.register(Net)
+    Partitionable.register(Net)
+    net = Net(3)
+    monkeypatch.setattr(faults, "leader_of", lambda cluster, topic, p: net.nodes[1])
+    monkeypatch.setattr(faults.time, "sleep", lambda s: steps.append(("sleep", s)))
+    nemesis = faults.ProcessNemesis(net, random.Random(1))
+    done = nemesis.invoke("kill", {"target": "lagging-leader", "topic": "t", "partition": 0})
+    port = net.nodes[1].broker_port
+    assert steps == [("drop", 2, [1, 3], port), ("sleep", LAG_S), ("kill", 2), ("heal",)]
+    assert done == {"killed": ["n2"], "lagged_s": LAG_S, "isolated": [["n2"], ["n1", "n3"]],
+                    "port": port}
+    assert nemesis.killed == {2}
+    # only kill takes it; a schedule of pauses refuses it
+    assert parse_targets("lagging-leader", ["kill", "pause"]) == {
+        "kill": ["lagging-leader"], "pause": PACKAGES["pause"]["targets"]}
+    with pytest.raises(ValueError, match="kill also lagging-leader"):
+        parse_targets("lagging-leader", ["pause"])
