@@ -135,6 +135,8 @@ def _summarise(a: dict[str, Any], counts: Counter, rules: Counter) -> None:
             a.update(because=rule.because, source=rule.source)
     elif not a["permitted"]:
         a["rule"] = None
+        if a.get("violation_because"):  # no finding permitted: say why none could be
+            a.update(because=a["violation_because"], source=None)
 
 
 def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[str, Any],
