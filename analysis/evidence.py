@@ -21,7 +21,7 @@ Event kinds (``Event.kind``), per topic-partition:
   monitor saw lead (a partition going offline and back to the same leader is none). ``facts``:
   ``from``, ``to`` (node ids), ``epochs`` ``[before, after]``, ``isr`` and ``elr`` (the last
   sample before; ``elr`` ``[]`` where the cluster keeps none), ``unclean`` (the new leader was
-  in neither: KIP-966 elects from the ELR cleanly).
+  in neither, nor the last known leader when both were empty: KIP-966's election order).
 - ``zombie-leader``: a broker still naming itself leader in an older epoch than the cluster's
   (the monitor's ``stale_leaders``): it may acknowledge writes its successor never has.
   ``facts``: ``node``, ``epochs`` ``[its own, the cluster's]``.
@@ -29,8 +29,9 @@ Event kinds (``Event.kind``), per topic-partition:
   leader of the partition. ``facts``: ``result`` ("OK").
 - ``power-loss``: a ``lose-unfsynced`` op truncated that partition's log on some nodes.
   ``facts``: ``nodes`` (ids that lost bytes of it), ``bytes`` per node name, ``needed`` (the
-  ISR and ELR of the last sample before the op: the replicas that had every acknowledged
-  record; None when no sample in the ``MAX_BLIND_NS`` before it shows the partition).
+  ISR and ELR of the last sample before the op, or the last known leader when both were
+  empty: the replicas that had every acknowledged record; None when no sample in the
+  ``MAX_BLIND_NS`` before it shows the partition).
 """
 
 from __future__ import annotations
@@ -105,8 +106,9 @@ class Record:
 
     ``events``: tp -> events in index order. ``blind``: tp -> ``(lo, hi, lo_ns, hi_ns)``:
     the index (and time) stretches in which the monitor did not see that partition (a tp
-    never sampled is blind throughout: ``blind_in``). ``unclean``: scope (a topic, or ``"*"`` for the cluster-wide default) ->
-    ``[lo, hi]`` stretches in which a nemesis had unclean leader election on (from its
+    never sampled is blind throughout: ``blind_in``). ``unclean``: scope (a topic, or
+    ``"*"`` for the cluster-wide default) -> ``[lo, hi]`` stretches in which a nemesis had
+    unclean leader election on (from its
     ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
     it); ``unclean_maybe`` likewise for toggles that completed ``info`` (they may have taken
     effect). ``unclean_config``: the run's own topic config enabled it throughout. ``names``:

@@ -135,7 +135,8 @@ def explain_judged(name: str, example: dict[str, Any]) -> str:
     EVENT``, ``unexplained: the monitor did not see ...`` or nothing for a violation."""
     text = explain(name, example)
     if example.get("evidence"):
-        return f"{text}; permitted by {example.get('rule')}: {explain_evidence(example['evidence'])}"
+        why = explain_evidence(example["evidence"])
+        return f"{text}; permitted by {example.get('rule')}: {why}"
     if example.get("outcome") == "permitted" and example.get("rule"):
         return f"{text}; permitted by {example['rule']}"
     if example.get("outcome") == "unexplained":

@@ -7,8 +7,10 @@ exit code, the anomaly's count and outcomes, and when its first shown finding ha
 acknowledgement of the earliest example, seconds since the history began), then the share of
 runs that showed it and the median of those times.
 
-    PYTHONPATH=. .venv/bin/python bench/detection_bench.py --scenario acks1-lagging-follower --runs 5
-    PYTHONPATH=. .venv/bin/python bench/detection_bench.py --plan plans/acks1-leader-kills.yaml --runs 5
+    PYTHONPATH=. .venv/bin/python bench/detection_bench.py \
+        --scenario acks1-lagging-follower --runs 5
+    PYTHONPATH=. .venv/bin/python bench/detection_bench.py \
+        --plan plans/acks1-leader-kills.yaml --runs 5
 
 Arguments after ``--`` go to ``kafka-chaos run`` as they are (``-- --acks all``). One run at a
 time: each is a whole Kafka cluster.
