@@ -45,10 +45,13 @@ def _first_s(run_dir: Path, anomaly: dict) -> float | None:
     return None
 
 
-def one_run(target: list[str], seed: int, extra: list[str], anomaly: str) -> dict:
-    """One ``kafka-chaos run`` of ``target`` with ``seed``: its exit code, wall seconds and
-    what it found of ``anomaly``."""
-    with tempfile.TemporaryDirectory(prefix="detection-") as out:
+def one_run(target: list[str], seed: int, extra: list[str], anomaly: str,
+            keep: Path | None = None) -> dict:
+    """One ``kafka-chaos run`` of ``target`` with ``seed``: its exit code, wall seconds, what
+    it found of ``anomaly`` and its violations. The run directory goes under ``keep`` when
+    given, else it is removed."""
+    with tempfile.TemporaryDirectory(prefix="detection-") as tmp:
+        out = str(keep / f"seed-{seed}") if keep is not None else tmp
         start = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "kafka_chaos", "run", *target, "--seed",
                                str(seed), *extra, "--out", out], cwd=ROOT,
@@ -64,6 +67,8 @@ def one_run(target: list[str], seed: int, extra: list[str], anomaly: str) -> dic
         return {"seed": seed, "exit": proc.returncode, "s": round(took), "count": a["count"],
                 "outcomes": a.get("outcomes"), "rules": a.get("rules"),
                 "valid": res["valid"], "first_s": _first_s(run_dir, a) if a["count"] else None,
+                "violations": {n: res["anomalies"][n]["outcomes"]["violation"]
+                               for n in res.get("violations") or []},
                 "unknown": res.get("unknown_reasons") or []}
 
 
@@ -75,12 +80,13 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--seed", type=int, default=1, help="the first run's seed")
     ap.add_argument("--anomaly", default="lost-write", help="the anomaly expected")
+    ap.add_argument("--keep", type=Path, help="keep each run's directory under KEEP/seed-N")
     ap.add_argument("extra", nargs="*", help="after --: more `kafka-chaos run` options")
     args = ap.parse_args()
     target = ["--plan", args.plan] if args.plan else ["--scenario", args.scenario]
     rows = []
     for i in range(args.runs):
-        row = one_run(target, args.seed + i, args.extra, args.anomaly)
+        row = one_run(target, args.seed + i, args.extra, args.anomaly, args.keep)
         rows.append(row)
         print(json.dumps(row), flush=True)
     shown = [r for r in rows if r.get("count")]

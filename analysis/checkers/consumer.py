@@ -105,9 +105,15 @@ def delivery(h: History, v: Versions) -> DataFrame:
                      ["group", "key", "offset"], "left_anti"))
     order = ["key", "offset"]
     final = F.broadcast(v.final_end.select("key", "final_op"))
+    # the first delivery may have been fetched before its poll began (the client prefetches):
+    # a truncation that reset the group can have come any time after the record was written
+    writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
+        F.min("w_op").alias("w_op"))
+    again = again.join(writer, ["key", "value"], "left")
     return (cases(again, kind, order,
                   ["group", "key", "offset", "value", "deliveries", "op_indexes", "committed"],
-                  at(key="key", lo="first_op", hi="last_op"))
+                  at(key="key", lo=F.least(F.coalesce("w_op", "first_op"), "first_op"),
+                     hi="last_op"))
             .unionByName(cases(skipped.join(final, "key", "left"), F.lit("group-skip"), order,
                                ["group", "key", "offset", "value", "committed", "from_offset"],
                                at(key="key", hi="final_op"))))

@@ -92,8 +92,9 @@ def poll_order(h: History, v: Versions) -> DataFrame:
              .where(F.col("prev_offset").isNotNull()
                     & (F.col("offset") != F.col("prev_offset") + 1)))
     idx = v.obs.select("key", F.col("offset").alias("at"), "value", "idx")
-    prev_idx = idx.select("key", F.col("at").alias("prev_at"), F.col("value").alias("prev_value"),
-                          F.col("idx").alias("prev_idx"))
+    prev_idx = (v.obs.select("key", F.col("offset").alias("prev_at"),
+                             F.col("value").alias("prev_value"), F.col("idx").alias("prev_idx"),
+                             F.col("w_op").alias("prev_writer")))
     delta = F.col("idx") - F.col("prev_idx")
     # Joined on (key, value), the order ``obs`` of a large history is cached in, so only the
     # pairs are sorted (a hash table of the pairs ran a 2 GiB heap out of memory at 10 M ops);
@@ -128,4 +129,8 @@ def poll_order(h: History, v: Versions) -> DataFrame:
                   F.array("prev_value", "value").alias("values"), delta.alias("delta"),
                   F.array("prev_op", "op").alias("op_indexes"),
                   F.greatest(delta - 1, F.lit(0)).alias("skipped")],
-                 at(key="key", lo="prev_op", hi="op"))
+                 # The first record may have been fetched long before its poll (librdkafka
+                 # prefetches into a queue, ``queued.min.messages``): what moved the log
+                 # under the consumer can have happened any time after it was written.
+                 at(key="key", lo=F.least(F.coalesce("prev_writer", "prev_op"), "prev_op"),
+                    hi="op"))

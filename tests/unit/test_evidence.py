@@ -139,6 +139,30 @@ def test_a_zombie_leader_during_the_write_permits_an_acks_1_loss(run):
     assert a["examples"][0]["evidence"]["node"] == "n1"
 
 
+@pytest.mark.parametrize("change, outcome", [("after the write", "permitted"),
+                                              ("before the write", "violation")])
+def test_a_poll_stepping_back_is_judged_from_when_its_first_record_was_written(
+        run, change, outcome):
+    """A consumer may poll a record it fetched long before (librdkafka prefetches): offset 1
+    read as 101 after the leader change, then as 201 from the new leader's log. The change
+    lies before the first poll began, and still explains the step back once 101 existed."""
+    moved = {(T, 0): P(2, 2, [2, 3])}
+    x = q(acks="1", idempotence=False)
+    sample(x, moved if change == "before the write" else None)
+    x.send(0, [(0, 100)]).send(0, [(0, 101)])
+    sample(x, moved)
+    x.send(1, [(0, 201)], offsets=[1])
+    sample(x, moved)
+    x.assign(10, [0]).poll(10, {0: [(0, 100), (1, 101)]}).poll(10, {0: [(1, 201)]})
+    sample(x, moved)
+    x.final(30, 0, [(0, 100), (1, 201)]).final(30, 1, []).final(30, 2, [])
+    sample(x, moved)
+    a = run(x)["anomalies"]["nonmonotonic-poll"]
+    assert a["count"] == 1 and a["outcomes"][outcome] == 1, a
+    if outcome == "permitted":
+        assert a["examples"][0]["evidence"]["event"] == "leader-change"
+
+
 UNCLEAN = {(T, 0): P(2, 3, [2])}  # n2 elected although the ISR was [n1]
 
 
