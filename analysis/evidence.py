@@ -316,12 +316,16 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
 
 def _in_sync_before(seen: list[tuple[dict, dict]], r: dict) -> list[int] | None:
     """The ISR and ELR in the last of ``seen`` (a partition's samples) that completed before
-    op ``r`` began, if it is at most ``MAX_BLIND_NS`` older than it; else None."""
+    the power-loss op ``r`` completed, if it is at most ``MAX_BLIND_NS`` older than that;
+    else None. Before the completion, not the invoke: the loss is the op's last act, and a
+    target such as ``lone-leader`` first shrinks the ISR. A sample taken after the loss
+    cannot narrow the set: a fenced broker leaves the ISR unless it is its last member, and
+    then it was the last one in sync when it lost power."""
     best = None
     for s, p in seen:
-        if s["index"] < r["op"]:
+        if s["index"] < r["index"]:
             best = (s, p)
-    if best is None or r["invoke_time"] - best[0]["time"] > MAX_BLIND_NS:
+    if best is None or r["time"] - best[0]["time"] > MAX_BLIND_NS:
         return None
     p = best[1]
     needed = set(p.get("isr") or []) | set(p.get("elr") or [])

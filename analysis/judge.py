@@ -154,7 +154,7 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
         if verdict["rule"]:
             rules[verdict["rule"]] += 1
         if outcome == promises.UNEXPLAINED:
-            blind.append((case.tp, verdict["blind"]))
+            blind.append((case.tp, verdict["blind"], verdict["why"]))
         if len(picked[outcome]) < MAX_EXAMPLES:
             example = dict(example, outcome=outcome)
             if verdict["rule"]:
@@ -163,6 +163,8 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
                 example["evidence"] = verdict["evidence"].as_json(rec.names)
             if verdict["blind"] is not None:
                 example["blind"] = _stretch(case.tp, verdict["blind"])
+            if verdict["why"]:
+                example["why"] = verdict["why"]
             picked[outcome].append(example)
     reasons = []
     unjudged = a["count"] - len(cases)
@@ -171,8 +173,9 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
         reasons.append(f"{unjudged} {name} finding(s) beyond the first {len(cases)} were not "
                        "judged one by one")
     if blind:
-        tp, stretch = blind[0]
-        where = "its key maps to no partition" if tp is None else _blind_text(tp, stretch)
+        tp, stretch, why = blind[0]
+        where = ("its key maps to no partition" if tp is None else
+                 _blind_text(tp, stretch) if why is None else _doubt_text(tp, stretch, why))
         rule_names = [r.name for r in promises.candidates(name, facts) if r.evidence]
         reasons.append(f"{len(blind)} {name} finding(s) unexplained: "
                        f"{', '.join(rule_names)} could explain them, but the record cannot "
@@ -193,6 +196,12 @@ def _stretch(tp, stretch) -> dict[str, Any]:
     return {"partition": None if tp is None else f"{tp[0]}-{tp[1]}",
             "indexes": [lo, None if hi >= evidence.END else hi],
             "at_s": [None if t is None else round(t / 1e9, 3) for t in (lo_ns, hi_ns)]}
+
+
+def _doubt_text(tp, stretch, why: str) -> str:
+    s = _stretch(tp, stretch)
+    lo, hi = s["at_s"]
+    return f"{why} (on {s['partition']}, between {lo} s and {hi} s)"
 
 
 def _blind_text(tp, stretch) -> str:

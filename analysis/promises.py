@@ -38,6 +38,14 @@ TRUNCATION = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonm
               "int-nonmonotonic-poll", "group-skip", GROUP_REWIND, EOS_DUPLICATE)
 
 PERMITTED, VIOLATION, UNEXPLAINED = "permitted", "violation", "unexplained"
+#: Why a finding the record is not blind on is still unexplained (``judge_case``'s ``why``).
+UNSETTLED = "the record holds an event there whose outcome it cannot settle"
+#: A send op's micro-ops are acknowledged one by one, but the history keeps only the op's
+#: completion: an event between the op's invoke and its completion may have come before the
+#: write's acknowledgement (and explain its loss) or after it.
+ACK_UNKNOWN = ("the event that could explain it lies between the send's invoke and its "
+               "completion, and the history does not say whether the write was "
+               "acknowledged before it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -326,30 +334,40 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     record shows on the finding's partition within its window (an event the record locates
     only within a blind stretch does not count). Otherwise unexplained when some candidate
     needs an event and the record is blind on that partition somewhere in the window, holds
-    an event it cannot settle (``Rule.doubt``), or the finding has no partition; else a
-    violation."""
-    waiting, doubt = False, None
+    an event it cannot settle (``Rule.doubt``), holds the rule's event between the send's
+    invoke and its completion (``ACK_UNKNOWN``), or the finding has no partition; else a
+    violation. ``why``: for an unexplained finding that is not blind, which doubt it is."""
+    waiting, doubt, why = False, None, None
     for rule in candidates(name, facts):
         if rule.writer is not None and not rule.writer(case):
             continue
         if rule.evidence is None:
-            return {"outcome": PERMITTED, "rule": rule.name, "evidence": None, "blind": None}
+            return {"outcome": PERMITTED, "rule": rule.name, "evidence": None, "blind": None,
+                    "why": None}
         if case.tp is None:
             waiting = True
             continue
         events = rule.evidence(record, case)
         if events:
             return {"outcome": PERMITTED, "rule": rule.name, "evidence": events[0],
-                    "blind": None}
+                    "blind": None, "why": None}
         waiting = True
-        doubt = doubt or (rule.doubt(record, case) if rule.doubt else None)
+        if doubt is None and rule.doubt is not None:
+            doubt, why = rule.doubt(record, case), UNSETTLED
+        if doubt is None and case.write is not None and case.write[0] < case.lo:
+            early = rule.evidence(record, dataclasses.replace(case, lo=case.write[0]))
+            if early:
+                doubt, why = early[0].stretch, ACK_UNKNOWN
     if waiting:
         gap = None if case.tp is None else (record.blind_in(case.tp, case.lo, case.hi)
-                                            or record.unlocated(case.tp, case.lo, case.hi)
-                                            or doubt)
+                                            or record.unlocated(case.tp, case.lo, case.hi))
         if case.tp is None or gap is not None:
-            return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": gap}
-    return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None}
+            return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": gap,
+                    "why": None}
+        if doubt is not None:
+            return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": doubt,
+                    "why": why}
+    return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None, "why": None}
 
 
 def chances(name: str, facts: dict[str, Any] | None, record: ev.Record) -> dict[str, int]:

@@ -1,4 +1,4 @@
-"""How often a plan or scenario shows the anomaly it exists to show, and after how long.
+"""How often a plan, a scenario or the defaults show the anomaly expected, and after how long.
 
 A configuration Kafka documents as lossy proves nothing by a run that never gave the loss a
 chance: "0 lost writes" under acks=1 reads as safe. This runs one plan or scenario ``--runs``
@@ -12,8 +12,9 @@ runs that showed it and the median of those times.
     PYTHONPATH=. .venv/bin/python bench/detection_bench.py \
         --plan plans/acks1-leader-kills.yaml --runs 5
 
-Arguments after ``--`` go to ``kafka-chaos run`` as they are (``-- --acks all``). One run at a
-time: each is a whole Kafka cluster.
+Arguments after ``--`` go to ``kafka-chaos run`` as they are (``-- --acks all``); with neither
+``--plan`` nor ``--scenario`` they are the whole run (``-- --acks 1 --nemesis kill``: what the
+default fault targets give). One run at a time: each is a whole Kafka cluster.
 """
 
 from __future__ import annotations
@@ -74,7 +75,7 @@ def one_run(target: list[str], seed: int, extra: list[str], anomaly: str,
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    which = ap.add_mutually_exclusive_group(required=True)
+    which = ap.add_mutually_exclusive_group()  # neither: the defaults, with the options after --
     which.add_argument("--plan", help="a plan file")
     which.add_argument("--scenario", help="a built-in scenario or a schedule file")
     ap.add_argument("--runs", type=int, default=5)
@@ -83,7 +84,8 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="keep each run's directory under KEEP/seed-N")
     ap.add_argument("extra", nargs="*", help="after --: more `kafka-chaos run` options")
     args = ap.parse_args()
-    target = ["--plan", args.plan] if args.plan else ["--scenario", args.scenario]
+    target = (["--plan", args.plan] if args.plan else
+              ["--scenario", args.scenario] if args.scenario else [])
     rows = []
     for i in range(args.runs):
         row = one_run(target, args.seed + i, args.extra, args.anomaly, args.keep)
@@ -94,7 +96,7 @@ def main() -> int:
     print(f"{' '.join(target + args.extra)}: {args.anomaly} shown in {len(shown)}/{len(rows)} "
           f"runs ({100 * len(shown) / max(1, len(rows)):.0f} %); counts "
           f"{[r.get('count') for r in rows]}; first shown at median "
-          f"{statistics.median(times) if times else '-'} s (of {times}); runs took "
+          f"{round(statistics.median(times), 2) if times else '-'} s (of {times}); runs took "
           f"{[r['s'] for r in rows]} s")
     return 0
 

@@ -15,7 +15,9 @@ from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
-from kafka_chaos.nemesis.targets import LAG_S, LAGGING_LEADER, active_controller, leader_of, pick
+from kafka_chaos.nemesis.targets import (LAG_S, LAGGING_LEADER, LONE_HOLD_S, LONE_LEADER,
+                                        LONE_POLL_S, LONE_WAIT_S, active_controller, leader_of,
+                                        partition_of, pick)
 
 
 class ProcessNemesis(Nemesis):
@@ -30,8 +32,9 @@ class ProcessNemesis(Nemesis):
     bytes lost}, "sole_in_sync_replica_of": ["<topic>-<p>", ...]}}}`` (every file truncated is
     counted, but only segment data is listed: index files are preallocated and rebuilt by
     recovery; the partitions of ``value["topic"]`` whose ISR was that node alone just before).
-    ``kill`` of target ``lagging-leader``: the leader's replication cut for ``LAG_S`` s, then
-    SIGKILL, then the network healed (``_kill_lagging``).
+    ``kill`` of target ``lagging-leader``, ``kill`` or ``lose-unfsynced`` of ``lone-leader``:
+    the leader's replication cut first, for ``LAG_S`` s or until its ISR is itself alone,
+    then the network healed (``_cut_leader``).
     ``roll``: a rolling restart of the targets (``"all"`` by default), one at a time: SIGTERM,
     start, and wait until every broker is registered and every partition of ``value["topic"]``
     has its full ISR again before the next; ok ``{"rolled": [names], "waited_s": {name: s}}``.
@@ -61,19 +64,13 @@ class ProcessNemesis(Nemesis):
                                                                         "lossy_fs", False)):
                 raise NemesisError("this cluster has no filesystem that can lose un-fsynced "
                                    "writes (the local backend, set up for lose-unfsynced)")
-            lost = {}
-            for n in self._targets(value):
-                sole = self._sole_in_sync(n, (value or {}).get("topic"))
-                report = self.cluster.lose_unsynced(n)
-                self.killed.add(n.node_id)
-                lost[n.name] = {"truncated_files": len(report["files"]), "logs": {
-                    path.lstrip("/"): gone for path, (_, gone) in report["files"].items()
-                    if path.endswith(".log")}, "sole_in_sync_replica_of": sole}
-            return {"lost": lost}
+            if (value or {}).get("target") == LONE_LEADER:
+                return self._cut_leader(f, value)
+            return self._lose(self._targets(value), (value or {}).get("topic"))
         if f == "roll":
             return self._roll(value or {})
-        if f == "kill" and (value or {}).get("target") == LAGGING_LEADER:
-            return self._kill_lagging(value)
+        if f == "kill" and (value or {}).get("target") in (LAGGING_LEADER, LONE_LEADER):
+            return self._cut_leader(f, value)
         if f in ("kill", "stop"):
             nodes = self._targets(value)
             for n in nodes:
@@ -104,28 +101,66 @@ class ProcessNemesis(Nemesis):
             self.killed.discard(n.node_id)
         return {"started": [n.name for n in nodes]}
 
-    def _kill_lagging(self, value: dict) -> dict:
-        """SIGKILL the leader of ``value``'s partition after cutting its broker listener from
-        the other brokers for ``LAG_S`` s (its followers lag but stay in the ISR), then heal
-        the network (every rule: a schedule runs one fault at a time). ok ``{"killed":
-        [name], "lagged_s": s, "isolated": [[name], [names]], "port": p}``; ``{"killed": []}``
-        when the partition has no live leader."""
+    def _lose(self, nodes: list[Node], topic: str | None) -> dict:
+        lost = {}
+        for n in nodes:
+            sole = self._sole_in_sync(n, topic)
+            report = self.cluster.lose_unsynced(n)
+            self.killed.add(n.node_id)
+            lost[n.name] = {"truncated_files": len(report["files"]), "logs": {
+                path.lstrip("/"): gone for path, (_, gone) in report["files"].items()
+                if path.endswith(".log")}, "sole_in_sync_replica_of": sole}
+        return {"lost": lost}
+
+    def _cut_leader(self, f: str, value: dict) -> dict:
+        """``kill`` or ``lose-unfsynced`` (``f``) of the leader of ``value``'s partition after
+        cutting its broker listener from the other brokers: for ``LAG_S`` s
+        (``lagging-leader``: its followers lag but stay in the ISR), or until the metadata
+        shows the ISR shrunk to the leader alone (``lone-leader``: polled every
+        ``LONE_POLL_S`` s for at most ``LONE_WAIT_S`` s, then held ``LONE_HOLD_S`` s; the op
+        blocks that long, about ``replica.lag.time.max.ms``). The network is healed after
+        (every rule: a schedule runs one fault at a time). ok: ``kill``'s or
+        ``lose-unfsynced``'s own value plus ``"isolated": [[name], [names]], "port": p`` and
+        ``"lagged_s": s`` or ``"alone_after_s": s``; nothing done (``{"killed": []}``,
+        ``{"lost": {}}``) when the partition has no live leader, and for a lone leader whose
+        ISR did not shrink to it alone, with ``"alone_after_s": None`` and the ``"isr"`` last
+        read (the fault's precondition failed, and the record says so)."""
         if not isinstance(self.cluster, Partitionable):
             raise NemesisError("this cluster backend cannot cut replication")
-        leader = leader_of(self.cluster, value["topic"], value.get("partition", 0))
+        none = {"killed": []} if f == "kill" else {"lost": {}}
+        topic, p = value["topic"], value.get("partition", 0)
+        leader = leader_of(self.cluster, topic, p)
         if (leader is None or leader.node_id in self.killed | self.paused
                 or not self.cluster.is_running(leader)):
-            return {"killed": []}
+            return none
         peers = [n for n in self.cluster.nodes if n != leader and n.is_broker]
+        cut = {"isolated": [[leader.name], [n.name for n in peers]], "port": leader.broker_port}
         self.cluster.drop(leader, peers, port=leader.broker_port)
         try:
-            time.sleep(LAG_S)
-            self.cluster.kill(leader)
-            self.killed.add(leader.node_id)
+            if value["target"] == LAGGING_LEADER:
+                time.sleep(LAG_S)
+                cut["lagged_s"] = LAG_S
+            else:
+                start, isr = time.monotonic(), None
+                while time.monotonic() - start < LONE_WAIT_S:
+                    state = partition_of(self.cluster, topic, p)
+                    isr = None if state is None else list(state.isr)
+                    if state is not None and state.leader != leader.node_id:
+                        break  # the controller moved the leadership: not this fault's case
+                    if isr == [leader.node_id]:
+                        break
+                    time.sleep(LONE_POLL_S)
+                if isr != [leader.node_id]:
+                    return {**none, **cut, "alone_after_s": None, "isr": isr}
+                cut["alone_after_s"] = round(time.monotonic() - start, 2)
+                time.sleep(LONE_HOLD_S)  # writes it acknowledges alone
+            if f == "kill":
+                self.cluster.kill(leader)
+                self.killed.add(leader.node_id)
+                return {"killed": [leader.name], **cut}
+            return {**self._lose([leader], topic), **cut}
         finally:
             self.cluster.heal_network()
-        return {"killed": [leader.name], "lagged_s": LAG_S,
-                "isolated": [[leader.name], [n.name for n in peers]], "port": leader.broker_port}
 
     def _roll(self, value: dict) -> dict:
         nodes = self._targets({"target": "all", **value})

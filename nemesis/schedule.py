@@ -19,13 +19,19 @@ from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.leaders import LEADER_TARGETS, LeaderNemesis
 from kafka_chaos.nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
-from kafka_chaos.nemesis.targets import KILL_TARGETS, PROCESS_TARGETS
+from kafka_chaos.nemesis.targets import (KILL_TARGETS, LAGGING_LEADER, LONE_LEADER,
+                                        POWER_TARGETS, PROCESS_TARGETS)
 
 _PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
+#: A plain kill of a leader whose followers fetch within milliseconds rarely holds a write
+#: they lack (0 lost writes in 30,448 acknowledged with acks=1, issue 33): kills and power
+#: losses also aim where a loss is possible, so a default schedule can show one.
+_KILL_DEFAULT = [*_PROCESS_DEFAULT, LAGGING_LEADER, LONE_LEADER]
+_POWER_DEFAULT = [*_PROCESS_DEFAULT, LONE_LEADER]
 #: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour
 #: (Jepsen's package colours where it has the package).
 PACKAGES: dict[str, dict[str, Any]] = {
-    "kill": {"start": "kill", "stop": "start", "targets": _PROCESS_DEFAULT,
+    "kill": {"start": "kill", "stop": "start", "targets": _KILL_DEFAULT,
              "accepts": KILL_TARGETS, "color": "#E9A4A0"},
     "stop": {"start": "stop", "stop": "start", "targets": _PROCESS_DEFAULT,
              "accepts": PROCESS_TARGETS, "color": "#E9C3A0"},
@@ -34,8 +40,8 @@ PACKAGES: dict[str, dict[str, Any]] = {
     "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
                   "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
     # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
-    "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _PROCESS_DEFAULT,
-                       "accepts": PROCESS_TARGETS, "color": "#E9A0C8"},
+    "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _POWER_DEFAULT,
+                       "accepts": POWER_TARGETS, "color": "#E9A0C8"},
     # a rolling restart (clean stops, each node back in every ISR before the next)
     "roll": {"start": "roll", "stop": "start", "targets": ["all"], "accepts": PROCESS_TARGETS,
              "color": "#E9D0A0"},
@@ -74,7 +80,8 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
             raise ValueError(f"--nemesis-targets: {t!r} is no target of "
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
                              f"faults take {', '.join(PROCESS_TARGETS)} or node ids (kill "
-                             f"also lagging-leader), partitions "
+                             f"also lagging-leader, kill and lose-unfsynced also "
+                             f"lone-leader), partitions "
                              f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
                              f"leader {', '.join(LEADER_TARGETS)}")
     return out

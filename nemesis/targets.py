@@ -16,13 +16,26 @@ PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "major
 #: ``kill`` only: the leader of the fault's partition, SIGKILLed after ``LAG_S`` s with its
 #: replication cut, so that its followers lag yet still count as in sync.
 LAGGING_LEADER = "lagging-leader"
-KILL_TARGETS = (*PROCESS_TARGETS, LAGGING_LEADER)
+#: ``kill`` and ``lose-unfsynced``: the leader of the fault's partition, its replication cut
+#: until the metadata shows its ISR shrunk to itself alone (at most ``LONE_WAIT_S`` s), then
+#: killed or powered off: what it acknowledged alone (``min.insync.replicas=1``) is on no
+#: other replica.
+LONE_LEADER = "lone-leader"
+KILL_TARGETS = (*PROCESS_TARGETS, LAGGING_LEADER, LONE_LEADER)
+POWER_TARGETS = (*PROCESS_TARGETS, LONE_LEADER)
 #: Seconds a lagging leader's replication is cut before it is killed: well short of
 #: ``replica.lag.time.max.ms`` (10 s by default here, 30 s in Kafka), so the controller still
 #: elects a follower cleanly, one that never got what the leader acknowledged alone
 #: (``acks=1``: "should the leader fail immediately after acknowledging the record but before
 #: the followers have replicated it then the record will be lost").
 LAG_S = 3.0
+#: Seconds a lone leader's cut waits at most for the ISR to shrink: past Kafka's default
+#: ``replica.lag.time.max.ms`` (30 s), with room for the AlterPartition round trip.
+LONE_WAIT_S = 45.0
+#: Seconds between two reads of the ISR while waiting.
+LONE_POLL_S = 0.5
+#: Seconds a lone leader keeps leading once alone, acknowledging writes no other replica has.
+LONE_HOLD_S = 1.0
 
 
 def active_controller(cluster) -> Node | None:

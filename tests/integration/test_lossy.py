@@ -162,3 +162,42 @@ def test_last_replica_standing(tmp_path, version):
         assert writes["count"] == 0 and res["valid"] is True
         assert res["stats"]["acked_sends"] > 100
     assert leftovers() == []
+
+
+def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_path):
+    """``plans/min-isr-1-power-loss.yaml`` shortened: min.insync.replicas=1, acks=all, the
+    leader of partition 0 cut from its followers until its ISR is itself alone, then powered
+    off (target lone-leader). Each power loss proves its precondition in the record (the
+    monitor saw the ISR at the leader alone inside the op), and every lost write is pinned on
+    a power loss of every replica its partition had in sync."""
+    proc = kafka_chaos("run", "--plan", "plans/min-isr-1-power-loss.yaml", "--time-limit", "30",
+                       "--seed", "1", "--out", str(tmp_path))
+    res = results_of(tmp_path / "latest", proc)
+    assert proc.returncode == 0, proc.stdout
+    path = tmp_path / "latest" / "history.jsonl"
+    ops = read_history(path)
+    ids = {v["name"]: int(k) for k, v in read_header(path)["nodes"].items()}
+    losses, invoked = [], None  # (invoke, completion) of each power loss that took bytes
+    for op in ops:
+        if op.process == "nemesis" and op.f == "lose-unfsynced":
+            if op.type.value == "invoke":
+                invoked = op
+            elif op.type.value == "ok" and op.value["lost"]:
+                losses.append((invoked, op))
+    assert losses, [op.value for op in ops if op.process == "nemesis"]
+    samples = [op for op in ops if op.process == "monitor" and op.type.value == "ok"
+               and op.value["partitions"]]
+    for inv, loss in losses:
+        [name] = loss.value["lost"]
+        assert loss.value["alone_after_s"] > 0 and loss.value["isolated"][0] == [name]
+        assert "kafka-chaos-0" in loss.value["lost"][name]["sole_in_sync_replica_of"]
+        inside = [_partition0(s) for s in samples if inv.index < s.index < loss.index]
+        assert any(p["isr"] == [ids[name]] == [p["leader"]] for p in inside), inside
+    writes = res["anomalies"]["lost-write"]
+    assert writes["count"] > 0 and writes["outcomes"]["permitted"] == writes["count"], writes
+    assert writes["rule"] == "last-in-sync-replica-lost-power" and res["valid"] is True
+    for ex in writes["examples"]:
+        e = ex["evidence"]
+        assert e["event"] == "power-loss" and e["needed"] == e["nodes"], e
+        assert any(e["indexes"] == [inv.index, loss.index] for inv, loss in losses), e
+    assert leftovers() == []

@@ -101,6 +101,31 @@ def test_an_acks_1_loss_without_its_leader_change_is_a_violation(run, where):
     assert "no event that permits" in a["violation_because"]
 
 
+def test_a_leader_change_while_the_send_op_was_open_leaves_the_loss_unexplained(run):
+    """The op's micro-ops are acknowledged one by one; the history keeps only the op's
+    completion. A change inside the op may have come before 101's acknowledgement (and lost
+    it) or after: neither permitted nor a violation (found in a real unclean run, where a
+    send op waited 10 s for one partition while its other writes were long acknowledged)."""
+    from kafka_chaos.analysis.promises import ACK_UNKNOWN
+
+    moved = {(T, 0): P(2, 2, [2, 3])}
+    x = q(acks="1", idempotence=False)
+    sample(x)
+    x.send(0, [(0, 100)])
+    x.invoke(0, "send", [["send", 0, 101]])
+    sample(x, moved)
+    x.complete(0, "ok", "send", [["send", 0, [x._ack(0, 101, None), 101]]])
+    sample(x, moved)
+    x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
+    sample(x, moved)
+    result = run(x)
+    a = lost(result)
+    assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}, a
+    assert a["examples"][0]["why"] == ACK_UNKNOWN and result["valid"] == "unknown"
+    assert any("whether the write was acknowledged before it (on t-0" in r
+               for r in result["unknown_reasons"]), result["unknown_reasons"]
+
+
 def test_a_blind_monitor_makes_the_loss_unexplained_and_the_verdict_unknown(run):
     result = run(lost_one(q(acks="1", idempotence=False), between=lambda x: x.pause(6)))
     a = lost(result)
@@ -254,6 +279,23 @@ def test_a_power_loss_permits_loss_only_of_every_replica_that_had_the_write(
     if outcome == "permitted":
         assert a["rule"] == "last-in-sync-replica-lost-power"
         assert a["examples"][0]["evidence"]["needed"] == [f"n{n}" for n in (isr or [1])]
+
+
+@pytest.mark.parametrize("during, outcome", [([1], "permitted"), ([1, 2], "violation")])
+def test_a_lone_leader_power_loss_is_judged_by_the_isr_it_shrank_to(run, during, outcome):
+    """Target ``lone-leader``: the op cuts replication, the ISR shrinks while it runs, and
+    only then does the leader lose power. The sample inside the op is the one that counts;
+    the one before it still shows every replica in sync."""
+    def between(x: Q) -> Q:
+        sample(x)  # before the op: [n1, n2, n3]
+        x.invoke("nemesis", "lose-unfsynced", {"target": "lone-leader", "topic": T})
+        sample(x, {(T, 0): P(1, 1, during)})
+        x.complete("nemesis", "ok", "lose-unfsynced", {**power_loss([1]), "alone_after_s": 3.1})
+        return x
+    a = lost(run(lost_one(q(min_insync_replicas=1), between=between)))
+    assert a["outcomes"][outcome] == 1, a
+    if outcome == "permitted":
+        assert a["examples"][0]["evidence"]["needed"] == ["n1"]
 
 
 def test_a_power_loss_of_one_partition_does_not_permit_loss_on_another(run):

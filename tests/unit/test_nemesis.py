@@ -336,29 +336,35 @@ def test_a_package_with_several_starts_draws_one_and_the_plan_stays_seeded():
     assert again == starts
 
 
+class _Steps(_Net):
+    """A cluster view that records kills, cuts and heals in order, as ``steps``."""
+
+    def __init__(self, n: int, steps: list) -> None:
+        super().__init__(n)
+        self.steps = steps
+
+    def kill(self, node):
+        self.steps.append(("kill", node.node_id))
+
+    def heal_network(self):
+        self.steps.append(("heal",))
+
+    def is_running(self, node):
+        return True
+
+    def drop(self, node, peers, port=None, inbound_only=False):
+        self.steps.append(("drop", node.node_id, sorted(p.node_id for p in peers), port))
+
+
 def test_a_lagging_leader_is_killed_after_its_replication_was_cut_and_the_cut_healed(
         monkeypatch):
     from kafka_chaos.nemesis import faults
     from kafka_chaos.nemesis.targets import LAG_S
 
     steps: list = []
-
-    class Net(_Net):
-        def kill(self, node):
-            steps.append(("kill", node.node_id))
-
-        def heal_network(self):
-            steps.append(("heal",))
-
-        def is_running(self, node):
-            return True
-
-        def drop(self, node, peers, port=None, inbound_only=False):
-            steps.append(("drop", node.node_id, sorted(p.node_id for p in peers), port))
-
-    Killable.register(Net)
-    Partitionable.register(Net)
-    net = Net(3)
+    Killable.register(_Steps)
+    Partitionable.register(_Steps)
+    net = _Steps(3, steps)
     monkeypatch.setattr(faults, "leader_of", lambda cluster, topic, p: net.nodes[1])
     monkeypatch.setattr(faults.time, "sleep", lambda s: steps.append(("sleep", s)))
     nemesis = faults.ProcessNemesis(net, random.Random(1))
@@ -373,3 +379,34 @@ def test_a_lagging_leader_is_killed_after_its_replication_was_cut_and_the_cut_he
         "kill": ["lagging-leader"], "pause": PACKAGES["pause"]["targets"]}
     with pytest.raises(ValueError, match="kill also lagging-leader"):
         parse_targets("lagging-leader", ["pause"])
+
+
+@pytest.mark.parametrize("shrinks", [True, False])
+def test_a_lone_leader_is_killed_only_once_its_isr_is_itself_alone(monkeypatch, shrinks):
+    from types import SimpleNamespace
+
+    from kafka_chaos.nemesis import faults, targets
+
+    steps: list = []
+    clock = itertools.count()
+    Killable.register(_Steps)
+    Partitionable.register(_Steps)
+    net = _Steps(3, steps)
+    reads = iter([[1, 2, 3], [1, 2, 3], [2, 3]] + [[2] if shrinks else [2, 3]] * 1000)
+    monkeypatch.setattr(faults, "leader_of", lambda cluster, topic, p: net.nodes[1])
+    monkeypatch.setattr(faults, "partition_of", lambda cluster, topic, p: SimpleNamespace(
+        leader=2, isr=next(reads)))
+    monkeypatch.setattr(faults.time, "sleep", lambda s: steps.append(("sleep", s)))
+    monkeypatch.setattr(faults.time, "monotonic", lambda: float(next(clock)))
+    nemesis = faults.ProcessNemesis(net, random.Random(1))
+    done = nemesis.invoke("kill", {"target": "lone-leader", "topic": "t", "partition": 0})
+    assert steps[0] == ("drop", 2, [1, 3], net.nodes[1].broker_port) and steps[-1] == ("heal",)
+    if shrinks:
+        assert steps[-3:] == [("sleep", targets.LONE_HOLD_S), ("kill", 2), ("heal",)]
+        assert done["killed"] == ["n2"] and done["alone_after_s"] > 0 and nemesis.killed == {2}
+    else:  # the precondition never held: nothing killed, and the record says why
+        assert ("kill", 2) not in steps and nemesis.killed == set()
+        assert done["killed"] == [] and done["alone_after_s"] is None and done["isr"] == [2, 3]
+    assert parse_targets("lone-leader", ["kill", "lose-unfsynced", "pause"]) == {
+        "kill": ["lone-leader"], "lose-unfsynced": ["lone-leader"],
+        "pause": PACKAGES["pause"]["targets"]}
