@@ -36,6 +36,7 @@ Event kinds (``Event.kind``), per topic-partition:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from typing import Any, Iterable
 
@@ -112,7 +113,8 @@ class Record:
     ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
     it); ``unclean_maybe`` likewise for toggles that completed ``info`` (they may have taken
     effect). ``unclean_config``: the run's own topic config enabled it throughout. ``names``:
-    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``.
+    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``. ``clock``:
+    ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -122,6 +124,14 @@ class Record:
     unclean_config: bool = False
     names: dict[int, str] = dataclasses.field(default_factory=dict)
     power_losses: bool = False
+    clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+
+    def index_from(self, t_ns: int) -> int:
+        """The first index of the record's ops (invokes and completions) at or after time
+        ``t_ns`` (ns since the run's start), or ``END``. An event whose ``lo`` is at or after
+        it began after ``t_ns``: events are bounded by the record's own ops."""
+        i = bisect.bisect_left(self.clock, (t_ns, -1))
+        return self.clock[i][1] if i < len(self.clock) else END
 
     def of(self, tp: TP, kind: str, lo: int, hi: int) -> list[Event]:
         """The events of ``kind`` on ``tp`` that may lie within ``[lo, hi]``, located ones
@@ -181,6 +191,8 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     ids = {name: i for i, name in rec.names.items()}
     rows = sorted(({**r, "inv": _parsed(r.get("inv")), "done": _parsed(r.get("done"))}
                    for r in rows), key=lambda r: r["op"])
+    rec.clock = sorted([(r["invoke_time"], r["op"]) for r in rows]
+                       + [(r["time"], r["index"]) for r in rows if r.get("index") is not None])
     states = _states([r for r in rows if r["process"] == "monitor" and r["type"] == "ok"
                       and isinstance(r["done"], dict)])
     _monitor_events(rec, states)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis import evidence, promises
@@ -147,7 +148,7 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
     picked: dict[str, list[dict]] = {o: [] for o in _OUTCOME_ORDER}
     blind: list[tuple] = []
     for example, at in cases:
-        case = _case(name, example, at, keys, lookups)
+        case = _case(name, example, at, keys, lookups, rec)
         verdict = promises.judge_case(name, case, facts, rec)
         outcome = verdict["outcome"]
         counts[outcome] += 1
@@ -213,14 +214,21 @@ def _blind_text(tp, stretch) -> str:
     return f"the monitor did not see {s['partition']} from {lo} s to {until}"
 
 
-def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict) -> promises.Case:
-    """The ``promises.Case`` of one collected case (``at``: ``checkers.common.AT``)."""
+def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
+          rec: evidence.Record) -> promises.Case:
+    """The ``promises.Case`` of one collected case (``at``: ``checkers.common.AT``). A lost
+    write whose send recorded when it was acknowledged (``ack_ns``) has its window begin at
+    the record's first op at or after that time, not at its op's completion: one slow send
+    keeps a whole op open for up to ``delivery.timeout.ms``."""
     key = at.get("key")
     tp = keys.get(str(key)) if key is not None else None
     done, f = lookups["done"], lookups["f"]
     lo = at.get("lo") if at.get("lo") is not None else 0
     hi = at.get("hi")
     if name in _TO_READ:
+        acked = lookups["ack"].get((at.get("writer"), ex.get("value")))
+        if acked is not None:
+            lo = min(lo, rec.index_from(acked))
         if hi is None:  # a poll read another value at its offset: the first such poll
             hi = lookups["reader"].get((key, ex.get("offset"), ex.get("value")))
         hi = evidence.END if hi is None else hi
@@ -235,23 +243,24 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict) -> promises.
 
 def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the cases' windows and writers need from the history: ``done`` (op -> its
-    completion index), ``f`` (op -> its ``f``) and ``reader`` ((key, offset, value) of a lost
-    write covered by a poll -> the first poll that read another value there)."""
-    ops, polled = set(), []
+    completion index), ``f`` (op -> its ``f``), ``reader`` ((key, offset, value) of a lost
+    write covered by a poll -> the first poll that read another value there) and ``ack``
+    ((writer op, value) of a lost or unseen write -> its ``ack_ns``, where recorded)."""
+    ops, polled, writers = set(), [], set()
     for name, a in judged.items():
         for ex, at in a["cases"]:
             ops.update(x for x in (at.get("hi"), at.get("writer")) if x is not None)
             if name in _TO_READ and at.get("hi") is None and ex.get("covered_by"):
                 polled.append((at["key"], ex["offset"], ex["value"]))
-    out: dict[str, Any] = {"done": {}, "f": {}, "reader": {}}
+            if name in _TO_READ and at.get("writer") is not None:
+                writers.add(at["writer"])
+    out: dict[str, Any] = {"done": {}, "f": {}, "reader": {}, "ack": {}}
+    if writers:
+        rows = _of_ops(h.sends.where(F.col("ack_ns").isNotNull())
+                       .select("op", "value", "ack_ns"), writers)
+        out["ack"] = {(r["op"], r["value"]): r["ack_ns"] for r in rows}
     if ops:
-        pairs = h.pairs.select("op", "index", "f")
-        listed = sorted(ops)
-        if len(listed) <= _LITERALS:
-            rows = pairs.where(F.col("op").isin(listed)).collect()
-        else:
-            wanted = h.pairs.sparkSession.createDataFrame([(o,) for o in listed], "op long")
-            rows = pairs.join(F.broadcast(wanted), "op").collect()
+        rows = _of_ops(h.pairs.select("op", "index", "f"), ops)
         out["done"] = {r["op"]: r["index"] for r in rows}
         out["f"] = {r["op"]: r["f"] for r in rows}
     if polled:
@@ -266,3 +275,13 @@ def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
             if ops_:
                 out["reader"][(k, o, v)] = min(ops_)
     return out
+
+
+def _of_ops(df: DataFrame, ops: set[int]) -> list:
+    """The rows of ``df`` whose ``op`` is one of ``ops``, collected: a filter of literals for
+    a few, a broadcast join for many."""
+    listed = sorted(ops)
+    if len(listed) <= _LITERALS:
+        return df.where(F.col("op").isin(listed)).collect()
+    wanted = df.sparkSession.createDataFrame([(o,) for o in listed], "op long")
+    return df.join(F.broadcast(wanted), "op").collect()

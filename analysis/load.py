@@ -65,7 +65,8 @@ class History:
       lists), ``final`` (an ``ok`` final read).
     - ``ops``: client ops: ``pairs`` with ``process`` the long ``pid``.
     - ``sends``: one row per send micro-op: ``op, index, process, f, type, pos`` (position in
-      the op), ``key, value, offset`` (from the delivery report, NULL if none).
+      the op), ``key, value, offset`` (from the delivery report, NULL if none), ``ack_ns``
+      (when that report was served, ns since the run's start; NULL if none or not recorded).
     - ``reads``: one row per record a poll returned: ``op, process, f, type, final, pos, rec``
       (position in that poll's list for the key), ``key, offset, value``.
     - ``read_values``: one row per value a poll returned, final reads' included: ``type,
@@ -146,7 +147,7 @@ def load(spark: SparkSession, tables: dict[str, str], meta: dict[str, Any],
     ops = (pairs.where(F.col("pid").isNotNull())
            .withColumn("process", F.col("pid")))
     sends = df["sends"].select("op", "index", "process", _code("f", FS), _code("type", TYPES),
-                               "pos", "key", "value", "offset")
+                               "pos", "key", "value", "offset", "ack_ns")
     reads = (df["reads"]
              .select("op", "process", _code("f", FS), _code("type", TYPES), "final", "pos", "key",
                      F.posexplode(F.arrays_zip("offsets", "values")).alias("rec", "r"))

@@ -40,11 +40,11 @@ TRUNCATION = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonm
 PERMITTED, VIOLATION, UNEXPLAINED = "permitted", "violation", "unexplained"
 #: Why a finding the record is not blind on is still unexplained (``judge_case``'s ``why``).
 UNSETTLED = "the record holds an event there whose outcome it cannot settle"
-#: A send op's micro-ops are acknowledged one by one, but the history keeps only the op's
-#: completion: an event between the op's invoke and its completion may have come before the
-#: write's acknowledgement (and explain its loss) or after it.
+#: A write is acknowledged at some time between its send's invoke and the moment its delivery
+#: report was served (``ack_ns``; the op's completion in histories without it): an event in
+#: that stretch may have come before the acknowledgement (and lost nothing of it) or after.
 ACK_UNKNOWN = ("the event that could explain it lies between the send's invoke and its "
-               "completion, and the history does not say whether the write was "
+               "delivery report, and the history does not say whether the write was "
                "acknowledged before it")
 
 
@@ -335,7 +335,7 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     only within a blind stretch does not count). Otherwise unexplained when some candidate
     needs an event and the record is blind on that partition somewhere in the window, holds
     an event it cannot settle (``Rule.doubt``), holds the rule's event between the send's
-    invoke and its completion (``ACK_UNKNOWN``), or the finding has no partition; else a
+    invoke and its acknowledgement (``ACK_UNKNOWN``), or the finding has no partition; else a
     violation. ``why``: for an unexplained finding that is not blind, which doubt it is."""
     waiting, doubt, why = False, None, None
     for rule in candidates(name, facts):

@@ -184,7 +184,7 @@ class _Gen:
                     result.append(["send", k, [None, v]])
                 else:
                     self.logs[k].append(v)
-                    result.append(["send", k, [len(self.logs[k]) - 1, v]])
+                    result.append(["send", k, [len(self.logs[k]) - 1, v, self.now]])
 
         def complete() -> None:
             if outcome == "ok":
@@ -263,7 +263,7 @@ class _Gen:
                 elif commit:
                     self.logs[m[1]].append(m[2])
                     written.add(m[1])
-                    result.append(["send", m[1], [len(self.logs[m[1]]) - 1, m[2]]])
+                    result.append(["send", m[1], [len(self.logs[m[1]]) - 1, m[2], self.now]])
                 else:
                     result.append(["send", m[1], [None, m[2]]])
             for k in sorted(written):  # the commit marker takes an offset of each partition

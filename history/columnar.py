@@ -20,7 +20,8 @@ completed). Offsets, values, keys, times (ns) and op indexes are int64.
   micro-op lists of ``send``/``poll``/``txn``, which are the other tables), ``final`` (an ``ok``
   final read: it holds a range).
 - ``sends``: one row per send micro-op: ``op, index, process, f, type, pos`` (its position in
-  the op's micro-op list), ``key, value, offset`` (from the delivery report; null if none).
+  the op's micro-op list), ``key, value, offset`` (from the delivery report; null if none),
+  ``ack_ns`` (when the report was served; null if none, or in histories before layout 2).
   Taken from the completion, or from the invoke when the op is pending or completed ``[]``.
 - ``reads``: one row per poll micro-op and key it returned records of: ``op, process, f, type,
   final, pos, key, offsets, values`` (two lists, record i is ``(offsets[i], values[i])``).
@@ -60,7 +61,7 @@ from kafka_chaos.history.store import HistoryError, read_header, scan_history
 from kafka_chaos.history.validate import MOP_FS, LineValidator
 
 #: Version of the table layout above; a copy of another layout is made again.
-LAYOUT = 1
+LAYOUT = 2
 #: Op lines per row group (and per flush of the live writer).
 ROW_GROUP_OPS = 100_000
 #: Records buffered before a flush whatever the op count: final reads hold 10,000 each.
@@ -74,7 +75,7 @@ SCHEMAS: dict[str, pa.Schema] = {
                       ("time", _I64), ("inv", _STR), ("done", _STR), ("final", _BOOL)]),
     "sends": pa.schema([("op", _I64), ("index", _I64), ("process", _I64), ("f", _STR),
                         ("type", _STR), ("pos", _I32), ("key", _I64), ("value", _I64),
-                        ("offset", _I64)]),
+                        ("offset", _I64), ("ack_ns", _I64)]),
     "reads": pa.schema([("op", _I64), ("process", _I64), ("f", _STR), ("type", _STR),
                         ("final", _BOOL), ("pos", _I32), ("key", _I64),
                         ("offsets", pa.list_(_I64)), ("values", pa.list_(_I64))]),
@@ -408,8 +409,12 @@ class ColumnarWriter:
             if kind == "send":
                 by_key[mop[1]] = by_key.get(mop[1], 0) + 1
                 res = mop[2]
-                value, offset = (res[1], res[0]) if type(res) is list else (res, None)
-                for col, x in zip(sends, (op, index, proc, f, typ, pos, mop[1], value, offset)):
+                if type(res) is list:
+                    value, offset, ack = res[1], res[0], res[2] if len(res) == 3 else None
+                else:
+                    value, offset, ack = res, None, None
+                for col, x in zip(sends, (op, index, proc, f, typ, pos, mop[1], value, offset,
+                                          ack)):
                     col.append(x)
             elif kind == "poll":
                 if len(mop) < 2:
@@ -452,7 +457,8 @@ class ColumnarWriter:
         if inv.f == "send":
             offset = d.get("offset") if d else None
             row = (inv.index, None if done is None else done.index, inv.process, "send", typ, 0,
-                   i["key"], i["value"], offset if offset is not None and offset >= 0 else None)
+                   i["key"], i["value"], offset if offset is not None and offset >= 0 else None,
+                   None)
             for col, x in zip(self._buffers["sends"].cols, row):
                 col.append(x)
             self._sends_by_key[i["key"]] = self._sends_by_key.get(i["key"], 0) + 1

@@ -72,6 +72,11 @@ class HistoryWriter:
             self._columnar = col.ColumnarWriter(col.copy_dir(self.path), header,
                                                 background=columnar == "background")
 
+    def now_ns(self) -> int:
+        """The time (ns since the start of the run) an op appended now would get: the clock
+        of a send's acknowledgement (``["send", k, [offset, value, ack_ns]]``)."""
+        return self._clock()
+
     def append(self, process: int | str, type: OpType | str, f: str, value: Any = None,
                error: str | None = None) -> Op:
         """Record one op now and return it. Raises ``ValueError`` after ``close()``."""

@@ -106,6 +106,14 @@ def _int(x: Any, what: str, *, nullable: bool = False, minimum: int = _INT64[0])
                    f"{' or null' if nullable else ''}, got {x!r}")
 
 
+def _ack_ns(x: Any, i: int, span: tuple[int, int]) -> None:
+    """A send's acknowledgement time (ns) lies within its op ``span`` (invoke, completion)."""
+    _int(x, f"mop {i} ack_ns", minimum=0)
+    if not span[0] <= x <= span[1]:
+        raise _Bad(f"mop {i} ack_ns {x} lies outside its op (invoke at {span[0]} ns, "
+                   f"completion at {span[1]} ns)")
+
+
 def _key_str(s: Any, what: str) -> None:
     if not isinstance(s, str) or not _KEY.fullmatch(s) or int(s) > _INT64[1]:
         raise _Bad(f"{what}: {s!r} is not a key (a non-negative decimal integer string)")
@@ -141,7 +149,7 @@ def _check_v2(op: Op, invoke: Op | None) -> None:
         if op.type is OpType.INVOKE:
             _invoke_mops(op.f, v)
         elif v != [] or op.type is OpType.OK:  # a client cut short may know nothing at all
-            _completion_mops(op.f, v, invoke.value)
+            _completion_mops(op.f, v, invoke.value, (invoke.time, op.time))
     elif op.f in ("assign", "subscribe"):
         if not isinstance(v, dict) or not isinstance(v.get("keys"), list):
             raise _Bad(f"value must be {{\"keys\": [key, ...], ...}}, got {v!r}")
@@ -181,7 +189,7 @@ def _invoke_mops(f: str, v: Any) -> None:
             raise _Bad(f"mop {i}: a {f} op cannot hold a {kind!r} micro-op")
 
 
-def _completion_mops(f: str, v: Any, invoked: list) -> None:
+def _completion_mops(f: str, v: Any, invoked: list, span: tuple[int, int]) -> None:
     sends = [m for m in invoked if m[0] == "send"]
     polls_left = sum(1 for m in invoked if m[0] == "poll")
     n_send = 0
@@ -192,9 +200,12 @@ def _completion_mops(f: str, v: Any, invoked: list) -> None:
                 raise _Bad(f"mop {i}: send {mop!r} matches no send of the invoke")
             res = mop[2]
             if type(res) is list:
-                if len(res) != 2:
-                    raise _Bad(f"mop {i} must be [\"send\", key, [offset, value]], got {mop!r}")
+                if len(res) not in (2, 3) or (len(res) == 3 and res[0] is None):
+                    raise _Bad(f"mop {i} must be [\"send\", key, [offset, value]] or "
+                               f"[\"send\", key, [offset, value, ack_ns]], got {mop!r}")
                 _int(res[0], f"mop {i} offset", nullable=True, minimum=0)
+                if len(res) == 3:
+                    _ack_ns(res[2], i, span)
                 res = res[1]
             if ([mop[1], res] != sends[n_send][1:] or type(mop[1]) is not int
                     or type(res) is not int):

@@ -245,7 +245,7 @@ class _Extractor:
                     continue
                 if mop[0] == "send" and len(mop) == 3:
                     sends += 1
-                    offset, value = mop[2] if isinstance(mop[2], list) else (None, None)
+                    offset, value = mop[2][:2] if isinstance(mop[2], list) else (None, None)
                     # a txn's offsets are acknowledged by its commit only
                     if offset is not None and (op.f != "txn" or outcome == OK):
                         acked += 1

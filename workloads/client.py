@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import random
 import time
-from typing import Any
+from typing import Any, Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
@@ -31,11 +31,14 @@ class Client:
             that a replacement process fences its dead predecessor (KIP-98 zombie fencing).
         bootstrap, settings, keys: where and how to connect, and the key -> partition map.
         rng: decides which transactions are aborted on purpose (``abort_p``).
+        clock: ns on the history's clock (``HistoryWriter.now_ns``): when each delivery
+            report arrived, the ``ack_ns`` of its send.
     """
 
     def __init__(self, process: int, slot: int, bootstrap: str, settings: WorkloadSettings,
-                 keys: KeySpace, rng: random.Random) -> None:
+                 keys: KeySpace, rng: random.Random, *, clock: Callable[[], int]) -> None:
         self.rng = rng
+        self._clock = clock
         self.process = process
         self.slot = slot
         self.bootstrap = bootstrap
@@ -49,7 +52,7 @@ class Client:
         self.consumer: Consumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
         self._out: list | None = None  # the completion being built; callbacks append events
-        self._acks: dict[bytes, tuple[KafkaError | None, int]] = {}
+        self._acks: dict[bytes, tuple[KafkaError | None, int, int]] = {}
 
     # -- the op switch ------------------------------------------------------------------------
     def invoke(self, f: str, value: Any) -> Completion:
@@ -87,13 +90,17 @@ class Client:
 
     # -- sends ---------------------------------------------------------------------------------
     def _on_delivery(self, err: KafkaError | None, msg) -> None:
-        self._acks[msg.value()] = (err, msg.offset())
+        # the report is served after the broker's answer arrived: its time bounds the
+        # acknowledgement from above, which is what a lost write's window needs
+        self._acks[msg.value()] = (err, msg.offset(), self._clock())
 
-    def _produce_all(self, sends: list[list]) -> list[tuple[KafkaError | None, int] | None]:
+    def _produce_all(self, sends: list[list]
+                     ) -> list[tuple[KafkaError | None, int, int | None] | None]:
         """Produce every ``["send", k, v]`` without waiting, then flush. Returns, per send in
-        order, its delivery report ``(error, offset)``, or None when none came. The hot loop of
-        the workload: one ``produce`` call per send, reports matched by payload (the value as
-        decimal ASCII, unique in the run)."""
+        order, its delivery report ``(error, offset, ack_ns)`` (``ack_ns``: when the report
+        was served, on the history's clock; None for a send refused before it was queued),
+        or None when none came. The hot loop of the workload: one ``produce`` call per send,
+        reports matched by payload (the value as decimal ASCII, unique in the run)."""
         self._acks = acks = {}
         payloads: list[bytes] = []
         deadline = time.monotonic() + self.s.delivery_timeout_ms / 1000 + 5
@@ -108,11 +115,11 @@ class Client:
                     break
                 except BufferError:  # local queue full: wait for deliveries, then retry
                     if time.monotonic() > deadline:
-                        acks[payload] = (KafkaError(KafkaError._QUEUE_FULL), -1)
+                        acks[payload] = (KafkaError(KafkaError._QUEUE_FULL), -1, None)
                         break
                     self.producer.poll(0.05)
                 except KafkaException as exc:  # refused before it was queued
-                    acks[payload] = (exc.args[0], -1)
+                    acks[payload] = (exc.args[0], -1, None)
                     break
         self.producer.flush(max(0.0, deadline - time.monotonic()))
         return [acks.get(p) for p in payloads]
@@ -120,8 +127,8 @@ class Client:
     def _send(self, value: list[list]) -> Completion:
         reports = self._produce_all(value)
         if all(r is not None and r[0] is None for r in reports):  # the common case, fast
-            return "ok", [["send", m[1], [off if off >= 0 else None, m[2]]]
-                          for m, (_, off) in zip(value, reports)], None
+            return "ok", [["send", m[1], _acked(off, m[2], at)]
+                          for m, (_, off, at) in zip(value, reports)], None
         out, errors, acked = [], [], 0
         for (_, k, v), report in zip(value, reports):
             if report is None:
@@ -134,7 +141,7 @@ class Client:
                     self.dead = True
             else:
                 acked += 1
-                out.append(["send", k, [report[1] if report[1] >= 0 else None, v]])
+                out.append(["send", k, _acked(report[1], v, report[2])])
         names = [e if isinstance(e, str) else e.name() for e in errors]
         definite = acked == 0 and all(not isinstance(e, str) and classify(e, self.s.retries)
                                       == "fail" for e in errors)
@@ -309,15 +316,14 @@ class Client:
 
     def _produce_slots(self, out: list, slots: list[int]) -> None:
         """Produce and flush the sends at ``slots`` of ``out`` (then emptied), each replaced
-        by its completion ``["send", k, [offset or None, v]]``; raises ``KafkaException`` on
-        the first error: the transaction must abort."""
+        by its completion ``["send", k, [offset, v, ack_ns]]`` (``[None, v]`` without a
+        report); raises ``KafkaException`` on the first error: the transaction must abort."""
         reports = self._produce_all([out[i] for i in slots])
         failed = None
         for i, report in zip(slots, reports):
             _, k, v = out[i]
-            err, offset = report or (KafkaError(KafkaError._TIMED_OUT), -1)
-            acked = err is None and offset >= 0
-            out[i] = ["send", k, [offset if acked else None, v]]
+            err, offset, at = report or (KafkaError(KafkaError._TIMED_OUT), -1, None)
+            out[i] = ["send", k, _acked(offset, v, at) if err is None else [None, v]]
             failed = failed or err
         slots.clear()
         if failed is not None:  # a lost delivery: this transaction must abort
@@ -360,6 +366,14 @@ class Client:
             self.dead = True  # the consumer's position is unknown: retire the process
         self._event("seek", seeks)
         self.uncommitted.clear()
+
+
+def _acked(offset: int, value: int, ack_ns: int | None) -> list:
+    """A delivered send's result: ``[offset, value, ack_ns]``, or ``[None, value]`` when the
+    report carried no offset (``docs/history-format.md``)."""
+    if offset < 0 or ack_ns is None:
+        return [None, value]
+    return [offset, value, ack_ns]
 
 
 def _partial(invoked: Any, out: list | None) -> Any:

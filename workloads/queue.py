@@ -112,7 +112,8 @@ class QueueWorkload:
                 self._crash.add(rng.randrange(self.s.clients))
 
     def _client(self, process: int, slot: int, rng: random.Random) -> Client:
-        client = Client(process, slot, self.bootstrap, self.s, self.keys, rng)
+        client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
+                        clock=self.history.now_ns)
         self._live[slot] = client
         return client
 

@@ -115,6 +115,11 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     pipelined = [op for op in ops if op.f == "send" and op.type.value == "ok"
                  and sum(1 for m in op.value if m[2][0] is not None) >= 2]
     assert len(pipelined) > 20, len(pipelined)
+    # each acknowledged send keeps when its own delivery report came, by its op's completion
+    acks = [[m[2][2] for m in op.value if m[2][0] is not None] for op in pipelined]
+    assert all(len(m[2]) == 3 for op in pipelined for m in op.value if m[2][0] is not None)
+    assert all(max(a) <= op.time for a, op in zip(acks, pipelined))
+    assert any(len(set(a)) > 1 for a in acks), "reports of one op come at their own times"
     assert any(m[0] == "poll" and len(m) == 2 and m[1] for op in ops
                if op.f == "poll" and op.type.value == "ok" for m in op.value), \
         "consumers read during the run"

@@ -338,3 +338,45 @@ def test_a_run_that_gave_the_loss_no_chance_says_so(run):
     changed = run(lost_one(q(acks="1", idempotence=False),
                            between=lambda y: sample(y, {(T, 1): P(2, 2, [2, 3])})))
     assert changed["chances"] == {"acks-below-all": 1} and no_chance(changed) == []
+
+
+def _ack_case(run, *, moved_before_ack: bool) -> dict:
+    """One acks=1 write whose op stays open (another of its sends waits), with a leader
+    change after or before the delivery report of the write that is lost (``ack_ns``)."""
+    moved = {(T, 0): P(2, 2, [2, 3])}
+    x = q(acks="1", idempotence=False)
+    x.pause(0)  # the simulated clock: line n at (n + 1) ms, so ack_ns can be placed
+    sample(x)
+    x.send(0, [(0, 100)])
+    x.invoke(0, "send", [["send", 0, 101], ["send", 1, 102]])
+    sample(x)
+    if moved_before_ack:
+        sample(x, moved)
+    ack_ns = len(x.lines) * 1_000_000 + 500_000  # between the last line and the next
+    sample(x, moved)
+    x.complete(0, "info", "send", [["send", 0, [x._ack(0, 101, None), 101, ack_ns]],
+                                   ["send", 1, [None, 102]]], "_MSG_TIMED_OUT")
+    sample(x, moved)
+    x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
+    sample(x, moved)
+    return run(x)
+
+
+def test_a_leader_change_after_the_writes_own_delivery_report_permits_the_loss(run):
+    """The op stayed open for its other send, but 101's delivery report was served before
+    the change: its window begins there (found in a real unclean run, where a send op waited
+    10 s for one partition while its other writes were long acknowledged)."""
+    a = lost(_ack_case(run, moved_before_ack=False))
+    assert a["outcomes"] == {"permitted": 1, "violation": 0, "unexplained": 0}, a
+    assert a["examples"][0]["evidence"]["event"] == "leader-change"
+
+
+def test_a_leader_change_before_the_delivery_report_leaves_the_loss_unexplained(run):
+    """The report was served after the change, so the broker may have acknowledged 101 before
+    the election (lost) or after it (then nothing explains the loss)."""
+    from kafka_chaos.analysis.promises import ACK_UNKNOWN
+
+    result = _ack_case(run, moved_before_ack=True)
+    a = lost(result)
+    assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}, a
+    assert a["examples"][0]["why"] == ACK_UNKNOWN and result["valid"] == "unknown"

@@ -174,3 +174,29 @@ def test_a_transaction_that_never_began_completes_with_no_micro_op(tmp_path: Pat
         w.append(0, "fail", "txn", [["send", 2, 4], ["poll"]], "COORDINATOR_LOAD_IN_PROGRESS")
     with pytest.raises(HistoryError, match="line 3: txn fail mop 1: poll .* matches no poll"):
         validate(bad)
+
+
+def test_a_sends_acknowledgement_time_lies_within_its_op(tmp_path: Path) -> None:
+    """``["send", k, [offset, value, ack_ns]]``: the delivery report's time, kept in the
+    columnar copy; one outside its op's invoke and completion, or without an offset, is
+    refused with its line named."""
+    from kafka_chaos.history import columnar
+    from kafka_chaos.history.validate import validate
+
+    def write(name: str, result: list) -> Path:
+        path = tmp_path / name
+        with HistoryWriter(path, header={"config": {}}, clock=iter([5, 9, 20]).__next__) as w:
+            w.append(0, "invoke", "send", [["send", 1, 7], ["send", 2, 8]])
+            w.append(0, "ok", "send", [["send", 1, result[0]], ["send", 2, result[1]]])
+        return path
+
+    good = write("good.jsonl", [[0, 7, 6], [3, 8]])
+    assert validate(good).ops == 2
+    rows = list(columnar.iter_table_rows(columnar.ensure(good), "sends"))
+    assert [(r["offset"], r["ack_ns"]) for r in rows] == [(0, 6), (3, None)]
+    with pytest.raises(HistoryError, match=r"^line 3: .*mop 0 ack_ns 4 lies outside its op "
+                                           r"\(invoke at 5 ns, completion at 9 ns\)"):
+        validate(write("early.jsonl", [[0, 7, 4], [3, 8]]))
+    with pytest.raises(HistoryError, match=r"^line 3: .*mop 1 must be \[\"send\", key, "
+                                           r"\[offset, value\]\] or"):
+        validate(write("no-offset.jsonl", [[0, 7, 6], [None, 8, 6]]))
