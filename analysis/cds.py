@@ -147,7 +147,10 @@ def build(master: str = "local[2]", timeout_s: float = BUILD_TIMEOUT_S) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp")
     child = subprocess.Popen(
-        [sys.executable, "-c", f"from {__name__} import _child; _child({master!r})"],
+        # the child's own process imports warm (which imports the analysis, which imports
+        # this module through spark): a string here, no import cycle
+        [sys.executable, "-c", "from kafka_chaos.analysis.warm import archive_child; "
+         f"archive_child({master!r})"],
         env={**os.environ, _DUMP_ENV: str(tmp)}, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, text=True, start_new_session=True)
     try:
@@ -176,21 +179,3 @@ def build(master: str = "local[2]", timeout_s: float = BUILD_TIMEOUT_S) -> Path:
             other.with_suffix(".json").unlink(missing_ok=True)
     path.with_suffix(".json").write_text(json.dumps(made))
     return path
-
-
-def _child(master: str) -> None:
-    """``build``'s child: the made-up check, then the JVM's exit, awaited (it writes the
-    archive as it exits, after this process could have ended)."""
-    from pyspark import SparkContext
-
-    from kafka_chaos.analysis.spark import session
-    from kafka_chaos.analysis.warm import warm_up
-
-    warm_up(master)
-    session(master).stop()
-    gateway = SparkContext._gateway
-    if gateway is not None:
-        gateway.shutdown()
-        gateway.proc.stdin.close()  # the gateway JVM exits at the end of its input
-        gateway.proc.wait(timeout=BUILD_TIMEOUT_S)
-

@@ -57,3 +57,20 @@ def warm_up(spark_master: str) -> dict[str, Any]:
             for process, type_, f, value in _LINES:
                 w.append(process, type_, f, value)
         return check(path, spark_master=spark_master)
+
+
+def archive_child(master: str) -> None:
+    """``cds.build``'s child process: the made-up check, then the JVM's exit, awaited (it
+    writes the class archive as it exits, after this process could have ended)."""
+    from pyspark import SparkContext
+
+    from kafka_chaos.analysis.cds import BUILD_TIMEOUT_S
+    from kafka_chaos.analysis.spark import session
+
+    warm_up(master)
+    session(master).stop()
+    gateway = SparkContext._gateway
+    if gateway is not None:
+        gateway.shutdown()
+        gateway.proc.stdin.close()  # the gateway JVM exits at the end of its input
+        gateway.proc.wait(timeout=BUILD_TIMEOUT_S)

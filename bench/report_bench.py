@@ -1,10 +1,10 @@
-"""Benchmark of the HTML report (``kafka_chaos.html_report``) on a synthetic run.
+"""Benchmark of the HTML report (``kafka_chaos.report.html``) on a synthetic run.
 
     PYTHONPATH=. python bench/report_bench.py [N_LINES] [--analyze] [--keep DIR]
 
 Writes a run of about ``N_LINES`` history lines (default 1000000) with ``bench/synthetic_run``
 (4 workers at 200 client ops/s simulated, faults every 8 s, monitor samples every 500 ms, two
-planted lost writes), then times ``html_report.write`` and prints the history and report sizes,
+planted lost writes), then times ``report.html.write`` and prints the history and report sizes,
 the time to read the lines alone, the extraction and the whole build, and the peak memory of
 the process.
 
@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthetic_run import generate  # noqa: E402
 from kafka_chaos.history import iter_history  # noqa: E402
-from kafka_chaos import html_report, report_data  # noqa: E402
+from kafka_chaos.report import html as html_report
+from kafka_chaos.report import data as report_data  # noqa: E402
 
 
 def planted_results(planted: dict) -> dict:

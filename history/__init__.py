@@ -7,8 +7,9 @@ in ``docs/history-format.md``; ``history.validate`` checks a whole file, streami
 """
 
 from kafka_chaos.history.op import MONITOR, NEMESIS, SYSTEM_PROCESSES, Op, OpType
-from kafka_chaos.history.store import (FORMAT, HistoryError, HistoryWriter, Pairer, iter_history, pair_ops,
-                           read_header, read_history)
+from kafka_chaos.history.store import (FORMAT, HistoryError, Pairer, iter_history, pair_ops,
+                                       read_header, read_history)
+from kafka_chaos.history.writer import HistoryWriter
 
 __all__ = ["Op", "OpType", "NEMESIS", "MONITOR", "SYSTEM_PROCESSES", "FORMAT", "HistoryWriter", "HistoryError", "Pairer",
            "iter_history", "read_header", "read_history", "pair_ops"]

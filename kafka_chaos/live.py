@@ -43,7 +43,7 @@ class LiveCheck:
             ``counted`` the names counted under ``fail_on``; or ``error``; or ``cancelled``
             for the check ``close`` cut short) go.
         spark_master: Spark master of the checks (the run's own).
-        fail_on: ``"violation"`` or ``"any"`` (``report.exit_code``): what counts.
+        fail_on: ``"violation"`` or ``"any"`` (``verdict.exit_code``): what counts.
         interval_s: seconds from the end of one check to the start of the next.
         stop_on_violation: call ``on_stop(names)`` once, at the first check that counts one.
         on_stop: told the counted anomaly names; must return at once (sets an event).

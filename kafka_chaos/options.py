@@ -8,7 +8,6 @@ line, the plan file, the scenario's settings, the options' defaults.
 
 from __future__ import annotations
 
-import inspect
 import shlex
 from pathlib import Path
 from typing import Any, Callable
@@ -17,11 +16,18 @@ from pydantic import ValidationError
 
 from kafka_chaos import plan as plan_file
 from kafka_chaos.config import SCENARIOS, RunConfig, load_scenario, parse_range
-from kafka_chaos.report import FAIL_ON
+from kafka_chaos.verdict import FAIL_ON
 
 #: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
 FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
             "crash_client_interval": "crash_client_interval_s", "live_interval": "live_interval_s"}
+
+
+#: ``RunConfig`` fields that ``run`` has no flag for: a plan's (``broker_properties``,
+#: ``allow``, ``forbid``), a scenario's (``scenario_settings``,
+#: ``unclean_leader_election_interval_ms``). Every other field is a flag (``option_of``).
+NO_FLAG = frozenset({"allow", "broker_properties", "forbid", "scenario_settings",
+                     "unclean_leader_election_interval_ms"})
 
 
 def option_of(field: str) -> str:
@@ -57,7 +63,7 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
     Args:
         params: the ``run`` command's parameters by name (``plan`` among them, or None).
         given: names of the parameters given on the command line (they override the plan).
-        cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.matrix``); they
+        cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.compare.matrix``); they
             override everything else.
         announce: called with each line the user should read (scenario settings applied or
             kept).
@@ -120,9 +126,6 @@ def command_of(config: dict[str, Any], plan: str | Path | None = None) -> str:
     with ``plan``, the command starts from ``--plan plan`` and also gives every setting the
     plan sets, so the plan's values cannot win over the configuration's; without, they are
     left out."""
-    from kafka_chaos.cli import run_cmd
-
-    params = inspect.signature(run_cmd).parameters
     defaults = RunConfig().model_dump(mode="json")
     by_scenario = set(config.get("scenario_settings") or {})
     args = ["kafka-chaos", "run"]
@@ -131,8 +134,7 @@ def command_of(config: dict[str, Any], plan: str | Path | None = None) -> str:
         args += ["--plan", str(plan)]
         planned = set(plan_file.run_fields(plan_file.load(Path(plan)), Path(plan)))
     for field, value in config.items():
-        name = option_of(field).removeprefix("--").replace("-", "_")
-        if name not in params or field in by_scenario:
+        if field in NO_FLAG or field in by_scenario:
             continue
         if value == defaults.get(field) and field != "seed" and field not in planned:
             continue

@@ -30,7 +30,7 @@ Sections (every key optional; absent: the ``run`` option's default)::
 Each key takes the values of the ``run`` option of the same meaning (``kafka-chaos plan
 schema`` prints the JSON schema). Unknown keys and bad values are refused; every error names
 the file, the line and the key path. Matrix keys and values are those of ``compare
---matrix`` (``kafka_chaos.matrix``).
+--matrix`` (``kafka_chaos.compare.matrix``).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
-from kafka_chaos import matrix as matrices
+from kafka_chaos.compare import matrix as matrices
 from kafka_chaos.analysis.names import ANOMALIES
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.config import RunConfig
@@ -174,7 +174,7 @@ def load(path: Path) -> Plan:
 
 
 def dimensions(plan: Plan, path: Path) -> list[matrices.Dimension]:
-    """The plan's ``matrix:`` section as ``kafka_chaos.matrix`` dimensions, in file order.
+    """The plan's ``matrix:`` section as ``kafka_chaos.compare.matrix`` dimensions, in file order.
     Raises ``yamlfile.YamlFileError`` naming the line and key (``matrix.acks``)."""
     dims: dict[str, matrices.Dimension] = {}
     for key, values in plan.matrix.items():

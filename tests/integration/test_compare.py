@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from junitparser import JUnitXml
 
-from kafka_chaos import compare
+from kafka_chaos.compare import core as compare
 from kafka_chaos.history import read_history
 from tests.integration.conftest import INTERRUPTIBLE, ROOT, kafka_chaos, leftovers
 

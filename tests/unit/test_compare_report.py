@@ -9,7 +9,9 @@ import json
 from junitparser import Error, Failure, JUnitXml, Skipped
 from typer.testing import CliRunner
 
-from kafka_chaos import compare, compare_report
+from kafka_chaos.compare import core as compare
+from kafka_chaos.compare import outputs
+from kafka_chaos.compare import report as compare_report
 from kafka_chaos.cli import app
 from tests import compare_builder
 
@@ -43,7 +45,7 @@ def test_cell_figures_are_pooled_from_the_runs_results(tmp_path):
 
 def test_csvs_junit_and_page_match_the_runs(tmp_path):
     comparison = compare_builder.build(tmp_path)
-    paths = compare_report.write_all(comparison)
+    paths = outputs.write_all(comparison)
     a = _results(comparison, comparison.cells[0], 3)
 
     rows = list(csv.DictReader(paths["compare.csv"].open()))
@@ -100,7 +102,7 @@ def test_resume_of_a_finished_comparison_rewrites_its_outputs_and_exits_by_rank(
 
 
 def test_a_cell_whose_loss_never_had_its_event_says_so():
-    from kafka_chaos.compare_report import CellRow, RunRow
+    from kafka_chaos.compare.report import CellRow, RunRow
 
     def judged(seed: int, no_chance: list[str]) -> RunRow:
         return RunRow(seed, "valid", 0, {"lost-write": 0}, results={}, no_chance=no_chance)

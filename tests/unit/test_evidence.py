@@ -326,7 +326,7 @@ def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
 
 def test_a_run_that_gave_the_loss_no_chance_says_so(run):
     """acks=1 and no leader change: "0 lost writes" says nothing of the acks=1 promise."""
-    from kafka_chaos.report import no_chance
+    from kafka_chaos.report.terminal import no_chance
 
     x = q(acks="1", idempotence=False)
     sample(x)

@@ -8,8 +8,8 @@ import pytest
 from junitparser import Error, Failure, JUnitXml
 
 from kafka_chaos.analysis.explain import explain
-from kafka_chaos import junit
-from kafka_chaos.report import exit_code
+from kafka_chaos.report import junit
+from kafka_chaos.verdict import exit_code
 from tests.queue_builder import STRICT
 from tests.verdicts import verdict
 

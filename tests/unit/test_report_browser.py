@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kafka_chaos import html_report
+from kafka_chaos.report import html as html_report
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report_run"
@@ -85,11 +85,11 @@ def test_the_comparison_page_renders_and_links_each_runs_report(browser, tmp_pat
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
-    from kafka_chaos import compare_report
+    from kafka_chaos.compare import outputs
     from tests import compare_builder
 
     comparison = compare_builder.build(tmp_path)
-    page = compare_report.write_all(comparison)["compare.html"]
+    page = outputs.write_all(comparison)["compare.html"]
     browser.get(page.resolve().as_uri())
 
     def drawn(driver) -> bool:

@@ -1,4 +1,4 @@
-"""What the HTML report reads from a history (``report_data``) and computes (``report_stats``),
+"""What the HTML report reads from a history (``report.data``) and computes (``report.stats``),
 on hand-made histories with chosen times."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import orjson
 import pytest
 
 from kafka_chaos.history import HistoryError
-from kafka_chaos import report_stats
-from kafka_chaos.report_data import (FAIL, INFO, OK, example_windows, extract,
+from kafka_chaos.report import stats as report_stats
+from kafka_chaos.report.data import (FAIL, INFO, OK, example_windows, extract,
                                      offset_windows)
 from tests.builder import H, Lines
 from tests.queue_builder import Q

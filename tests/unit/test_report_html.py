@@ -13,7 +13,8 @@ import typer
 from junitparser import JUnitXml
 from typer.testing import CliRunner
 
-from kafka_chaos import analysis, html_report, options
+from kafka_chaos import analysis, options
+from kafka_chaos.report import html as html_report
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig

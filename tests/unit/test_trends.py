@@ -7,7 +7,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from kafka_chaos import trends
+from kafka_chaos.compare import trends
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig
 from tests import compare_builder

@@ -3,7 +3,7 @@
 Each function returns a figure as plotly JSON (``{"data": [...], "layout": {...}}``, for
 ``plotly.io.to_html``) of bounded size, whatever the
 history's length: the timeline is a grid of at most ``TIMELINE_BINS`` time bins per row, the
-time series have one point per bin (``report_stats``), offset diagrams a few dozen points.
+time series have one point per bin (``report.stats``), offset diagrams a few dozen points.
 Fault windows are shaded in their nemesis package's colour (``nemesis.schedule.PACKAGES``).
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import plotly.graph_objects as go
 
 from kafka_chaos.analysis.explain import explain_evidence
-from kafka_chaos.report_cluster import FaultWindow
-from kafka_chaos.report_data import OUTCOMES, OffsetView, ReportData
+from kafka_chaos.report.cluster import FaultWindow
+from kafka_chaos.report.data import OUTCOMES, OffsetView, ReportData
 
 #: Op outcome colours (Jepsen's timeline: ok blue, fail pink, info orange).
 COLORS = {"ok": "#5AA9F0", "fail": "#E8559B", "info": "#F5A623"}
@@ -75,7 +75,7 @@ def timeline(data: ReportData, bins: int = TIMELINE_BINS,
     of the ops running in it (info > fail > ok), paler the fewer of them are not ok (hover:
     the counts); a ``nemesis`` row with the fault windows and ops, a ``monitor`` row with
     the cluster changes, and on it the ``evidence`` events that permitted anomalies
-    (``html_report.evidence_events``), as the span of seconds the record places each in."""
+    (``report.html.evidence_events``), as the span of seconds the record places each in."""
     span = max(data.end_s, 1e-3)
     width = span / bins
     lanes = len(data.lanes)

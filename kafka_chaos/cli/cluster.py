@@ -9,7 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
-from kafka_chaos.cli_common import ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, fail
+from kafka_chaos.cli.common import ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, fail
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 

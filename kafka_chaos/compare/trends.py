@@ -6,7 +6,7 @@ grouped by configuration: the run configuration without its seed, Spark master a
 duration, so a nightly plan whose seed changes every night stays one group. Per group:
 the verdict of each run, oldest first, as one character (``.`` valid, ``p`` valid with
 permitted anomalies, ``X`` violation, ``?`` unknown), the last verdict, and the trend of the
-rates ``compare_report`` uses (per 10,000 acknowledged sends) and of availability.
+rates ``compare.report`` uses (per 10,000 acknowledged sends) and of availability.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.compare_report import RATES
+from kafka_chaos.compare.report import RATES
 
 #: One character per verdict kind, oldest run first.
 MARKS = {"valid": ".", "permitted": "p", "violation": "X", "unknown": "?"}
@@ -53,7 +53,7 @@ class RunPoint:
 def scan(root: Path) -> list[RunPoint]:
     """Every run under ``root`` with a readable ``results.json``, oldest first. Unreadable
     ones are skipped (a run cut short has none)."""
-    from kafka_chaos.html_report import verdict
+    from kafka_chaos.verdict import banner
 
     points = []
     for path in sorted(Path(root).rglob("results.json")):
@@ -74,7 +74,7 @@ def scan(root: Path) -> list[RunPoint]:
         availability = results.get("availability") or {}
         share = availability.get("ack_share")
         points.append(RunPoint(path.parent, _started(path.parent, results),
-                               _group(config), label(config), verdict(results)["kind"],
+                               _group(config), label(config), banner(results)["kind"],
                                list(results.get("violations") or []), rates,
                                None if share is None else round(100 * share, 3)))
     return sorted(points, key=lambda p: (p.started, str(p.path)))

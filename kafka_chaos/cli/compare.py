@@ -1,8 +1,7 @@
-"""``kafka-chaos compare`` (a configuration matrix, ``kafka_chaos.compare``) and ``kafka-chaos
-history`` (verdict trends across stored runs, ``kafka_chaos.trends``).
+"""``kafka-chaos compare`` (a configuration matrix, ``kafka_chaos.compare.core``) and ``kafka-chaos
+history`` (verdict trends across stored runs, ``kafka_chaos.compare.trends``).
 
-Imported at the end of ``kafka_chaos.cli``, whose ``app`` these commands join and whose
-``run`` options ``compare`` takes as every cell's base configuration.
+``compare`` takes the ``run`` command's options as every cell's base configuration.
 """
 
 from __future__ import annotations
@@ -12,12 +11,18 @@ from typing import Any, Optional
 
 import typer
 
-from kafka_chaos import compare, compare_report, matrix, report
 from kafka_chaos import plan as plan_file
-from kafka_chaos.cli import app, check_inputs, execute
-from kafka_chaos.cli_common import console, fail, sigterm_as_interrupt
+from kafka_chaos import verdict
+from kafka_chaos.cli.app import app
+from kafka_chaos.cli.common import console, fail, sigterm_as_interrupt
+from kafka_chaos.cli.run import run_cmd
 from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.compare import core as compare
+from kafka_chaos.compare import matrix
+from kafka_chaos.compare import outputs
 from kafka_chaos.config import RunConfig
+from kafka_chaos.orchestrate import check_inputs, execute
 
 COMPARE_HELP = (
     "Any run option (--nemesis, --time-limit, --plan, --seed, --fail-on, ...) sets every "
@@ -32,7 +37,9 @@ COMPARE_HELP = (
 def _run_params(ctx: typer.Context) -> tuple[dict[str, Any], set[str]]:
     """The ``run`` command's parameters parsed from the arguments ``compare`` does not take
     itself, and the names of those given."""
-    run_command = typer.main.get_command(app).commands["run"]  # type: ignore[attr-defined]
+    alone = typer.Typer()
+    alone.command()(run_cmd)
+    run_command = typer.main.get_command(alone)
     sub = run_command.make_context("kafka-chaos compare", list(ctx.args))
     params = dict(sub.params)
     given = {name for name in params
@@ -98,7 +105,7 @@ def compare_cmd(
                       "finished runs are kept. Finish with: kafka-chaos compare --resume "
                       f"{comparison.dir}")
         _outputs(comparison)
-        raise typer.Exit(report.EXIT_UNKNOWN)
+        raise typer.Exit(verdict.EXIT_UNKNOWN)
     _outputs(comparison)
     raise typer.Exit(compare.exit_code(comparison))
 
@@ -110,7 +117,10 @@ def _check(configs: list[RunConfig]) -> None:
         key = (cfg.backend, cfg.kafka_version, cfg.kafka_home, cfg.spark_master)
         if key not in seen:
             seen.add(key)
-            check_inputs(cfg)
+            try:
+                check_inputs(cfg)
+            except (ValueError, ClusterError) as exc:
+                fail(str(exc))
 
 
 def _announce(comparison: compare.Comparison) -> None:
@@ -131,21 +141,21 @@ def _executor(comparison: compare.Comparison):
     def execute_cell(cfg: RunConfig, run_dir: Path, command: str) -> dict:
         kafka = dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home else \
             dist.resolve(cfg.kafka_version)
-        return execute(cfg, kafka, run_dir, command, comparison.manifest["fail_on"])
+        return execute(cfg, kafka, run_dir, console, command, comparison.manifest["fail_on"])
 
     return execute_cell
 
 
 def _analyzer(comparison: compare.Comparison):
     """``analyze(run_dir, facts)`` for ``compare.run_pending``: one line per verdict."""
-    from kafka_chaos.html_report import verdict
-    from kafka_chaos.verdict import analyze_run
+    from kafka_chaos.verdict import banner
+    from kafka_chaos.check import analyze_run
 
     def analyze(run_dir: Path, facts: dict | None):
         result = analyze_run(run_dir, comparison.manifest["spark_master"],
                              comparison.manifest["fail_on"], facts)
         if result.results is not None:
-            console.print(f"  verdict: {verdict(result.results)['headline']} "
+            console.print(f"  verdict: {banner(result.results)['headline']} "
                           f"(exit {result.code})")
         return result
 
@@ -155,11 +165,11 @@ def _analyzer(comparison: compare.Comparison):
 def _outputs(comparison: compare.Comparison) -> None:
     """The table and the comparison's files; a failure here is reported, not raised."""
     try:
-        paths = compare_report.write_all(comparison, console)
+        paths = outputs.write_all(comparison, console)
     except (Exception, KeyboardInterrupt) as exc:
         console.print(f"[red]error:[/] could not write the comparison's outputs: "
                       f"{type(exc).__name__}: {str(exc)[:300]}")
-        raise typer.Exit(report.EXIT_UNKNOWN)
+        raise typer.Exit(verdict.EXIT_UNKNOWN)
     console.print("written: " + ", ".join(str(p) for p in paths.values()))
 
 
@@ -176,7 +186,7 @@ def history_cmd(
     nightly job's history). Exit 2 when RUNS_DIR holds no verdict."""
     import json
 
-    from kafka_chaos import trends
+    from kafka_chaos.compare import trends
 
     if not runs_dir.is_dir():
         fail(f"{runs_dir}: not a directory")

@@ -22,12 +22,12 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
-from kafka_chaos.compare import Comparison
+from kafka_chaos.compare.core import Comparison
 
 #: Anomaly rates shown per cell: name -> the anomalies counted in it.
 RATES = {"lost-write": ("lost-write",), "duplicate": ("duplicate",),
          "reorder": ("nonmonotonic-send", "int-nonmonotonic-send")}
-#: Run statuses: a verdict's kind (``html_report.verdict``), or why there is none.
+#: Run statuses: a verdict's kind (``verdict.banner``), or why there is none.
 STATUSES = ("valid", "permitted", "violation", "unknown", "error", "pending")
 _COLOURS = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown": "yellow",
             "error": "yellow", "pending": "dim"}
@@ -126,7 +126,7 @@ def rows(comparison: Comparison) -> list[CellRow]:
 
 def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
     """The ``RunRow`` of ``cell`` with ``seed``, from its run directory."""
-    from kafka_chaos.html_report import verdict
+    from kafka_chaos.verdict import banner
 
     done = comparison.manifest["done"].get(comparison.run_id(cell, seed))
     run_dir = comparison.run_dir(cell, seed)
@@ -148,7 +148,7 @@ def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
     no_chance = [rule for rule, n in (results.get("chances") or {}).items()
                  if n == 0 and counts.get("lost-write") == 0]
     return RunRow(
-        seed, verdict(results)["kind"], done["exit_code"], counts,
+        seed, banner(results)["kind"], done["exit_code"], counts,
         acked_sends=(results.get("stats") or {}).get("acked_sends") or 0,
         sends=availability.get("sends") or 0, acked=availability.get("acked") or 0,
         p50_ms=latency.get("p50"), p99_ms=latency.get("p99"),
@@ -227,7 +227,7 @@ def write_junit(comparison: Comparison, cells: list[CellRow]) -> Path:
     error, a run not yet done is skipped."""
     from junitparser import Error, Skipped, TestCase
 
-    from kafka_chaos import junit
+    from kafka_chaos.report import junit
 
     suites = []
     for cell in cells:
@@ -255,17 +255,3 @@ def write_junit(comparison: Comparison, cells: list[CellRow]) -> Path:
     junit.document(suites).write(str(tmp), pretty=True)
     tmp.replace(path)
     return path
-
-
-def write_all(comparison: Comparison, console: Console | None = None) -> dict[str, Path]:
-    """Read every run and write the CSVs, ``junit.xml`` and ``compare.html``; print the table
-    on ``console`` when given. Returns the paths written by name."""
-    from kafka_chaos import compare_html
-
-    cells = rows(comparison)
-    if console is not None:
-        render(cells, comparison, console)
-    cell_csv, run_csv = write_csv(comparison, cells)
-    return {"compare.csv": cell_csv, "runs.csv": run_csv,
-            "junit.xml": write_junit(comparison, cells),
-            "compare.html": compare_html.write(comparison, cells)}

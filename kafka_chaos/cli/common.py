@@ -9,7 +9,7 @@ from typing import NoReturn
 import typer
 from rich.console import Console
 
-from kafka_chaos import report
+from kafka_chaos import verdict
 
 console = Console()
 
@@ -17,7 +17,7 @@ console = Console()
 def fail(message: str) -> NoReturn:
     """Print ``error: message`` and exit 2 (unknown, bad input or error)."""
     console.print(f"[red]error:[/] {message}")
-    raise typer.Exit(report.EXIT_UNKNOWN)
+    raise typer.Exit(verdict.EXIT_UNKNOWN)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

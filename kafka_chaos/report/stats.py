@@ -1,4 +1,4 @@
-"""Time series and availability figures of a run, from ``report_data.ReportData``.
+"""Time series and availability figures of a run, from ``report.data.ReportData``.
 
 Only workload ops count here: client ops other than the final reads. Times are seconds since
 the start of the run; rates per second; latencies in milliseconds.
@@ -10,8 +10,8 @@ import bisect
 import math
 from typing import Any
 
-from kafka_chaos.report_cluster import FaultWindow
-from kafka_chaos.report_data import FINAL_READ, OK, OUTCOMES, ReportData
+from kafka_chaos.report.cluster import FaultWindow
+from kafka_chaos.report.data import FINAL_READ, OK, OUTCOMES, ReportData
 
 #: An unavailability window: no send acknowledged for at least this long (s).
 UNAVAILABLE_S = 1.0

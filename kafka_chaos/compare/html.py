@@ -13,8 +13,9 @@ import plotly.graph_objects as go
 import plotly.io
 from plotly.offline import get_plotlyjs
 
-from kafka_chaos import __version__, compare_report
-from kafka_chaos.compare import Comparison
+from kafka_chaos import __version__
+from kafka_chaos.compare import report as compare_report
+from kafka_chaos.compare.core import Comparison
 
 _LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=120),
                legend=dict(orientation="h", y=1.12), barmode="group", height=380)

@@ -1,6 +1,6 @@
 """What the cluster did, for the HTML report: fault windows from the nemesis's ops and
 changes from the cluster-state monitor's samples (``docs/history-format.md``). Fed by
-``report_data.extract``'s one pass over the history; times in seconds since the start."""
+``report.data.extract``'s one pass over the history; times in seconds since the start."""
 
 from __future__ import annotations
 

@@ -3,9 +3,9 @@
 ``extract(history, results)`` reads the history line by line (``history.iter_history``: every
 line checked, errors name it) and keeps only compact data: per client op a few numbers in
 ``array`` columns (about 40 bytes an op, so a million-op history needs ~40 MB), the nemesis's
-fault windows and the cluster-state monitor's changes (``kafka_chaos.report_cluster``), and
+fault windows and the cluster-state monitor's changes (``kafka_chaos.report.cluster``), and
 the offsets around the anomaly examples of ``results.json``. Time series and availability figures are computed from these
-columns afterwards (``kafka_chaos.report_stats``). No Spark: the report must be fast.
+columns afterwards (``kafka_chaos.report.stats``). No Spark: the report must be fast.
 
 Times are seconds since the start of the run (the history's ``time`` is ns).
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from kafka_chaos.history import MONITOR, NEMESIS, HistoryError, Pairer, iter_history, read_header
-from kafka_chaos.report_cluster import (ClusterEvent, FaultWindow, Monitor, NemesisOp,
+from kafka_chaos.report.cluster import (ClusterEvent, FaultWindow, Monitor, NemesisOp,
                                         fault_windows)
 
 #: Outcome codes of the ``outcome`` column, in the order of severity.

@@ -3,8 +3,8 @@
 
 The page opens offline: plotly's JavaScript is inlined once in its head (about 4.8 MB) and
 every figure is a ``<div>`` drawn by it; no CDN, no other file. What it shows is described
-in ``docs/report.md``. Data extraction is ``report_data`` (one streaming pass) and
-``report_stats``; figures are ``report_figures``; the page is the Jinja2 template
+in ``docs/report.md``. Data extraction is ``report.data`` (one streaming pass) and
+``report.stats``; figures are ``report_figures``; the page is the Jinja2 template
 ``templates/report.html.j2``.
 """
 
@@ -22,9 +22,11 @@ from plotly.offline import get_plotlyjs
 
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.history import HistoryError
-from kafka_chaos import __version__, options, report_figures, report_stats
-from kafka_chaos.report import exit_code
-from kafka_chaos.report_data import ReportData, example_windows, extract
+from kafka_chaos import __version__, options
+from kafka_chaos.report import figures as report_figures
+from kafka_chaos.report import stats as report_stats
+from kafka_chaos.verdict import banner, exit_code
+from kafka_chaos.report.data import ReportData, example_windows, extract
 
 #: The configuration shown up front (the rest is in the full listing).
 KEY_SETTINGS = ("acks", "idempotence", "txn", "max_in_flight", "retries", "min_insync_replicas",
@@ -63,7 +65,7 @@ def build(run_dir: Path, results: dict[str, Any] | None = None,
         run_dir: holds ``history.jsonl`` and (unless ``results`` is given) ``results.json``;
             ``config.json`` and ``command.txt`` are used when present.
         results: the verdict (``results.json``'s content), if already in memory.
-        data: ``report_data.extract(history, results)``, if already read.
+        data: ``report.data.extract(history, results)``, if already read.
         source: the URL the run directory was fetched from (``kafka-chaos analyze URL``),
             shown instead of ``run_dir``.
 
@@ -85,7 +87,7 @@ def build(run_dir: Path, results: dict[str, Any] | None = None,
 
 
 def read(history: Path, results: dict[str, Any]) -> ReportData:
-    """``report_data.extract`` with a ``HistoryError`` naming the file."""
+    """``report.data.extract`` with a ``HistoryError`` naming the file."""
     try:
         return extract(history, results)
     except HistoryError as exc:
@@ -152,7 +154,7 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "version": __version__,
         "plotly_js": get_plotlyjs(),
-        "verdict": verdict(results),
+        "verdict": banner(results),
         "exit_code": exit_code(results, fail_on),
         "fail_on": fail_on,
         "facts": _facts(data, results, facts, config),
@@ -199,30 +201,6 @@ def _fault_rows(data: ReportData) -> list[dict[str, Any]]:
     healed = {id(r["window"]): r for r in report_stats.recovery(data)}
     return [healed.get(id(w), {"window": w, "first_ack_s": None, "isr_full_s": None})
             for w in data.windows]
-
-
-def verdict(results: dict[str, Any]) -> dict[str, Any]:
-    """The banner: ``kind`` (``valid``, ``permitted``, ``violation`` or ``unknown``), a
-    ``headline`` and the ``reasons`` a verdict is unknown."""
-    anomalies = results.get("anomalies") or {}
-
-    def listed(names: list[str]) -> str:
-        return ", ".join(f"{n} ({(anomalies.get(n) or {}).get('count')})" for n in names)
-
-    valid = results.get("valid")
-    permitted = results.get("permitted") or []
-    if valid is False:
-        kind, headline = "violation", f"VIOLATIONS: {listed(results.get('violations') or [])}"
-    elif valid is True and permitted:
-        kind, headline = "permitted", f"VALID, with permitted anomalies: {listed(permitted)}"
-    elif valid is True:
-        kind, headline = "valid", "VALID: no anomaly found"
-    else:
-        kind, headline = "unknown", "UNKNOWN: no verdict"
-    if valid is not True and permitted:
-        headline += f"; permitted: {listed(permitted)}"
-    return {"kind": kind, "headline": headline,
-            "reasons": results.get("unknown_reasons") or []}
 
 
 def _facts(data: ReportData, results: dict, facts: dict, config: dict | None) -> list:

@@ -14,30 +14,6 @@ from rich.table import Table
 
 from kafka_chaos.analysis.explain import explain, explain_evidence
 
-#: Exit codes of ``run`` and ``analyze``.
-EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2
-#: ``--fail-on`` choices: exit 1 on a violation only, or on any anomaly found.
-FAIL_ON = ("violation", "any")
-
-
-def exit_code(result: dict, fail_on: str = "violation") -> int:
-    """The exit code of a verdict.
-
-    ``fail_on="violation"``: 1 when ``valid`` is False (an anomaly the configuration does not
-    permit), 0 when True, 2 when ``"unknown"``. ``fail_on="any"``: 1 when any anomaly was found,
-    permitted or not (false ranks above unknown, as in Jepsen's ``checker/compose``), else as
-    for ``violation``.
-    """
-    if fail_on == "any" and result.get("anomaly_types"):
-        return EXIT_ANOMALIES
-    valid = result.get("valid")
-    if valid is True:
-        return EXIT_VALID
-    if valid is False:
-        return EXIT_ANOMALIES
-    return EXIT_UNKNOWN
-
-
 def run_facts(run_dir: Path) -> dict:
     """The run facts of an earlier verdict in ``run_dir`` (its ``results.json`` ``run``
     section, else ``run.json``), so that re-analysing keeps seed, versions and timings."""

@@ -8,7 +8,7 @@ from typing import List, Optional
 
 import typer
 
-from kafka_chaos.cli_common import console, fail
+from kafka_chaos.cli.common import console, fail
 
 spark_app = typer.Typer(no_args_is_help=True, help="A Spark Connect server kept warm on this "
                         "machine: each analysis then skips the JVM launch and the cold first "

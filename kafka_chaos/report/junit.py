@@ -1,7 +1,7 @@
 """The verdict as JUnit XML (``junit.xml``), for CI systems that read test reports.
 
 One ``<testsuite name="kafka-chaos">`` holding one ``<testcase>`` per run, named from the run
-(workload, faults, seed). The test case mirrors the exit code (``report.exit_code``):
+(workload, faults, seed). The test case mirrors the exit code (``verdict.exit_code``):
 
 - exit 0: the test case passes; permitted anomalies found are listed in its ``system-out``;
 - exit 1: a ``<failure>`` whose message lists the anomalies counted under ``--fail-on``
@@ -23,7 +23,7 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
-from kafka_chaos.report import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
+from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
 
 SUITE = "kafka-chaos"
 #: Examples explained per anomaly in a failure's body (results keep at most 5).

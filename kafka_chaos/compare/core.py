@@ -9,7 +9,7 @@ A comparison directory ``<out>/compare-<UTC stamp>/`` holds:
   ``done`` (run id -> exit code and error) for every run that ended;
 - ``<cell id>/seed-<seed>/``: one ordinary run directory per cell and repeat (``results.json``,
   ``junit.xml``, ``report.html``, ...);
-- ``compare.csv``, ``runs.csv``, ``compare.html`` and ``junit.xml`` (``compare_report``).
+- ``compare.csv``, ``runs.csv``, ``compare.html`` and ``junit.xml`` (``compare.report``).
 
 Cells run one after another on this machine. Ctrl-C heals and tears down the running cell
 (``runner.run``) and keeps every finished run; ``compare --resume DIR`` runs the rest from the
@@ -26,7 +26,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from kafka_chaos import __version__, matrix, options, report
+from kafka_chaos import __version__, options
+from kafka_chaos.compare import matrix
+from kafka_chaos import verdict
 from kafka_chaos.config import RunConfig
 
 MANIFEST = "compare.json"
@@ -163,7 +165,7 @@ def _new_dir(out: Path) -> Path:
 
 
 #: ``execute(cfg, run_dir, command) -> facts`` runs one cell (``runner.run``, with whatever
-#: display the caller wants); ``analyze(run_dir, facts) -> verdict.Verdict`` judges it.
+#: display the caller wants); ``analyze(run_dir, facts) -> check.Verdict`` judges it.
 Execute = Callable[[RunConfig, Path, str], dict]
 Analyze = Callable[[Path, "dict | None"], Any]
 
@@ -195,12 +197,12 @@ def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
                                                                  manifest.get("plan")))
             else:
                 announce("its run had ended; analysing it")
-            verdict = analyze(run_dir, facts)
-            outcome = {"exit_code": verdict.code, "error": verdict.error}
+            decided = analyze(run_dir, facts)
+            outcome = {"exit_code": decided.code, "error": decided.error}
         except ClusterError as exc:
-            outcome = {"exit_code": report.EXIT_UNKNOWN, "error": str(exc)}
+            outcome = {"exit_code": verdict.EXIT_UNKNOWN, "error": str(exc)}
         except Exception as exc:  # a crash of one cell is that cell's unknown, not the end
-            outcome = {"exit_code": report.EXIT_UNKNOWN,
+            outcome = {"exit_code": verdict.EXIT_UNKNOWN,
                        "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         if outcome["error"]:
             announce(f"[yellow]{cell['label']}, seed {seed}: no verdict: {outcome['error']}[/]")
@@ -235,8 +237,8 @@ def exit_code(comparison: Comparison) -> int:
     (false > unknown > true): 1 if any run counted anomalies under ``fail_on``, else 2 if any
     run is unknown or did not run (interrupted), else 0."""
     codes = [o["exit_code"] for o in comparison.manifest["done"].values()]
-    if report.EXIT_ANOMALIES in codes:
-        return report.EXIT_ANOMALIES
-    if comparison.pending() or report.EXIT_UNKNOWN in codes:
-        return report.EXIT_UNKNOWN
-    return report.EXIT_VALID
+    if verdict.EXIT_ANOMALIES in codes:
+        return verdict.EXIT_ANOMALIES
+    if comparison.pending() or verdict.EXIT_UNKNOWN in codes:
+        return verdict.EXIT_UNKNOWN
+    return verdict.EXIT_VALID

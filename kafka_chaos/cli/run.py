@@ -1,121 +1,47 @@
-"""``kafka-chaos``: run chaos tests, compare configurations, re-analyse histories, follow
-verdicts across runs, manage clusters of every backend.
+"""``kafka-chaos run``, ``analyze`` and ``publish``: a chaos run from its options to its
+verdict, and the verdict of a stored history.
 
-Exit codes of ``run``, ``analyze`` and ``compare``: 0 valid, 1 anomalies counted under
-``--fail-on``, 2 unknown, error (bad input included) or interrupted; never 0 when the analysis
-failed.
+Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``--fail-on``, 2
+unknown, error (bad input included) or interrupted; never 0 when the analysis failed.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import threading
-import time
-import traceback
 from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import ValidationError
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
 from kafka_chaos import options as run_options
 from kafka_chaos import plan as plan_file
-from kafka_chaos import report
-from kafka_chaos.cli_cluster import cluster_app
-from kafka_chaos.cli_common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
+from kafka_chaos.cli.app import app
+from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
                                     fail, sigterm_as_interrupt)
-from kafka_chaos.cli_spark import spark_app
-from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
-from kafka_chaos.config import SCENARIOS, RunConfig
-
-app = typer.Typer(add_completion=False, no_args_is_help=True,
-                  help="Jepsen-style chaos testing of real Kafka clusters.")
-app.add_typer(cluster_app, name="cluster")
-plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema, and checking "
-                       "one without running it.")
-app.add_typer(plan_app, name="plan")
-app.add_typer(spark_app, name="spark-server")
+from kafka_chaos.config import SCENARIOS
+from kafka_chaos.orchestrate import check_inputs, execute
+from kafka_chaos import verdict
 
 
 def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
                 facts: dict | None = None, out_dir: Path | None = None) -> int:
     """Check ``run_dir/history.jsonl`` (``run_dir`` may be a URL), write ``results.json``,
     ``junit.xml`` and ``report.html`` (into ``out_dir``, default ``run_dir``), print the
-    verdict; returns the exit code (``verdict.analyze_run``). Bad input or a crash of the
+    verdict; returns the exit code (``check.analyze_run``). Bad input or a crash of the
     analysis exits 2 with its message; so does an interrupt, leaving an earlier
     ``results.json`` as it was."""
-    from kafka_chaos.verdict import analyze_run
+    from kafka_chaos.check import analyze_run
 
     try:
-        verdict = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir)
+        decided = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
-        raise typer.Exit(report.EXIT_UNKNOWN)
-    if verdict.error is not None:
-        fail(verdict.error)
-    return verdict.code
-
-
-#: Runs at most this long get their analysis session started while the workload runs: their
-#: histories stay under ``SMALL_HISTORY_OPS`` lines at the rates measured here.
-WARM_UP_MAX_S = 120.0
-#: Longest wait, seconds, for the warm-up to end before the verdict's own check starts.
-WARM_UP_JOIN_S = 60.0
-
-
-def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
-    """Start the analysis SparkSession on a background thread while a short run goes, and
-    check a tiny made-up history on it (``analysis.warm``), so the verdict waits neither for
-    the JVM (about 6 s of launch on 2 cores) nor for a cold first check (30 s runs of about
-    3,000 ops: 9.5 s of analysis without the check, 5.3 s with it; ``docs/performance.md``).
-    With ``--live`` the live checks warm the session, and an extra check would only delay
-    the first of them. A failure here is ignored: the analysis starts its own session and
-    reports the error. Returns the thread (None when there is no warm-up), which the caller
-    joins before the verdict's check: both share one session, whose runtime settings each
-    check sets for its own history's size."""
-    if cfg.time_limit_s > WARM_UP_MAX_S or not cfg.spark_master.startswith("local"):
-        return None
-
-    def warm() -> None:
-        try:
-            if cfg.follows_live:
-                from kafka_chaos.analysis.spark import session
-                session(cfg.spark_master, small=True).range(1).count()
-            else:
-                from kafka_chaos.analysis.warm import warm_up
-                warm_up(cfg.spark_master)
-        except Exception:
-            pass
-
-    thread = threading.Thread(target=warm, name="spark-warm-up", daemon=True)
-    thread.start()
-    return thread
-
-
-def check_inputs(cfg: RunConfig) -> "dist.KafkaDist":
-    """Everything checkable before a run starts: Spark master, Kafka jars, the backend's needs
-    (for ``local``: root and network namespaces); exits 2 naming the problem."""
-    from kafka_chaos.analysis.spark import check_master
-    from kafka_chaos.clusters import backends
-
-    try:
-        check_master(cfg.spark_master)
-    except ValueError as exc:
-        fail(f"--spark-master {exc}")
-    try:
-        # before any download or run directory
-        backends.get(cfg.backend).check_environment(cfg.backend_options(), cfg.brokers,
-                                                    cfg.controllers)
-        kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
-                 else dist.resolve(cfg.kafka_version))
-        dist.check_java()
-    except ClusterError as exc:
-        fail(str(exc))
-    return kafka
+        raise typer.Exit(verdict.EXIT_UNKNOWN)
+    if decided.error is not None:
+        fail(decided.error)
+    return decided.code
 
 
 #: The end of the help of ``run`` and ``analyze`` (typer keeps paragraphs apart).
@@ -228,16 +154,19 @@ def run_cmd(
     if publish is not None and not is_url(publish) and Path(publish).exists() \
             and not Path(publish).is_dir():
         fail(f"--publish {publish}: not a directory")
-    kafka = check_inputs(cfg)
+    try:
+        kafka = check_inputs(cfg)
+    except (ValueError, ClusterError) as exc:
+        fail(str(exc))
     sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
     try:
-        facts = execute(cfg, kafka, run_dir, fail_on=fail_on)
+        facts = execute(cfg, kafka, run_dir, console, fail_on=fail_on)
     except KeyboardInterrupt:
         console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
                       f"re-analyse with: kafka-chaos analyze {run_dir}")
-        raise typer.Exit(report.EXIT_UNKNOWN)
+        raise typer.Exit(verdict.EXIT_UNKNOWN)
     except ClusterError as exc:
         fail(str(exc))
     except Exception as exc:  # a bug or an unforeseen client error: unknown, never "anomalies"
@@ -250,7 +179,7 @@ def run_cmd(
         try:
             _publish(run_dir, publish)
         except typer.Exit:  # the verdict stands; a failed copy is never a silent 0
-            code = code if code == report.EXIT_ANOMALIES else report.EXIT_UNKNOWN
+            code = code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_UNKNOWN
     raise typer.Exit(code)
 
 
@@ -270,46 +199,6 @@ def _publish(run_dir: Path, dest: str) -> Path | str:
     return target
 
 
-def execute(cfg: RunConfig, kafka: "dist.KafkaDist", run_dir: Path,
-            command: str | None = None, fail_on: str = "violation") -> dict:
-    """``runner.run`` with a progress bar, then the end of the Spark warm-up (at most
-    ``WARM_UP_JOIN_S``); returns the run facts. ``fail_on`` is what a live
-    check counts (``--fail-on``). Exceptions propagate (faults healed, cluster removed); a
-    ``ClusterError`` leaves its message and an unforeseen one its traceback in
-    ``run_dir/error.txt``."""
-    from kafka_chaos.runner import run
-
-    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        task = bar.add_task("workload", total=1.0)
-
-        def progress(frac: float, counts: dict, note: str = "") -> None:
-            bar.update(task, completed=frac,
-                       description=f"workload {counts}" + (f"; {note}" if note else ""))
-
-        warming: list[threading.Thread] = []
-
-        def ready() -> None:
-            thread = _warm_up_spark(cfg)
-            if thread is not None:
-                warming.append(thread)
-
-        try:
-            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
-                        on_ready=ready, command=command, fail_on=fail_on)
-        except KeyboardInterrupt:
-            raise
-        except ClusterError as exc:  # the run directory keeps why there is no history
-            (run_dir / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
-            raise
-        except Exception:
-            (run_dir / "error.txt").write_text(traceback.format_exc())
-            raise
-    for thread in warming:  # the verdict's check then never races the warm-up's
-        thread.join(WARM_UP_JOIN_S)
-    return facts
-
-
 @app.command("analyze", epilog=EXIT_CODES_HELP)
 def analyze_cmd(
     run_dir: str = typer.Argument(..., help="A run directory holding history.jsonl, or its "
@@ -325,7 +214,7 @@ def analyze_cmd(
     from kafka_chaos.analysis.remote import is_url
     from kafka_chaos.analysis.spark import check_master
 
-    if fail_on not in report.FAIL_ON:
+    if fail_on not in verdict.FAIL_ON:
         fail(f"--fail-on {fail_on!r}: choose violation or any")
     try:
         check_master(spark_master)
@@ -361,92 +250,3 @@ def publish_cmd(
     """Copy a run directory (history, its columnar copy, the run's files) to DEST/<name> for
     analysis on a Spark cluster; never overwrites (exit 2 naming the problem)."""
     _publish(run_dir, dest)
-
-
-@app.command("report")
-def report_cmd(
-    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl and "
-                                   "results.json."),
-) -> None:
-    """Rebuild report.html of a run directory from its history.jsonl and results.json (no
-    analysis; exit 2 naming the file when one is missing or malformed)."""
-    from kafka_chaos.history import HistoryError
-    from kafka_chaos import html_report
-
-    try:
-        path = html_report.write(run_dir)
-    except (html_report.ReportError, HistoryError) as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{exc.filename or run_dir}: {exc.strerror}")
-    console.print(f"report: {path}")
-
-
-@plan_app.command("schema")
-def plan_schema() -> None:
-    """Print the JSON schema of plan files (for editors and CI linters)."""
-    print(json.dumps(plan_file.schema(), indent=2))
-
-
-@plan_app.command("check")
-def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
-    """Validate a plan and print the run configuration it gives, and the cells and repeats of
-    its matrix (exit 2 naming the line and key path of the first problem)."""
-    from kafka_chaos import matrix
-
-    try:
-        plan = plan_file.load(path)
-        fields = plan_file.run_fields(plan, path)
-        fail_on = fields.pop("fail_on", "violation")
-        cfg = RunConfig(**fields)
-    except ValidationError as exc:
-        fail(f"--plan {path}: {exc.errors()[0]['msg'].removeprefix('Value error, ')}")
-    except ValueError as exc:
-        fail(str(exc))
-    shown = {**cfg.model_dump(mode="json"), "fail_on": fail_on}
-    if plan.compares:  # what `compare --plan` would run
-        cells = matrix.cells(plan_file.dimensions(plan, path))
-        shown["compare"] = {"cells": [c.label for c in cells], "repeats": plan.repeats or 1}
-    print(json.dumps(shown, indent=2))
-
-
-@app.command("fetch-kafka")
-def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one).")) -> None:
-    """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
-    try:
-        dist.check_java()
-        for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
-            kafka = dist.resolve(version)
-            console.print(f"Kafka {kafka.version}: {kafka.libs}")
-    except ClusterError as exc:
-        fail(str(exc))
-
-
-@app.command("spark-archive")
-def spark_archive(
-    master: str = typer.Option("local[2]", help="Spark master of the check that loads the "
-                               "classes."),
-    if_missing: bool = typer.Option(False, "--if-missing", help="Keep the archive for this "
-                                    "Java and pyspark if there is one."),
-) -> None:
-    """Build the class data sharing archive of the analysis's driver JVM, so that its sessions
-    start in half the time (done by setup.sh; again after upgrading Java or pyspark)."""
-    from kafka_chaos.analysis import cds
-
-    started = time.monotonic()
-    existing = cds.archive()
-    if if_missing and existing is not None and existing.is_file():
-        console.print(f"class archive: {existing}")
-        return
-    try:
-        path = cds.build(master)
-    except cds.CdsError as exc:
-        fail(str(exc))
-    console.print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
-                  f"{time.monotonic() - started:.1f} s)")
-
-
-from kafka_chaos import cli_compare  # noqa: E402,F401  (registers compare and history on app)
-
-if __name__ == "__main__":
-    app()

@@ -1,0 +1,173 @@
+"""A run directory's verdict: analyse ``history.jsonl``, judge it with what the run proved, and
+write ``results.json``, ``junit.xml`` and ``report.html`` (``run``, ``analyze`` and every cell
+of ``compare`` end here).
+
+Exit codes (``verdict.exit_code``): 0 valid, 1 anomalies counted under ``fail_on``, 2 unknown,
+bad input, a crash of the analysis, or an interrupt; never 0 when the analysis failed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from kafka_chaos import verdict
+from kafka_chaos.report import terminal as report
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What ``analyze_run`` decided: ``code`` (the exit code), ``results`` (what
+    ``results.json`` now holds, run facts under ``"run"``; None when no verdict was reached)
+    and ``error`` (why not, naming the file or the exception; None otherwise)."""
+
+    code: int
+    results: dict[str, Any] | None = None
+    error: str | None = None
+
+
+def config_of(run_dir: Path) -> dict[str, Any] | None:
+    """``run_dir/config.json`` (format-1 histories carry no configuration), or None."""
+    try:
+        return json.loads((Path(run_dir) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def analyze_run(run_dir: Path | str, spark_master: str, fail_on: str,
+                facts: dict | None = None, console: Console | None = None,
+                out_dir: Path | None = None) -> Verdict:
+    """Check ``run_dir/history.jsonl`` and write the verdict files into ``out_dir`` (default
+    ``run_dir``; another folder when ``run_dir`` cannot be written, e.g. a read-only mount of
+    a CI artefact); print the verdict table on ``console`` when given.
+
+    ``run_dir`` may be a URL (``hdfs://...``; ``kafka-chaos publish``): Spark reads the
+    columnar copy there, the run's small files and ``history.jsonl`` (for the report) are
+    fetched into a temporary folder in ``out_dir``, which is then required.
+
+    ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
+    ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input or a crash of the
+    analysis returns exit 2 with ``error`` set and leaves an earlier ``results.json`` as it
+    was. ``KeyboardInterrupt`` during the analysis propagates (no verdict, nothing written);
+    during the report files it makes exit 2 with the verdict kept in ``results.json``.
+    """
+    from kafka_chaos.analysis import remote
+
+    if not remote.is_url(run_dir):
+        out = Path(out_dir) if out_dir is not None else Path(run_dir)
+        return _verdict(Path(run_dir), Path(run_dir) / "history.jsonl", out, spark_master,
+                        fail_on, facts, console)
+    return _analyze_url(run_dir, spark_master, fail_on, facts, console, out_dir)
+
+
+def _analyze_url(url: str, spark_master: str, fail_on: str, facts: dict | None,
+                 console: Console | None, out_dir: Path | None) -> Verdict:
+    """``analyze_run`` of a run directory at a URL."""
+    from kafka_chaos.analysis import remote
+    from kafka_chaos.publish import PublishError, fetch
+
+    if out_dir is None:
+        return Verdict(verdict.EXIT_UNKNOWN, error=f"{url}: a URL: give --out DIR for "
+                       "results.json, junit.xml and report.html")
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".fetched-", dir=out))
+    try:
+        try:
+            local = fetch(url, staging / url.rstrip("/").rpartition("/")[2], spark_master)
+        except (PublishError, remote.RemoteError) as exc:
+            return Verdict(verdict.EXIT_UNKNOWN, error=str(exc))
+        except Exception as exc:  # Spark could not start
+            return Verdict(verdict.EXIT_UNKNOWN,
+                           error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
+        return _verdict(local, remote.join(url, "history.jsonl"), out, spark_master, fail_on,
+                        facts, console, source=url)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, fail_on: str,
+             facts: dict | None, console: Console | None, source: str | None = None
+             ) -> Verdict:
+    """``analyze_run`` once the run's files are in the local ``run_dir``; ``history`` is what
+    the analysis reads (``run_dir/history.jsonl``, or its URL: ``source/history.jsonl``)."""
+    from kafka_chaos import analysis
+    from kafka_chaos.history import HistoryError
+
+    path = run_dir / "history.jsonl"
+    try:
+        result = analysis.check(history, spark_master=spark_master, config=config_of(run_dir))
+    except HistoryError as exc:
+        return Verdict(verdict.EXIT_UNKNOWN, error=str(exc) if source else f"{path}: {exc}")
+    except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
+        return Verdict(verdict.EXIT_UNKNOWN,
+                       error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
+    result["fail_on"] = fail_on
+    if facts is None:
+        facts = report.run_facts(out) or report.run_facts(run_dir)
+    report.judge_run(result, facts)
+    code = verdict.exit_code(result, fail_on)
+    problem, data = _availability(path, result)
+    report.write_results(out, result, facts)
+    if console is not None:
+        report.render(result, console, source or run_dir)
+    results = {**result, "run": facts}
+    if problem is None:
+        problem = _write_reports(run_dir, out, results, data, source)
+    if problem is not None:
+        text, interrupted = problem
+        if console is not None:
+            console.print(f"[red]error:[/] {text}")
+        # never a silent 0; anomalies already found stay exit 1 unless interrupted
+        code = code if code == verdict.EXIT_ANOMALIES and not interrupted \
+            else verdict.EXIT_UNKNOWN
+    elif console is not None:
+        console.print(f"report: {out / 'report.html'} (and junit.xml)")
+    return Verdict(code, results)
+
+
+#: What went wrong after the analysis: ``(message, interrupted)``.
+Problem = tuple[str, bool]
+
+
+def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, Any]:
+    """Read the history once for ``report.html`` and put its availability figures
+    (``report_stats.summary``) into ``result``; returns ``(problem or None, the data)``."""
+    from kafka_chaos.report import html as html_report
+    from kafka_chaos.report import stats as report_stats
+
+    try:
+        data = html_report.read(path, result)
+        result["availability"] = report_stats.summary(data)
+        return None, data
+    except KeyboardInterrupt:
+        return ("interrupted while reading the history for report.html", True), None
+    except Exception as exc:
+        return (f"could not read the history for report.html: {type(exc).__name__}: "
+                f"{str(exc)[:300]}", False), None
+
+
+def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
+                   data: Any, source: str | None = None) -> Problem | None:
+    """Write ``junit.xml`` and ``report.html`` of ``run_dir`` into ``out``; returns what went
+    wrong, or None."""
+    from kafka_chaos.report import html as html_report
+    from kafka_chaos.report import junit
+    from kafka_chaos.history import read_header
+
+    try:
+        header = read_header(run_dir / "history.jsonl") or {}
+        junit.write(out, results, header.get("config") or config_of(run_dir))
+        html_report.write(run_dir, results, data, out=out, source=source)
+    except KeyboardInterrupt:
+        return "interrupted while writing junit.xml and report.html", True
+    except Exception as exc:
+        return (f"could not write junit.xml and report.html: {type(exc).__name__}: "
+                f"{str(exc)[:300]}", False)
+    return None

@@ -1,0 +1,69 @@
+"""``kafka-chaos report``, ``fetch-kafka`` and ``spark-archive``: rebuilding a run's page,
+and preparing this machine (``setup.sh`` calls the last two)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from kafka_chaos.cli.app import app
+from kafka_chaos.cli.common import console, fail
+from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.errors import ClusterError
+
+
+@app.command("report")
+def report_cmd(
+    run_dir: Path = typer.Argument(..., help="A run directory holding history.jsonl and "
+                                   "results.json."),
+) -> None:
+    """Rebuild report.html of a run directory from its history.jsonl and results.json (no
+    analysis; exit 2 naming the file when one is missing or malformed)."""
+    from kafka_chaos.history import HistoryError
+    from kafka_chaos.report import html as html_report
+
+    try:
+        path = html_report.write(run_dir)
+    except (html_report.ReportError, HistoryError) as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"{exc.filename or run_dir}: {exc.strerror}")
+    console.print(f"report: {path}")
+
+
+@app.command("fetch-kafka")
+def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one).")) -> None:
+    """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
+    try:
+        dist.check_java()
+        for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
+            kafka = dist.resolve(version)
+            console.print(f"Kafka {kafka.version}: {kafka.libs}")
+    except ClusterError as exc:
+        fail(str(exc))
+
+
+@app.command("spark-archive")
+def spark_archive(
+    master: str = typer.Option("local[2]", help="Spark master of the check that loads the "
+                               "classes."),
+    if_missing: bool = typer.Option(False, "--if-missing", help="Keep the archive for this "
+                                    "Java and pyspark if there is one."),
+) -> None:
+    """Build the class data sharing archive of the analysis's driver JVM, so that its sessions
+    start in half the time (done by setup.sh; again after upgrading Java or pyspark)."""
+    from kafka_chaos.analysis import cds
+
+    started = time.monotonic()
+    existing = cds.archive()
+    if if_missing and existing is not None and existing.is_file():
+        console.print(f"class archive: {existing}")
+        return
+    try:
+        path = cds.build(master)
+    except cds.CdsError as exc:
+        fail(str(exc))
+    console.print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
+                  f"{time.monotonic() - started:.1f} s)")

@@ -1,0 +1,118 @@
+"""One run from checked inputs to its facts, outside the CLI: what ``run`` and every cell of
+``compare`` do between parsing their options and the verdict (``kafka_chaos.check``).
+
+``check_inputs`` refuses what cannot work before anything starts; ``execute`` runs the
+cluster, workload and nemesis (``runner.run``: faults always healed, cluster always torn
+down) with a progress bar, while a short run's analysis session warms up. Both raise; the
+CLI turns their errors into exit codes.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.config import RunConfig
+
+
+#: Runs at most this long get their analysis session started while the workload runs: their
+#: histories stay under ``SMALL_HISTORY_OPS`` lines at the rates measured here.
+WARM_UP_MAX_S = 120.0
+#: Longest wait, seconds, for the warm-up to end before the verdict's own check starts.
+WARM_UP_JOIN_S = 60.0
+
+
+def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
+    """Start the analysis SparkSession on a background thread while a short run goes, and
+    check a tiny made-up history on it (``analysis.warm``), so the verdict waits neither for
+    the JVM (about 6 s of launch on 2 cores) nor for a cold first check (30 s runs of about
+    3,000 ops: 9.5 s of analysis without the check, 5.3 s with it; ``docs/performance.md``).
+    With ``--live`` the live checks warm the session, and an extra check would only delay
+    the first of them. A failure here is ignored: the analysis starts its own session and
+    reports the error. Returns the thread (None when there is no warm-up), which the caller
+    joins before the verdict's check: both share one session, whose runtime settings each
+    check sets for its own history's size."""
+    if cfg.time_limit_s > WARM_UP_MAX_S or not cfg.spark_master.startswith("local"):
+        return None
+
+    def warm() -> None:
+        try:
+            if cfg.follows_live:
+                from kafka_chaos.analysis.spark import session
+                session(cfg.spark_master, small=True).range(1).count()
+            else:
+                from kafka_chaos.analysis.warm import warm_up
+                warm_up(cfg.spark_master)
+        except Exception:
+            pass
+
+    thread = threading.Thread(target=warm, name="spark-warm-up", daemon=True)
+    thread.start()
+    return thread
+
+
+def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
+    """Everything checkable before a run starts: Spark master, Kafka jars, the backend's needs
+    (for ``local``: root and network namespaces). Returns the Kafka distribution (jars
+    downloaded now if missing). Raises ``ValueError`` (``--spark-master ...``) or
+    ``ClusterError`` naming the problem."""
+    from kafka_chaos.analysis.spark import check_master
+    from kafka_chaos.clusters import backends
+
+    try:
+        check_master(cfg.spark_master)
+    except ValueError as exc:
+        raise ValueError(f"--spark-master {exc}") from None
+    # before any download or run directory
+    backends.get(cfg.backend).check_environment(cfg.backend_options(), cfg.brokers,
+                                                cfg.controllers)
+    kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
+             else dist.resolve(cfg.kafka_version))
+    dist.check_java()
+    return kafka
+
+
+def execute(cfg: RunConfig, kafka: dist.KafkaDist, run_dir: Path, console: Console,
+            command: str | None = None, fail_on: str = "violation") -> dict:
+    """``runner.run`` with a progress bar on ``console``, then the end of the Spark warm-up (at most
+    ``WARM_UP_JOIN_S``); returns the run facts. ``fail_on`` is what a live
+    check counts (``--fail-on``). Exceptions propagate (faults healed, cluster removed); a
+    ``ClusterError`` leaves its message and an unforeseen one its traceback in
+    ``run_dir/error.txt``."""
+    from kafka_chaos.runner import run
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        task = bar.add_task("workload", total=1.0)
+
+        def progress(frac: float, counts: dict, note: str = "") -> None:
+            bar.update(task, completed=frac,
+                       description=f"workload {counts}" + (f"; {note}" if note else ""))
+
+        warming: list[threading.Thread] = []
+
+        def ready() -> None:
+            thread = _warm_up_spark(cfg)
+            if thread is not None:
+                warming.append(thread)
+
+        try:
+            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
+                        on_ready=ready, command=command, fail_on=fail_on)
+        except KeyboardInterrupt:
+            raise
+        except ClusterError as exc:  # the run directory keeps why there is no history
+            (run_dir / "error.txt").write_text(f"{type(exc).__name__}: {exc}\n")
+            raise
+        except Exception:
+            (run_dir / "error.txt").write_text(traceback.format_exc())
+            raise
+    for thread in warming:  # the verdict's check then never races the warm-up's
+        thread.join(WARM_UP_JOIN_S)
+    return facts

@@ -1,0 +1,113 @@
+"""The import structure the design fixes: no import cycle among the project's modules, nothing
+outside the CLI imports it, and no import between ``analysis/`` and ``clusters/``.
+
+Read from the source with ``ast`` (imports inside functions included: a lazy import is a
+dependency all the same); nothing is imported."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import networkx as nx
+
+ROOT = Path(__file__).resolve().parents[2]
+#: Folder -> package name, as ``pyproject.toml``'s ``package-dir`` installs them.
+PACKAGES = {"kafka_chaos": "kafka_chaos", "clusters": "kafka_chaos.clusters",
+            "workloads": "kafka_chaos.workloads", "nemesis": "kafka_chaos.nemesis",
+            "history": "kafka_chaos.history", "analysis": "kafka_chaos.analysis"}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for folder, package in PACKAGES.items():
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = list(path.relative_to(ROOT / folder).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            out[".".join([package, *parts])] = path
+    return out
+
+
+def _target(name: str, modules: dict[str, Path]) -> str | None:
+    """The deepest module of ``modules`` that ``name`` (a dotted import) is or lies in."""
+    while name and name not in modules:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def import_graph() -> nx.DiGraph:
+    """module -> every project module it imports."""
+    modules = _modules()
+    graph = nx.DiGraph()
+    graph.add_nodes_from(modules)
+    for module, path in modules.items():
+        package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    up = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join(up + ([base] if base else []))
+                # ``from pkg import mod`` imports the module pkg.mod when there is one
+                names = [f"{base}.{a.name}" for a in node.names] or [base]
+            for name in names:
+                if name.startswith("kafka_chaos"):
+                    target = _target(name, modules)
+                    if target is not None and target != module:
+                        graph.add_edge(module, target)
+    return graph
+
+
+def test_the_modules_import_each_other_without_a_cycle() -> None:
+    graph = import_graph()
+    assert graph.number_of_nodes() > 90 and graph.number_of_edges() > 200
+    cycles = list(nx.simple_cycles(graph))
+    assert cycles == [], "\n".join(" -> ".join(c + c[:1]) for c in cycles[:10])
+
+
+def test_nothing_outside_the_cli_imports_it() -> None:
+    """``python -m kafka_chaos`` (``__main__``) is the CLI's one door besides the script."""
+    graph = import_graph()
+    cli = {m for m in graph if m == "kafka_chaos.cli" or m.startswith("kafka_chaos.cli.")}
+    cli.add("kafka_chaos.__main__")
+    assert len(cli) >= 5
+    outside = sorted((a, b) for a, b in graph.edges if b in cli and a not in cli)
+    assert outside == []
+
+
+def test_analysis_and_clusters_do_not_import_each_other() -> None:
+    graph = import_graph()
+
+    def inside(m: str, package: str) -> bool:
+        return m == package or m.startswith(package + ".")
+
+    crossing = sorted((a, b) for a, b in graph.edges
+                      if {inside(a, "kafka_chaos.analysis"), inside(b, "kafka_chaos.clusters")}
+                      == {True} or {inside(a, "kafka_chaos.clusters"),
+                                    inside(b, "kafka_chaos.analysis")} == {True})
+    assert crossing == []
+
+
+def test_every_run_setting_has_one_flag_whose_default_is_the_configurations() -> None:
+    """``run``'s options are ``RunConfig``'s fields (less ``options.NO_FLAG``) and its own
+    few, and a flag left out gives the field's default (``options.command_of`` relies on it:
+    the rerun command leaves defaults out)."""
+    import inspect
+
+    from kafka_chaos.cli.run import run_cmd
+    from kafka_chaos.config import RunConfig
+    from kafka_chaos.options import NO_FLAG, fields_of, option_of
+
+    params = inspect.signature(run_cmd).parameters
+    flags = {option_of(f).removeprefix("--").replace("-", "_"): f
+             for f in RunConfig.model_fields if f not in NO_FLAG}
+    assert set(params) - set(flags) == {"ctx", "plan", "fail_on", "out", "publish"}
+    assert set(flags) <= set(params)
+    given = {name: p.default.default for name, p in params.items() if name in flags}
+    fields = RunConfig(**fields_of(given)).model_dump()
+    defaults = RunConfig().model_dump()
+    assert {f: fields[f] for f in flags.values()} == {f: defaults[f] for f in flags.values()}
