@@ -7,6 +7,8 @@ option.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any, Literal
@@ -227,3 +229,36 @@ class RunConfig(BaseModel):
             max_in_flight=self.max_in_flight, delivery_timeout_ms=self.delivery_timeout_ms,
             linger_ms=self.linger_ms, auto_commit=self.auto_commit,
             auto_offset_reset=self.auto_offset_reset, isolation_level=self.isolation_level)
+
+
+#: Configuration fields that do not make two runs different configurations.
+IGNORED = ("seed", "spark_master", "time_limit_s")
+#: Settings shown in a group's name, when they differ from the default.
+SHOWN = ("kafka_version", "backend", "acks", "min_insync_replicas", "replication_factor",
+         "idempotence", "txn", "isolation_level", "max_in_flight", "unclean_leader_election",
+         "nemesis", "scenario", "brokers")
+
+
+def fingerprint(config: dict[str, Any]) -> str:
+    """Eight hex digits that name a configuration (a ``RunConfig`` dump) whatever its
+    ``IGNORED`` settings: runs with one fingerprint are one configuration, night after night
+    (the JUnit test case's name, the trends' groups)."""
+    kept = {k: v for k, v in sorted(config.items()) if k not in IGNORED}
+    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def label(config: dict[str, Any]) -> str:
+    """A configuration in short: the ``SHOWN`` settings that differ from the defaults, e.g.
+    ``acks=1 nemesis=kill,partition``; ``defaults`` when none does, ``unknown`` without one."""
+    if not config:
+        return "unknown configuration"
+    defaults = RunConfig().model_dump(mode="json")
+    parts = []
+    for key in SHOWN:
+        value = config.get(key)
+        if key in config and value != defaults.get(key):
+            if key == "scenario":
+                value = Path(str(value)).stem
+            shown = ",".join(map(str, value)) if isinstance(value, list) else value
+            parts.append(f"{key}={str(shown).lower() if isinstance(value, bool) else shown}")
+    return " ".join(parts) or "defaults"

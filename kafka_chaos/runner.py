@@ -206,6 +206,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             facts["live"] = live.close()
         log("healing all faults")
         facts["healed"] = scheduler.finish()
+        if not cfg.scenario:  # a scenario's steps say themselves what they did
+            facts["faults_not_run"] = scheduler.not_run()
         facts["heal_left"] = unhealed(cluster, facts["healed"])
         if facts["heal_left"]:
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")

@@ -34,6 +34,13 @@ def exit_code(result: dict, fail_on: str = "violation") -> int:
     return EXIT_UNKNOWN
 
 
+def word(results: dict[str, Any]) -> str:
+    """The one word of a verdict: ``valid`` (every anomaly found is permitted, if any),
+    ``violation`` or ``unknown``."""
+    valid = results.get("valid")
+    return "valid" if valid is True else "violation" if valid is False else "unknown"
+
+
 def banner(results: dict[str, Any]) -> dict[str, Any]:
     """The verdict as every renderer shows it (terminal, report, comparison, trends):
     ``kind`` (``valid``, ``permitted``, ``violation`` or ``unknown``), a
@@ -55,5 +62,7 @@ def banner(results: dict[str, Any]) -> dict[str, Any]:
         kind, headline = "unknown", "UNKNOWN: no verdict"
     if valid is not True and permitted:
         headline += f"; permitted: {listed(permitted)}"
+    if results.get("faults_not_run"):
+        headline += f"; never ran: {', '.join(results['faults_not_run'])}"
     return {"kind": kind, "headline": headline,
             "reasons": results.get("unknown_reasons") or []}

@@ -104,15 +104,25 @@ def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
          topic: str) -> Iterator[tuple[str, Any]]:
     """The endless schedule of nemesis invokes ``(f, value)`` the ``Scheduler`` runs, in order:
     a fault's start, then its stop (aimed where the start was for packages with
-    ``stop_at_target``). A pure function of ``rng``'s seed, so a run's recorded nemesis invokes
-    can be checked against it."""
+    ``stop_at_target``). Faults come in rounds, each of every package once in a shuffled
+    order, so each fault asked for happens within the first ``len(packages)`` (a draw per
+    fault could leave one out of a short run: ``--nemesis kill,partition`` for 60 s once drew
+    three partitions and no kill). A pure function of ``rng``'s seed, so a run's recorded
+    nemesis invokes can be checked against it."""
     while True:
-        name = rng.choice(packages)
-        pkg = PACKAGES[name]
-        start = pkg["start"] if isinstance(pkg["start"], str) else rng.choice(pkg["start"])
-        value = {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
-        yield start, value
-        yield pkg["stop"], value if pkg.get("stop_at_target") else None
+        round_ = list(packages)
+        rng.shuffle(round_)
+        for name in round_:
+            pkg = PACKAGES[name]
+            start = pkg["start"] if isinstance(pkg["start"], str) else rng.choice(pkg["start"])
+            value = {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
+            yield start, value
+            yield pkg["stop"], value if pkg.get("stop_at_target") else None
+
+
+def _starts(package: str, f: str) -> bool:
+    start = PACKAGES[package]["start"]
+    return f == start if isinstance(start, str) else f in start
 
 
 def schedule_rng(seed: int) -> random.Random:
@@ -185,6 +195,7 @@ class Scheduler:
         self.interval_s = interval_s
         self.rng = rng
         self.topic = topic
+        self._ran: set[str] = set()  # packages whose start op completed ok
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True, name="nemesis")
         self._lock = threading.Lock()  # one nemesis op at a time, finish() included
@@ -212,8 +223,14 @@ class Scheduler:
             else:
                 self.history.append(NEMESIS, OpType.OK, f, done)
                 self.log(f"nemesis {f}: {json.dumps(done)}")
+                self._ran.update(p for p in self.packages if _starts(p, f))
             self.after_op(f)
             return done
+
+    def not_run(self) -> list[str]:
+        """The packages asked for whose start never completed ``ok`` (a run too short for a
+        round of them, or a fault that raised every time): the verdict names them."""
+        return [p for p in self.packages if p not in self._ran]
 
     def _loop(self) -> None:
         for f, value in plan(self.rng, self.packages, self.targets, self.topic):

@@ -12,7 +12,6 @@ rates ``compare.report`` uses (per 10,000 acknowledged sends) and of availabilit
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,17 +21,10 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_chaos.compare.report import RATES
+from kafka_chaos.config import fingerprint, label
 
 #: One character per verdict kind, oldest run first.
 MARKS = {"valid": ".", "permitted": "p", "violation": "X", "unknown": "?"}
-#: Configuration fields that do not make two runs different configurations.
-IGNORED = ("seed", "spark_master", "time_limit_s")
-#: Settings shown in a group's name, when they differ from the default.
-SHOWN = ("kafka_version", "backend", "acks", "min_insync_replicas", "replication_factor",
-         "idempotence", "txn", "isolation_level", "max_in_flight", "unclean_leader_election",
-         "nemesis", "scenario", "brokers")
-
-
 @dataclasses.dataclass
 class RunPoint:
     """One stored run: ``path`` (its directory), ``started`` (UTC), ``group`` (configuration
@@ -74,7 +66,7 @@ def scan(root: Path) -> list[RunPoint]:
         availability = results.get("availability") or {}
         share = availability.get("ack_share")
         points.append(RunPoint(path.parent, _started(path.parent, results),
-                               _group(config), label(config), banner(results)["kind"],
+                               fingerprint(config), label(config), banner(results)["kind"],
                                list(results.get("violations") or []), rates,
                                None if share is None else round(100 * share, 3)))
     return sorted(points, key=lambda p: (p.started, str(p.path)))
@@ -111,30 +103,6 @@ def _started(run_dir: Path, results: dict[str, Any]) -> datetime:
         except OSError:
             continue
     return datetime.fromtimestamp(0, timezone.utc)
-
-
-def _group(config: dict[str, Any]) -> str:
-    kept = {k: v for k, v in sorted(config.items()) if k not in IGNORED}
-    return hashlib.sha1(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
-
-
-def label(config: dict[str, Any]) -> str:
-    """A configuration in short: the ``SHOWN`` settings that differ from the defaults, e.g.
-    ``acks=1 nemesis=kill,partition``; ``defaults`` when none does, ``unknown`` without one."""
-    if not config:
-        return "unknown configuration"
-    from kafka_chaos.config import RunConfig
-
-    defaults = RunConfig().model_dump(mode="json")
-    parts = []
-    for key in SHOWN:
-        value = config.get(key)
-        if key in config and value != defaults.get(key):
-            if key == "scenario":
-                value = Path(str(value)).stem
-            shown = ",".join(map(str, value)) if isinstance(value, list) else value
-            parts.append(f"{key}={str(shown).lower() if isinstance(value, bool) else shown}")
-    return " ".join(parts) or "defaults"
 
 
 @dataclasses.dataclass

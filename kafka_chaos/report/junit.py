@@ -1,7 +1,7 @@
 """The verdict as JUnit XML (``junit.xml``), for CI systems that read test reports.
 
-One ``<testsuite name="kafka-chaos">`` holding one ``<testcase>`` per run, named from the run
-(workload, faults, seed). The test case mirrors the exit code (``verdict.exit_code``):
+One ``<testsuite name="kafka-chaos">`` holding one ``<testcase>`` per run, named from the run's
+configuration (workload, faults, fingerprint; never the seed). The test case mirrors the exit code (``verdict.exit_code``):
 
 - exit 0: the test case passes; permitted anomalies found are listed in its ``system-out``;
 - exit 1: a ``<failure>`` whose message lists the anomalies counted under ``--fail-on``
@@ -23,6 +23,7 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
+from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
 
 SUITE = "kafka-chaos"
@@ -31,15 +32,17 @@ EXAMPLES_PER_ANOMALY = 5
 
 
 def case_name(results: dict[str, Any], config: dict[str, Any] | None) -> str:
-    """The test case's name: workload, faults and seed, e.g. ``"queue nemesis=kill,partition
-    seed=7"`` or ``"queue-txn scenario=isr-shrink-unclean seed=0"``."""
+    """The test case's name: workload, faults and the configuration's fingerprint
+    (``config.fingerprint``), e.g. ``"queue nemesis=kill,partition config=1a2b3c4d"``. No seed:
+    a nightly job with a new seed each night stays one test, so CI systems can follow its
+    history and flakiness (the seed is a property)."""
     config = config or {}
     workload = "queue-txn" if config.get("txn") else "queue"
     if config.get("scenario"):
         faults = f"scenario={Path(str(config['scenario'])).stem}"
     else:
         faults = f"nemesis={','.join(config.get('nemesis') or []) or 'none'}"
-    return f"{workload} {faults} seed={_seed(results, config)}"
+    return f"{workload} {faults} config={fingerprint(config) if config else 'unknown'}"
 
 
 def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[str, str]:

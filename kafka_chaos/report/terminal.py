@@ -33,12 +33,16 @@ def judge_run(result: dict, facts: dict) -> dict:
     (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
     violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
-    that could not be undone, a node not running). Returns ``result``, changed in place."""
+    that could not be undone, a node not running). The faults asked for that never ran
+    (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
+    stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
     if unmet := (facts.get("scenario") or {}).get("unmet"):
         reasons.append(f"scenario precondition not met: {unmet}")
     if left := facts.get("heal_left"):
         reasons.append(f"the final heal did not complete: {'; '.join(left)}")
+    if facts.get("faults_not_run"):
+        result["faults_not_run"] = list(facts["faults_not_run"])
     for reason in reasons:
         if reason not in result.setdefault("unknown_reasons", []):
             result["unknown_reasons"].append(reason)
@@ -48,9 +52,15 @@ def judge_run(result: dict, facts: dict) -> dict:
 
 
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
-    """Write ``results.json`` (analysis + run facts) atomically; returns its path."""
+    """Write ``results.json`` atomically: the analysis, its ``verdict`` word
+    (``verdict.word``), the ``kafka_chaos_version`` that judged it and the run's facts under
+    ``run``. Returns its path."""
+    from kafka_chaos import __version__
+    from kafka_chaos.verdict import word
+
     path = run_dir / "results.json"
-    payload = {**result, "run": facts or {}}
+    payload = {**result, "verdict": word(result), "kafka_chaos_version": __version__,
+               "run": facts or {}}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str))
     tmp.replace(path)
@@ -90,9 +100,10 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     """Print the verdict table: one row per anomaly with count, how its findings were judged
     (permitted, and by which rule and event; violation; unexplained), and the first
     example."""
-    valid = result.get("valid")
-    colour = {True: "green", False: "red"}.get(valid, "yellow")
-    table = Table(title=f"Verdict: [bold {colour}]valid = {str(valid).lower()}[/]")
+    from kafka_chaos.verdict import word
+
+    colour = {True: "green", False: "red"}.get(result.get("valid"), "yellow")
+    table = Table(title=f"Verdict: [bold {colour}]{word(result)}[/]")
     for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
                     ("example", {})):
         table.add_column(col, **kw)
@@ -141,6 +152,10 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
                 console.print(f"  e.g. {name} by {escape(explain_evidence(shown['evidence']))}")
     for line in no_chance(result):
         console.print(f"[yellow]no chance[/]: {escape(line)}")
+    if result.get("faults_not_run"):
+        console.print(f"[yellow]never ran[/]: {', '.join(result['faults_not_run'])}: asked "
+                      "for, but the run ended before they started (or each attempt raised): "
+                      "the verdict says nothing about them")
     for reason in result.get("unknown_reasons") or []:
         console.print(f"[yellow]unknown: {escape(reason)}[/]")
     if run_dir is not None:

@@ -131,7 +131,7 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     # the same verdict for CI and for people: a passing test case, a page with the banner
     suite = next(iter(JUnitXml.fromfile(str(run_dir / "junit.xml"))))
     case = next(iter(suite))
-    assert case.is_passed and "seed=3" in case.name, case.name
+    assert case.is_passed and "seed" not in case.name and "config=" in case.name, case.name
     assert {p.name: p.value for p in suite.properties()}["seed"] == "3"
     page = (run_dir / "report.html").read_text()
     assert "js-plotly-plot" in page or "Plotly.newPlot" in page
@@ -145,14 +145,15 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
 
 def test_the_safe_configuration_stays_valid_under_every_kind_of_fault(tmp_path):
     """Idempotent producers, acks=all, min.insync.replicas=2 under a pause, a leader move, a
-    clock bump, a partition, a power loss, a kill and a rolling restart (seed 41794 draws each
-    once, the roll last, the kill of the leader first): nothing lost, duplicated or reordered, every finding permitted by
-    a rule that needs no event (writes interleave), and each fault seen to happen."""
+    clock bump, a partition, a power loss, a kill and a rolling restart (a round draws each
+    once; seed 4919 puts the kill of the leader first and the roll last): nothing lost,
+    duplicated or reordered, every finding permitted by a rule that needs no event (writes
+    interleave), and each fault seen to happen."""
     faults = "kill,pause,partition,leader,roll,clock,lose-unfsynced"
     # the roll starts about 40 s in (42.5 s in a CI run where a sample after the pause was
     # slow): the time limit leaves it room, and a started roll runs to its end
     proc = kafka_chaos("run", "--idempotence", "--nemesis", faults, "--nemesis-interval", "3",
-                       "--time-limit", "50", "--min-insync-replicas", "2", "--seed", "41794",
+                       "--time-limit", "50", "--min-insync-replicas", "2", "--seed", "4919",
                        "--out", str(tmp_path))
     res = _results(tmp_path, proc)
     found = _counts(res)

@@ -25,6 +25,7 @@ def config(**overrides) -> dict:
 
 
 def parsed(tmp_path: Path, results: dict, cfg: dict | None):
+    tmp_path.mkdir(exist_ok=True)
     path = junit.write(tmp_path, results, cfg)
     assert path == tmp_path / "junit.xml"
     xml = JUnitXml.fromfile(str(path))
@@ -41,7 +42,11 @@ def test_a_valid_run_is_one_passing_case_with_the_run_facts(tmp_path) -> None:
     results = verdict(config(), {})
     suite, case, props = parsed(tmp_path, results, config())
     assert (suite.tests, suite.failures, suite.errors) == (1, 0, 0)
-    assert case.is_passed and case.name == "queue nemesis=kill,partition seed=7"
+    assert case.is_passed and case.name.startswith("queue nemesis=kill,partition config=")
+    # one configuration is one test whatever the seed (a nightly job's new seed each night)
+    other = verdict(config(seed=8), {})
+    assert parsed(tmp_path / "8", other, config(seed=8))[1].name == case.name
+    assert parsed(tmp_path / "acks", results, config(acks="1"))[1].name != case.name
     assert case.time == pytest.approx(42.5)
     assert props["seed"] == "7" and props["kafka_version"] == "3.9.1"  # the run's, not config's
     assert props["acks"] == "all" and props["min.insync.replicas"] == "2"
@@ -92,7 +97,7 @@ def test_an_unknown_verdict_is_an_error_with_the_reasons(tmp_path) -> None:
     [error] = case.result
     assert isinstance(error, Error) and error.type == "unknown"
     assert error.message == "; ".join(reasons)
-    assert case.name == "queue-txn scenario=isr-shrink-unclean seed=3"
+    assert case.name.startswith("queue-txn scenario=isr-shrink-unclean config=")
     assert props["scenario"] == "isr-shrink-unclean" and "nemesis" not in props
     assert props["kafka_version"] == "4.4.0"  # not in the run facts: the configuration's
 
@@ -102,7 +107,7 @@ def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> N
     results["anomalies"]["unseen"].update(count=None, error="boom")
     suite, case, props = parsed(tmp_path, results, None)
     assert (suite.failures, suite.errors) == (1, 0)
-    assert case.name == "queue nemesis=none seed=7"
+    assert case.name == "queue nemesis=none config=unknown"
     assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
                      "valid": "false"}
 

@@ -13,7 +13,7 @@ import typer
 from junitparser import JUnitXml
 from typer.testing import CliRunner
 
-from kafka_chaos import analysis, options
+from kafka_chaos import __version__, analysis, options
 from kafka_chaos.report import html as html_report
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.cli import app
@@ -102,6 +102,7 @@ def verdict_of(valid, **more) -> dict:
      "violation", "VIOLATIONS: unseen (2)"),
     (verdict_of("unknown", unknown_reasons=["no send was acknowledged"]), "unknown",
      "UNKNOWN"),
+    (verdict_of(True, faults_not_run=["kill"]), "valid", "never ran: kill"),
 ])
 def test_the_banner_says_the_verdict(tmp_path, results, kind, words) -> None:
     d = tmp_path / "run"
@@ -165,6 +166,8 @@ def test_analyze_writes_junit_and_the_report_next_to_results(tmp_path, monkeypat
     assert res.exit_code == 1, res.output
     for name in ("results.json", "junit.xml", "report.html"):
         assert (d / name).is_file(), name
+    saved = json.loads((d / "results.json").read_text())
+    assert saved["verdict"] == "violation" and saved["kafka_chaos_version"] == __version__
     suite = next(iter(JUnitXml.fromfile(str(d / "junit.xml"))))
     assert suite.failures == 1
     page = (d / "report.html").read_text()
