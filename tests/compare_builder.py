@@ -49,6 +49,7 @@ def build(tmp_path: Path, html: bool = True) -> compare.Comparison:
                    facts={"seed": 4, "kafka_version": "4.4.0", "total_s": 30.0})
     made["stats"] = {"acked_sends": 2000}
     made["availability"] = {"sends": 2100, "acked": 2000, "ack_share": 0.952381,
+                            "unavailable_s": 14.0, "workload_s": 28.0,
                             "send_latency_ms": {"p50": 12.0, "p99": 250.0, "max": 900.0}}
     (second / "results.json").write_text(json.dumps(made))
     (second / "config.json").write_text(json.dumps({**first["config"], "seed": 4}))

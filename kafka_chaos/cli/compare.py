@@ -7,7 +7,7 @@ history`` (verdict trends across stored runs, ``kafka_chaos.compare.trends``).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
 
@@ -15,7 +15,7 @@ from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
 from kafka_chaos.cli.common import console, fail, sigterm_as_interrupt
-from kafka_chaos.cli.run import run_cmd
+from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.compare import core as compare
@@ -32,19 +32,6 @@ COMPARE_HELP = (
     "Exit codes: 0 every run valid; 1 a run counted anomalies under --fail-on; 2 a run "
     "unknown, an error, or interrupted (finished runs are kept: --resume DIR finishes the "
     "rest).")
-
-
-def _run_params(ctx: typer.Context) -> tuple[dict[str, Any], set[str]]:
-    """The ``run`` command's parameters parsed from the arguments ``compare`` does not take
-    itself, and the names of those given."""
-    alone = typer.Typer()
-    alone.command()(run_cmd)
-    run_command = typer.main.get_command(alone)
-    sub = run_command.make_context("kafka-chaos compare", list(ctx.args))
-    params = dict(sub.params)
-    given = {name for name in params
-             if getattr(sub.get_parameter_source(name), "name", None) == "COMMANDLINE"}
-    return params, given
 
 
 @app.command("compare", epilog=COMPARE_HELP,
@@ -80,7 +67,7 @@ def compare_cmd(
         configs = {c["id"]: RunConfig(**c["config"]) for c, _ in comparison.pending()}
         _check(list(configs.values()))
     else:
-        params, given = _run_params(ctx)
+        params, given = run_params(list(ctx.args), "kafka-chaos compare")
         try:
             dims = []
             if params.get("plan") is not None:

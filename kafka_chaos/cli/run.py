@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -181,6 +181,20 @@ def run_cmd(
         except typer.Exit:  # the verdict stands; a failed copy is never a silent 0
             code = code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_UNKNOWN
     raise typer.Exit(code)
+
+
+def run_params(args: list[str], prog: str) -> tuple[dict[str, Any], set[str]]:
+    """The ``run`` command's parameters parsed from ``args`` (its defaults for the rest), and
+    the names of those ``args`` gave: what ``compare`` and ``plan check`` configure a run
+    from, as ``run`` itself does. Raises ``click.UsageError`` on a bad option."""
+    alone = typer.Typer()
+    alone.command()(run_cmd)
+    command = typer.main.get_command(alone)
+    ctx = command.make_context(prog, list(args))
+    params = dict(ctx.params)
+    given = {name for name in params
+             if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
+    return params, given
 
 
 def _publish(run_dir: Path, dest: str) -> Path | str:

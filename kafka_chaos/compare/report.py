@@ -37,7 +37,9 @@ _COLOURS = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown"
 class RunRow:
     """One run of a cell: ``status`` (``STATUSES``), ``exit_code`` (None: not run),
     ``counts`` (``RATES`` name -> anomalies found; None when a checker failed), ``acked_sends``
-    (the analysis's count), ``sends`` and ``acked`` (the availability figures),
+    (the analysis's count), ``sends``, ``acked``, ``unavailable_s`` and ``workload_s`` (the
+    availability figures: attempted and acknowledged sends, seconds without an
+    acknowledgement and of workload),
     ``p50_ms``/``p99_ms`` (send latency), ``violations``/``permitted`` (anomaly names),
     ``error`` (why there is no verdict), ``report`` (``report.html`` relative to the
     comparison directory, None when absent), ``results`` (its ``results.json``, None without
@@ -52,6 +54,8 @@ class RunRow:
     acked_sends: int = 0
     sends: int = 0
     acked: int = 0
+    unavailable_s: float = 0.0
+    workload_s: float = 0.0
     p50_ms: float | None = None
     p99_ms: float | None = None
     violations: list[str] = dataclasses.field(default_factory=list)
@@ -97,6 +101,14 @@ class CellRow:
         """Acknowledged over attempted sends (%), over the judged runs."""
         sends = sum(r.sends for r in self.judged())
         return round(100 * sum(r.acked for r in self.judged()) / sends, 3) if sends else None
+
+    @property
+    def unavailable_pct(self) -> float | None:
+        """Share of the judged runs' workload time with no acknowledgement for 1 s or more
+        (%): a cell can acknowledge 99 % of its sends and stand still half the time."""
+        span = sum(r.workload_s for r in self.judged())
+        return round(100 * sum(r.unavailable_s for r in self.judged()) / span, 3) if span \
+            else None
 
     def no_chance(self) -> str:
         """The rules whose event never happened, with in how many judged runs: e.g.
@@ -151,6 +163,8 @@ def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
         seed, banner(results)["kind"], done["exit_code"], counts,
         acked_sends=(results.get("stats") or {}).get("acked_sends") or 0,
         sends=availability.get("sends") or 0, acked=availability.get("acked") or 0,
+        unavailable_s=availability.get("unavailable_s") or 0.0,
+        workload_s=availability.get("workload_s") or 0.0,
         p50_ms=latency.get("p50"), p99_ms=latency.get("p99"),
         violations=list(results.get("violations") or []),
         permitted=list(results.get("permitted") or []), error=done.get("error"),
@@ -170,7 +184,8 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
                   f"--fail-on {fail_on}")
     table.add_column("cell")
     table.add_column("verdict per repeat")
-    for name in ("acked sends", *(f"{n} /10k" for n in RATES), "avail. %", "p50 ms", "p99 ms"):
+    for name in ("acked sends", *(f"{n} /10k" for n in RATES), "acked %", "no ack, time %",
+                 "p50 ms", "p99 ms"):
         table.add_column(name, justify="right")
     table.add_column("no chance (loss's event never happened)")
     for cell in cells:
@@ -180,7 +195,7 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
         verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
         table.add_row(cell.label, verdicts, str(cell.acked_sends),
                       *(_num(cell.rate(n)) for n in RATES), _num(cell.availability_pct),
-                      _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1),
+                      _num(cell.unavailable_pct), _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1),
                       cell.no_chance())
     console.print(table)
 
@@ -194,13 +209,14 @@ def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]
     with cell_path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["cell", *settings, "runs", "verdicts", "acked_sends",
-                    *(f"{n}_per_10k" for n in RATES), "availability_pct", "send_p50_ms",
+                    *(f"{n}_per_10k" for n in RATES), "availability_pct", "unavailable_pct",
+                    "send_p50_ms",
                     "send_p99_ms", "skipped", "no_chance"])
         for cell in cells:
             w.writerow([cell.label, *(cell.settings[f] for f in fields), len(cell.judged()),
                         " ".join(r.status for r in cell.runs), cell.acked_sends,
                         *(_cell(cell.rate(n)) for n in RATES), _cell(cell.availability_pct),
-                        _cell(cell.latency_ms("p50")), _cell(cell.latency_ms("p99")),
+                        _cell(cell.unavailable_pct), _cell(cell.latency_ms("p50")), _cell(cell.latency_ms("p99")),
                         cell.skipped or "", cell.no_chance()])
     with run_path.open("w", newline="") as fh:
         w = csv.writer(fh)

@@ -157,13 +157,19 @@ def summary(data: ReportData) -> dict[str, Any]:
     (``acked / sends``, None without sends), ``send_latency_ms`` (nearest-rank ``p50``,
     ``p99`` and ``max`` of the ops that sent and completed ok, invoke to completion; None
     without any), ``unavailable_windows`` and ``unavailable_s`` (windows of at least
-    ``UNAVAILABLE_S`` without an acknowledgement, their count and summed seconds), and
-    ``ops`` (workload ops by outcome)."""
+    ``UNAVAILABLE_S`` without an acknowledgement, their count and summed seconds),
+    ``workload_s`` (first invoke to last completion of the workload, s) and
+    ``unavailable_share`` (``unavailable_s / workload_s``: the share of the run's time with no
+    acknowledgement, which the share of sends acknowledged hides), and ``ops`` (workload ops
+    by outcome)."""
     acked, attempted = ack_share(data)
     ops = data.ops
     latencies = sorted((ops.end_s[i] - ops.start_s[i]) * 1e3 for i in _workload(data)
                        if ops.sends[i] and ops.outcome[i] == OK and not math.isnan(ops.end_s[i]))
     windows = unavailability(data)
+    start, end = data.workload_s
+    span = end - start if attempted else 0.0
+    down = sum(b - a for a, b in windows)
     return {
         "sends": attempted, "acked": acked,
         "ack_share": round(acked / attempted, 6) if attempted else None,
@@ -171,5 +177,7 @@ def summary(data: ReportData) -> dict[str, Any]:
                             "p99": round(_rank(latencies, 0.99), 3),
                             "max": round(latencies[-1], 3)} if latencies else None,
         "unavailable_windows": len(windows),
-        "unavailable_s": round(sum(b - a for a, b in windows), 3),
+        "unavailable_s": round(down, 3),
+        "workload_s": round(span, 3),
+        "unavailable_share": round(down / span, 6) if span > 0 else None,
         "ops": outcome_counts(data)}

@@ -96,10 +96,20 @@ def no_chance(result: dict) -> list[str]:
             for rule, n in (result.get("chances") or {}).items() if n == 0]
 
 
+def _n(x: object) -> str:
+    return f"{x:,}" if isinstance(x, int) else str(x)
+
+
+def _by_f(by_f: dict) -> str:
+    """``send 84,638 ok, 24 info; poll 28,774 ok``: each client op's outcomes, zeros left out."""
+    return "; ".join(f"{f} " + ", ".join(f"{_n(n)} {t}" for t, n in types.items() if n)
+                     for f, types in by_f.items() if any(types.values()))
+
+
 def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
-    """Print the verdict table: one row per anomaly with count, how its findings were judged
-    (permitted, and by which rule and event; violation; unexplained), and the first
-    example."""
+    """Print the verdict table: one row per anomaly found with count, how its findings were
+    judged (permitted, and by which rule and event; violation; unexplained), and the first
+    example; one line names the anomalies checked for and not found."""
     from kafka_chaos.verdict import word
 
     colour = {True: "green", False: "red"}.get(result.get("valid"), "yellow")
@@ -107,6 +117,7 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
                     ("example", {})):
         table.add_column(col, **kw)
+    none = []
     for name, found in (result.get("anomalies") or {}).items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
@@ -116,16 +127,22 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
                           found.get("error", "")[:90])
         elif not count:
-            table.add_row(label, "0", "", "")
+            none.append(name)
         else:
             colour = "cyan" if found.get("permitted") else "red"
             table.add_row(label, f"[{colour}]{count}[/]", verdict_cell(found), example)
-    console.print(table)
+    if table.row_count:
+        console.print(table)
+    else:
+        console.print(f"Verdict: [bold {colour}]{word(result)}[/]: no anomaly found")
+    if none:
+        console.print(f"[dim]none found ({len(none)}): {', '.join(none)}[/]")
     stats = result.get("stats") or {}
     if stats:
-        console.print(f"ops: {stats.get('ops')}  by f: {stats.get('by_f')}  acknowledged sends: "
-                      f"{stats.get('acked_sends')}  records read: {stats.get('records_read')}  "
-                      f"analysis: {result.get('analysis_time_s')} s")
+        console.print(f"ops: {_n(stats.get('ops'))} ({_by_f(stats.get('by_f') or {})}); "
+                      f"acknowledged sends: {_n(stats.get('acked_sends'))}; records read: "
+                      f"{_n(stats.get('records_read'))}; analysis: "
+                      f"{result.get('analysis_time_s')} s")
     search = result.get("cycle_search")
     if search:
         console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "

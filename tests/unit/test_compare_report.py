@@ -38,9 +38,14 @@ def test_cell_figures_are_pooled_from_the_runs_results(tmp_path):
     assert first.rate("reorder") == 0.0
     sends = a["availability"]["sends"] + 2100
     assert first.availability_pct == round(100 * (a["availability"]["acked"] + 2000) / sends, 3)
+    # time without an acknowledgement, pooled: the seed-4 run stood still half its 28 s
+    span = a["availability"]["workload_s"] + 28.0
+    assert span > 28.0 and first.unavailable_pct == round(
+        100 * (a["availability"]["unavailable_s"] + 14.0) / span, 3)
     p99 = sorted([a["availability"]["send_latency_ms"]["p99"], 250.0])
     assert first.latency_ms("p99") == round(sum(p99) / 2, 3)
     assert third.rate("lost-write") is None and third.availability_pct is None
+    assert third.unavailable_pct is None
 
 
 def test_csvs_junit_and_page_match_the_runs(tmp_path):

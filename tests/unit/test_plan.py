@@ -72,9 +72,32 @@ def test_every_example_plan_gives_a_valid_run(path):
     assert out.exit_code == 0, out.output
     import json
 
-    cfg = json.loads(out.output)
+    cfg = json.loads(out.stdout)
     assert RunConfig(**{k: v for k, v in cfg.items() if k != "fail_on"})
     assert cfg["fail_on"] in ("violation", "any")
+    if cfg["scenario"]:  # what the run will use: the scenario's settings, and it says so
+        assert cfg["scenario_settings"] and f"scenario {cfg['scenario']} sets" in out.stderr
+        for field, value in cfg["scenario_settings"].items():
+            assert cfg[field] == value, field
+
+
+def test_plan_check_shows_what_the_scenario_sets_and_refuses_what_run_refuses(tmp_path):
+    """``plans/unclean-toggle.yaml`` runs with one key, ``min.insync.replicas=1`` and
+    ``replica.lag.time.max.ms=3000`` (its scenario's), not the defaults; a Kafka version
+    Maven Central does not have and a missing inventory stop ``plan check`` as they stop
+    ``run``."""
+    import json
+
+    out = CliRunner().invoke(app, ["plan", "check", str(ROOT / "plans/unclean-toggle.yaml")])
+    cfg = json.loads(out.stdout)
+    assert (cfg["keys"], cfg["min_insync_replicas"], cfg["replica_lag_time_max_ms"]) == \
+        (1, 1, 3000)
+    for text, words in (("cluster: {kafka_version: '9.9.9'}\n", "9.9.9"),
+                        ("cluster: {backend: ssh, inventory: nowhere.yaml}\n", "nowhere.yaml")):
+        path = _plan(tmp_path, text)
+        for args in (["plan", "check", str(path)], ["run", "--plan", str(path)]):
+            out = CliRunner().invoke(app, args)
+            assert out.exit_code == 2 and words in out.output, (args, out.output)
 
 
 def test_every_section_reaches_the_run(tmp_path):
