@@ -40,7 +40,12 @@ DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "
 
 class ServerError(RuntimeError):
     """The server could not start (the message holds its log's tail), a server already runs
-    for the folder, or the port is taken."""
+    for the folder, or the port is taken (``ServerBusy``)."""
+
+
+class ServerBusy(ServerError):
+    """A server already runs for the folder, or the port is taken: nothing was started, and
+    another folder or port would do."""
 
 
 @dataclass(frozen=True)
@@ -100,18 +105,18 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
     master ``master``, set up like the analysis's own driver (``spark.driver_settings``);
     ``conf`` overrides those settings. Returns once the port accepts connections.
 
-    Raises ``ServerError`` when a server already runs for ``folder``, the port is taken, or
-    the server exits or does not listen within ``timeout_s`` seconds (the error holds its
-    log's tail). A server that did not come up, also on Ctrl-C, is stopped again.
+    Raises ``ServerBusy`` when a server already runs for ``folder`` or the port is taken,
+    ``ServerError`` when the server exits or does not listen within ``timeout_s`` seconds
+    (the error holds its log's tail). A server that did not come up, also on Ctrl-C, is stopped again.
     """
     import pyspark
 
     running = status(folder)
     if running is not None:
-        raise ServerError(f"a server already runs for {folder}: {running.url} (pid "
+        raise ServerBusy(f"a server already runs for {folder}: {running.url} (pid "
                           f"{running.pid}); stop it first")
     if _answers(host, port):
-        raise ServerError(f"{host}:{port} is taken by another process: choose another --port")
+        raise ServerBusy(f"{host}:{port} is taken by another process: choose another --port")
     folder.mkdir(parents=True, exist_ok=True)
     home = Path(pyspark.__file__).parent
     settings = {**driver_settings(master),

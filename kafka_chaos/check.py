@@ -73,7 +73,7 @@ def _analyze_url(url: str, spark_master: str, fail_on: str, facts: dict | None,
     from kafka_chaos.publish import PublishError, fetch
 
     if out_dir is None:
-        return Verdict(verdict.EXIT_UNKNOWN, error=f"{url}: a URL: give --out DIR for "
+        return Verdict(verdict.EXIT_BAD_INPUT, error=f"{url}: a URL: give --out DIR for "
                        "results.json, junit.xml and report.html")
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -81,10 +81,12 @@ def _analyze_url(url: str, spark_master: str, fail_on: str, facts: dict | None,
     try:
         try:
             local = fetch(url, staging / url.rstrip("/").rpartition("/")[2], spark_master)
-        except (PublishError, remote.RemoteError) as exc:
-            return Verdict(verdict.EXIT_UNKNOWN, error=str(exc))
+        except PublishError as exc:  # nothing to analyse there
+            return Verdict(verdict.EXIT_BAD_INPUT, error=str(exc))
+        except remote.RemoteError as exc:
+            return Verdict(verdict.EXIT_ERROR, error=str(exc))
         except Exception as exc:  # Spark could not start
-            return Verdict(verdict.EXIT_UNKNOWN,
+            return Verdict(verdict.EXIT_ERROR,
                            error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
         return _verdict(local, remote.join(url, "history.jsonl"), out, spark_master, fail_on,
                         facts, console, source=url)
@@ -104,9 +106,10 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
     try:
         result = analysis.check(history, spark_master=spark_master, config=config_of(run_dir))
     except HistoryError as exc:
-        return Verdict(verdict.EXIT_UNKNOWN, error=str(exc) if source else f"{path}: {exc}")
-    except (Exception, MemoryError) as exc:  # a crash of the analysis is no verdict: unknown
-        return Verdict(verdict.EXIT_UNKNOWN,
+        return Verdict(verdict.EXIT_BAD_INPUT,
+                       error=str(exc) if source else f"{path}: {exc}")
+    except (Exception, MemoryError) as exc:  # a crash of the analysis: no verdict
+        return Verdict(verdict.EXIT_ERROR,
                        error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
     result["fail_on"] = fail_on
     if facts is None:
@@ -125,8 +128,8 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
         if console is not None:
             console.print(f"[red]error:[/] {text}")
         # never a silent 0; anomalies already found stay exit 1 unless interrupted
-        code = code if code == verdict.EXIT_ANOMALIES and not interrupted \
-            else verdict.EXIT_UNKNOWN
+        code = (verdict.EXIT_UNKNOWN if interrupted else
+                code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_ERROR)
     elif console is not None:
         console.print(f"report: {out / 'report.html'} (and junit.xml)")
     return Verdict(code, results)

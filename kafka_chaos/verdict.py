@@ -1,17 +1,20 @@
 """The verdict of an analysis result, for every renderer: the exit code under ``--fail-on``
 and the banner (one kind, one headline, the reasons it is unknown). Pure: no I/O.
 
-Exit codes of ``run``, ``analyze`` and ``compare``: 0 valid, 1 anomalies counted under
-``--fail-on``, 2 unknown, error (bad input included) or interrupted; never 0 when the
-analysis failed.
+Exit codes of every command (``docs/report.md``): 0 valid; 1 anomalies counted under
+``--fail-on``; 2 the verdict is unknown (the record cannot decide, a precondition was not met,
+an interrupt); 254 bad input (a flag, a plan, a history, a file or an environment the run
+cannot use: fix it and run again; Jepsen's code for bad arguments); 255 the tool failed while
+it ran (a cluster that did not come up, a crash of the run or of the analysis, a report that
+could not be written; Jepsen's code for a crash). Never 0 when the analysis failed.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-#: Exit codes of ``run`` and ``analyze``.
-EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN = 0, 1, 2
+#: Exit codes (the module's docstring).
+EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 254, 255
 #: ``--fail-on`` choices: exit 1 on a violation only, or on any anomaly found.
 FAIL_ON = ("violation", "any")
 

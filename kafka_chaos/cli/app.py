@@ -7,9 +7,15 @@ from typing import Optional
 
 import typer
 
-from kafka_chaos import __version__
+from kafka_chaos import __version__, verdict
 from kafka_chaos.cli.cluster import cluster_app
 from kafka_chaos.cli.spark import spark_app
+
+# click (which typer vendors) exits 2 on a usage error (an unknown option, a bad value): the
+# unknown verdict's code here, and a typo must not read as "the run could not decide". Its
+# class is reached through typer's public BadParameter, one of its subclasses.
+_USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+_USAGE_ERROR.exit_code = verdict.EXIT_BAD_INPUT
 
 app = typer.Typer(no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
@@ -26,6 +32,8 @@ def main(version: Optional[bool] = typer.Option(
         None, "--version", callback=_version, is_eager=True,
         help="Print the version and exit.")) -> None:
     """Jepsen-style chaos testing of real Kafka clusters."""
+
+
 app.add_typer(cluster_app, name="cluster")
 plan_app = typer.Typer(no_args_is_help=True, help="Plan files: their JSON schema, and checking "
                        "one without running it.")

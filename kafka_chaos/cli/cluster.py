@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 from rich.console import Console
 
+from kafka_chaos import verdict
 from kafka_chaos.cli.common import ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, fail
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
@@ -25,15 +26,18 @@ def cluster_image(
     the jars from Maven Central; cached by content hash) and print its tag for --image."""
     from kafka_chaos.clusters import backends, docker_image
 
-    try:
+    try:  # what the user must fix first: 254
         backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+    except ClusterError as exc:
+        fail(str(exc))
+    try:
         import docker
 
         tag = docker_image.ensure_image(docker.from_env(), kafka,
                                         log=Console(stderr=True).log)  # stdout: the tag only
     except ClusterError as exc:
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
     console.print(tag)
 
 
@@ -50,22 +54,25 @@ def cluster_up(
     from kafka_chaos.clusters import admin, backends
 
     cluster = None
-    try:
+    try:  # what the user must fix first: 254
         chosen = backends.get(backend)
         options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
         chosen.check_environment(options, brokers, controllers)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        old = sorted(dir.glob("*/data/meta.properties"))
-        if old:  # formatting would refuse it: another cluster id (and it is someone's data)
-            fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
-                  f"remove it (rm -r {dir}) or choose another --dir")
+    except ClusterError as exc:
+        fail(str(exc))
+    old = sorted(dir.glob("*/data/meta.properties"))
+    if old:  # formatting would refuse it: another cluster id (and it is someone's data)
+        fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
+             f"remove it (rm -r {dir}) or choose another --dir")
+    try:
         cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
     except ClusterError as exc:
         if cluster is not None:
             cluster.teardown()  # only what this call created
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
     console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
 
 
@@ -77,7 +84,7 @@ def cluster_status(backend: str = BACKEND) -> None:
     try:
         state = backends.get(backend).status(backends.BackendOptions())
     except ClusterError as exc:
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
     if state is None:
         console.print(f"no {backend} cluster recorded")
         raise typer.Exit(0)
@@ -105,12 +112,12 @@ def cluster_down(
             backends.BackendOptions(inventory=inventory,
                                     accept_unknown_host_keys=accept_unknown_host_keys))
     except ClusterError as exc:
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
     for item in removed:
         console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
     if not removed:
         console.print("nothing to remove")
     if any(item.startswith("NOT") for item in removed):
-        raise typer.Exit(2)
+        raise typer.Exit(verdict.EXIT_ERROR)
 
 

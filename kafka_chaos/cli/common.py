@@ -1,4 +1,4 @@
-"""What the CLI's commands share: the console, the one way to fail (exit 2 with a message),
+"""What the CLI's commands share: the console, the one way to fail (a message and an exit code),
 SIGTERM handled as Ctrl-C, and the options several commands take."""
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ from kafka_chaos import verdict
 console = Console()
 
 
-def fail(message: str) -> NoReturn:
-    """Print ``error: message`` and exit 2 (unknown, bad input or error)."""
+def fail(message: str, code: int = verdict.EXIT_BAD_INPUT) -> NoReturn:
+    """Print ``error: message`` and exit ``code``: 254 (bad input) unless the tool failed
+    while it ran (``verdict.EXIT_ERROR``) or the verdict is unknown (``EXIT_UNKNOWN``)."""
     console.print(f"[red]error:[/] {message}")
-    raise typer.Exit(verdict.EXIT_UNKNOWN)
+    raise typer.Exit(code)
 
 
 def _raise_interrupt(signum: int, frame: object) -> None:

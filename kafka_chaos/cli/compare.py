@@ -156,7 +156,8 @@ def _outputs(comparison: compare.Comparison) -> None:
     except (Exception, KeyboardInterrupt) as exc:
         console.print(f"[red]error:[/] could not write the comparison's outputs: "
                       f"{type(exc).__name__}: {str(exc)[:300]}")
-        raise typer.Exit(verdict.EXIT_UNKNOWN)
+        raise typer.Exit(verdict.EXIT_UNKNOWN if isinstance(exc, KeyboardInterrupt)
+                         else verdict.EXIT_ERROR)
     console.print("written: " + ", ".join(str(p) for p in paths.values()))
 
 

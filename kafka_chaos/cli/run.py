@@ -40,15 +40,16 @@ def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
         console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     if decided.error is not None:
-        fail(decided.error)
+        fail(decided.error, decided.code)
     return decided.code
 
 
 #: The end of the help of ``run`` and ``analyze`` (typer keeps paragraphs apart).
 EXIT_CODES_HELP = ("Writes results.json, junit.xml and report.html into the run directory.\n\n"
                    "Exit codes: 0 valid; 1 anomalies counted under --fail-on (violations, or any "
-                   "anomaly); 2 unknown verdict, error or interrupted (never 0 when the analysis "
-                   "failed).")
+                   "anomaly); 2 unknown verdict or interrupted; 254 bad input (an option, a "
+                   "plan, a history, a file); 255 the tool failed while it ran (never 0 when "
+                   "the analysis failed).")
 
 
 @app.command("run", epilog=EXIT_CODES_HELP)
@@ -168,10 +169,11 @@ def run_cmd(
                       f"re-analyse with: kafka-chaos analyze {run_dir}")
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     except ClusterError as exc:
-        fail(str(exc))
-    except Exception as exc:  # a bug or an unforeseen client error: unknown, never "anomalies"
+        fail(str(exc), verdict.EXIT_ERROR)
+    except Exception as exc:  # a bug or an unforeseen client error: never "anomalies"
         fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
-             f"the history so far can be checked with: kafka-chaos analyze {run_dir}")
+             f"the history so far can be checked with: kafka-chaos analyze {run_dir}",
+             verdict.EXIT_ERROR)
     code = analyze_dir(run_dir, cfg.spark_master, fail_on, facts)
     console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
                   + ("" if "--seed" in sys.argv else f" --seed {cfg.seed}"))
@@ -179,7 +181,7 @@ def run_cmd(
         try:
             _publish(run_dir, publish)
         except typer.Exit:  # the verdict stands; a failed copy is never a silent 0
-            code = code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_UNKNOWN
+            code = code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_ERROR
     raise typer.Exit(code)
 
 
@@ -205,10 +207,12 @@ def _publish(run_dir: Path, dest: str) -> Path | str:
 
     try:
         target = publish(run_dir, dest if is_url(dest) else Path(dest))
-    except (PublishError, HistoryError, RemoteError) as exc:
+    except (PublishError, HistoryError) as exc:
         fail(str(exc))
+    except RemoteError as exc:
+        fail(str(exc), verdict.EXIT_ERROR)
     except OSError as exc:
-        fail(f"{exc.filename or dest}: {exc.strerror}")
+        fail(f"{exc.filename or dest}: {exc.strerror}", verdict.EXIT_ERROR)
     console.print(f"published: {target} (kafka-chaos analyze {target} --spark-master URL)")
     return target
 

@@ -8,6 +8,7 @@ from typing import List, Optional
 
 import typer
 
+from kafka_chaos import verdict
 from kafka_chaos.cli.common import console, fail
 
 spark_app = typer.Typer(no_args_is_help=True, help="A Spark Connect server kept warm on this "
@@ -41,10 +42,12 @@ def start_cmd(
     folder = dir or server.DEFAULT_DIR
     try:
         started = server.start(folder, port, host, master, conf)
-    except (server.ServerError, OSError) as exc:
+    except server.ServerBusy as exc:
         fail(str(exc))
+    except (server.ServerError, OSError) as exc:
+        fail(str(exc), verdict.EXIT_ERROR)
     except KeyboardInterrupt:  # start stopped what it launched
-        fail("interrupted: no server started")
+        fail("interrupted: no server started", verdict.EXIT_UNKNOWN)
     console.print(f"Spark Connect server started (pid {started.pid}, log {started.log})")
     if warm_up:
         try:
@@ -52,7 +55,9 @@ def start_cmd(
         except BaseException as exc:
             server.stop(folder)
             fail("interrupted: server stopped" if isinstance(exc, KeyboardInterrupt) else
-                 f"the warm-up check failed, server stopped: {str(exc)[:300]}")
+                 f"the warm-up check failed, server stopped: {str(exc)[:300]}",
+                 verdict.EXIT_UNKNOWN if isinstance(exc, KeyboardInterrupt)
+                 else verdict.EXIT_ERROR)
         console.print("warmed up: " + ", ".join(f"{w:.1f} s" for w in walls))
     console.print(f"--spark-master {started.url}")
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import typer
 
+from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
 from kafka_chaos.cli.common import console, fail
 from kafka_chaos.clusters import dist
@@ -29,7 +30,7 @@ def report_cmd(
     except (html_report.ReportError, HistoryError) as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"{exc.filename or run_dir}: {exc.strerror}")
+        fail(f"{exc.filename or run_dir}: {exc.strerror}", verdict.EXIT_ERROR)
     console.print(f"report: {path}")
 
 
@@ -42,7 +43,7 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
             kafka = dist.resolve(version)
             console.print(f"Kafka {kafka.version}: {kafka.libs}")
     except ClusterError as exc:
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
 
 
 @app.command("spark-archive")
@@ -64,6 +65,6 @@ def spark_archive(
     try:
         path = cds.build(master)
     except cds.CdsError as exc:
-        fail(str(exc))
+        fail(str(exc), verdict.EXIT_ERROR)
     console.print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
                   f"{time.monotonic() - started:.1f} s)")

@@ -200,9 +200,9 @@ def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
             decided = analyze(run_dir, facts)
             outcome = {"exit_code": decided.code, "error": decided.error}
         except ClusterError as exc:
-            outcome = {"exit_code": verdict.EXIT_UNKNOWN, "error": str(exc)}
-        except Exception as exc:  # a crash of one cell is that cell's unknown, not the end
-            outcome = {"exit_code": verdict.EXIT_UNKNOWN,
+            outcome = {"exit_code": verdict.EXIT_ERROR, "error": str(exc)}
+        except Exception as exc:  # a crash of one cell is that cell's error, not the end
+            outcome = {"exit_code": verdict.EXIT_ERROR,
                        "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
         if outcome["error"]:
             announce(f"[yellow]{cell['label']}, seed {seed}: no verdict: {outcome['error']}[/]")
@@ -234,11 +234,14 @@ def _set_aside(run_dir: Path) -> None:
 
 def exit_code(comparison: Comparison) -> int:
     """The comparison's exit code, ranked as Jepsen's ``checker/compose`` ranks validity
-    (false > unknown > true): 1 if any run counted anomalies under ``fail_on``, else 2 if any
-    run is unknown or did not run (interrupted), else 0."""
+    (false > unknown > true): 1 if any run counted anomalies under ``fail_on``, else 255 if
+    the tool failed in some run (``verdict.EXIT_ERROR``; 254, a cell's bad input, ranks
+    with it), else 2 if any run is unknown or did not run (interrupted), else 0."""
     codes = [o["exit_code"] for o in comparison.manifest["done"].values()]
     if verdict.EXIT_ANOMALIES in codes:
         return verdict.EXIT_ANOMALIES
+    if {verdict.EXIT_ERROR, verdict.EXIT_BAD_INPUT} & set(codes):
+        return verdict.EXIT_ERROR
     if comparison.pending() or verdict.EXIT_UNKNOWN in codes:
         return verdict.EXIT_UNKNOWN
     return verdict.EXIT_VALID

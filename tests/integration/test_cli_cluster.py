@@ -29,7 +29,7 @@ def test_cluster_up_status_down(tmp_path):
         assert status.stdout.count("running") == 3, status.stdout
         # a run must not take over (or tear down) a cluster somebody else started
         clash = kafka_chaos("run", "--time-limit", "1", "--out", str(tmp_path / "runs"))
-        assert clash.returncode == 2 and "already running" in clash.stdout, clash.stdout
+        assert clash.returncode == 255 and "already running" in clash.stdout, clash.stdout
         assert kafka_chaos("cluster", "status").stdout.count("running") == 3
     finally:
         down = kafka_chaos("cluster", "down")
@@ -100,6 +100,6 @@ def test_non_root_gets_one_clear_error(tmp_path, monkeypatch, command):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     where = ["--out" if command[0] == "run" else "--dir", str(tmp_path / "out")]
     result = CliRunner().invoke(app, [*command, *where])
-    assert result.exit_code == 2, result.output
+    assert result.exit_code == 254, result.output
     assert "needs root" in result.output
     assert not (tmp_path / "out").exists() and not (tmp_path / "cache").exists()

@@ -61,34 +61,35 @@ def test_a_violation_exits_1(spark, tmp_path) -> None:
     assert res.exit_code == 1 and "VIOLATION" in res.output, res.output
 
 
-def test_bad_input_is_exit_2_and_leaves_results_json_alone(tmp_path) -> None:
+def test_bad_input_is_exit_254_and_leaves_results_json_alone(tmp_path) -> None:
     d = run_dir(tmp_path, Q(), facts={"seed": 1})  # a header and no op
     before = (d / "results.json").read_text()
     res = analyze(d)
-    assert res.exit_code == 2 and "holds no ops" in res.output
+    assert res.exit_code == 254 and "holds no ops" in res.output
     (d / "history.jsonl").write_bytes(b'{"index":0,"time":1,"process":0,"type":"invoke",'
                                       b'"f":"poll","value":[["poll"]],"error":"\xff"}\n')
     res = analyze(d)
-    assert res.exit_code == 2 and "line 1: not valid JSON or not UTF-8" in res.output
+    assert res.exit_code == 254 and "line 1: not valid JSON or not UTF-8" in res.output
     assert (d / "results.json").read_text() == before
-    assert analyze(d, "--fail-on", "some").exit_code == 2
-    assert analyze(d, "--spark-master", "mesos://x").exit_code == 2
+    assert analyze(d, "--fail-on", "some").exit_code == 254
+    assert analyze(d, "--spark-master", "mesos://x").exit_code == 254
     for url, why in (("sc://127.0.0.1:1", "no master answers"),
                      ("sc://127.0.0.1:x", "not a Spark master URL")):
         res = analyze(d, "--spark-master", url)
-        assert res.exit_code == 2 and why in res.output, res.output
-    assert analyze(tmp_path / "nowhere").exit_code == 2
+        assert res.exit_code == 254 and why in res.output, res.output
+    assert analyze(tmp_path / "nowhere").exit_code == 254
 
 
 @pytest.mark.parametrize("error", [KeyboardInterrupt, MemoryError, RuntimeError])
-def test_a_crash_or_interrupt_of_the_analysis_is_unknown(tmp_path, monkeypatch, error) -> None:
+def test_a_crash_of_the_analysis_is_255_an_interrupt_unknown(tmp_path, monkeypatch,
+                                                              error) -> None:
     d = run_dir(tmp_path, with_duplicates(), facts={"seed": 1})
 
     def crash(*args, **kwargs):
         raise error("simulated")
     monkeypatch.setattr(analysis, "check", crash)
     res = analyze(d)
-    assert res.exit_code == 2, res.output
+    assert res.exit_code == (2 if error is KeyboardInterrupt else 255), res.output
     assert json.loads((d / "results.json").read_text()) == {"valid": True, "run": {"seed": 1}}
 
 
@@ -103,7 +104,7 @@ def test_a_read_only_run_directory_is_analysed_into_out(spark, tmp_path, monkeyp
     try:
         subprocess.run(["mount", "-o", "remount,bind,ro", str(ro)], check=True)
         res = analyze(ro)
-        assert res.exit_code == 2 and "give --out DIR" in " ".join(res.output.split())
+        assert res.exit_code == 254 and "give --out DIR" in " ".join(res.output.split())
         out = tmp_path / "verdicts" / "run"
         res = analyze(ro, "--out", str(out), "--fail-on", "any")
         assert res.exit_code == 1, res.output  # the permitted duplicate, under --fail-on any
@@ -115,6 +116,17 @@ def test_a_read_only_run_directory_is_analysed_into_out(spark, tmp_path, monkeyp
         (out / "results.json").write_text(json.dumps({"run": {"seed": 4}}))
         assert analyze(ro, "--out", str(out)).exit_code == 0  # a second verdict there
         assert json.loads((out / "results.json").read_text())["run"] == {"seed": 4}
-        assert analyze(ro, "--out", str(out / "results.json")).exit_code == 2  # a file
+        assert analyze(ro, "--out", str(out / "results.json")).exit_code == 254  # a file
     finally:
         subprocess.run(["umount", str(ro)], check=True)
+
+
+def test_a_typo_is_bad_input_not_an_unknown_verdict(tmp_path) -> None:
+    """Exit 2 is the unknown verdict's; an unknown option or a bad value is 254 (Jepsen's code
+    for bad arguments), as every other bad input is."""
+    for args in (["analyze", str(tmp_path), "--no-such-option"], ["run", "--rate", "many"],
+                 ["nosuchcommand"]):
+        res = CliRunner().invoke(app, args)
+        assert res.exit_code == 254, (args, res.output)
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.startswith("kafka-chaos ")

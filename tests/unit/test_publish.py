@@ -45,10 +45,10 @@ def test_publishing_refuses_to_overwrite_and_names_the_problem(tmp_path):
     with pytest.raises(PublishError, match="no history.jsonl"):
         publish(tmp_path, tmp_path / "elsewhere")
     out = CliRunner().invoke(app, ["publish", str(run_dir), str(tmp_path / "shared")])
-    assert out.exit_code == 2 and "exists already" in out.output
+    assert out.exit_code == 254 and "exists already" in out.output
     bad = tmp_path / "bad"
     bad.mkdir()
     (bad / "history.jsonl").write_text('{"format": 2}\n{"index": 0, "oops": 1}\n')
     out = CliRunner().invoke(app, ["publish", str(bad), str(tmp_path / "shared")])
-    assert out.exit_code == 2 and "line 2" in out.output and not (tmp_path / "shared" /
+    assert out.exit_code == 254 and "line 2" in out.output and not (tmp_path / "shared" /
                                                                    "bad").exists()

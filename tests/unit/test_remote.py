@@ -27,10 +27,10 @@ def test_a_run_published_to_a_url_is_analysed_from_there(spark, tmp_path: Path) 
     assert {"history.jsonl", "results.json", "history.parquet/meta.json",
             "history.parquet/reads.parquet"} <= set(files(published))
     res, text = cli("publish", str(d), store)
-    assert res.exit_code == 2 and "exists already" in text  # never overwritten
+    assert res.exit_code == 254 and "exists already" in text  # never overwritten
 
     res, text = cli("analyze", f"{store}/run")
-    assert res.exit_code == 2 and "give --out DIR" in text
+    assert res.exit_code == 254 and "give --out DIR" in text
     before = files(published)
     out = tmp_path / "verdict"
     res, text = cli("analyze", f"{store}/run", "--out", str(out), "--fail-on", "any")
@@ -51,10 +51,10 @@ def test_a_run_published_to_a_url_is_analysed_from_there(spark, tmp_path: Path) 
     history = published / "history.jsonl"
     history.write_bytes(history.read_bytes()[:-1])
     res, text = cli("analyze", f"{store}/run", "--out", str(out))
-    assert res.exit_code == 2 and "publish the run directory again" in text, text
+    assert res.exit_code == 254 and "publish the run directory again" in text, text
     (published / "history.parquet" / "meta.json").unlink()
     res, text = cli("analyze", f"{store}/run", "--out", str(out))
-    assert res.exit_code == 2 and "no complete columnar copy" in text, text
+    assert res.exit_code == 254 and "no complete columnar copy" in text, text
     res, text = cli("analyze", f"{store}/elsewhere", "--out", str(out))
-    assert res.exit_code == 2 and "no history.jsonl here" in text, text
+    assert res.exit_code == 254 and "no history.jsonl here" in text, text
     assert json.loads((out / "results.json").read_text()) == saved  # left as it was

