@@ -174,3 +174,25 @@ def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
         return (f"could not write junit.xml and report.html: {type(exc).__name__}: "
                 f"{str(exc)[:300]}", False)
     return None
+
+
+def write_no_verdict(run_dir: Path, reason: str, facts: dict | None = None) -> None:
+    """``results.json`` and ``junit.xml`` of a run that reached no verdict (its cluster did not
+    come up, it crashed, it was interrupted, its analysis failed): ``valid`` and ``verdict``
+    unknown, ``reason`` the one unknown reason, so a CI job still finds its test case (an
+    ``<error>``) and a script its verdict. Never overwrites a ``results.json``: one there
+    holds a verdict. Best effort: the caller is already failing, and a file that cannot be
+    written must not hide why."""
+    from kafka_chaos.report import junit
+
+    run_dir = Path(run_dir)
+    if (run_dir / "results.json").exists():
+        return
+    result = {"valid": "unknown", "anomalies": {}, "anomaly_types": [], "violations": [],
+              "permitted": [], "unknown_reasons": [reason]}
+    try:
+        facts = facts or report.run_facts(run_dir)
+        report.write_results(run_dir, result, facts)
+        junit.write(run_dir, {**result, "run": facts}, config_of(run_dir))
+    except (OSError, ValueError):
+        pass

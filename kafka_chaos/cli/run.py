@@ -21,25 +21,32 @@ from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENT
                                     fail, sigterm_as_interrupt)
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import SCENARIOS
+from kafka_chaos.check import write_no_verdict
 from kafka_chaos.orchestrate import check_inputs, execute
 from kafka_chaos import verdict
 
 
 def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
-                facts: dict | None = None, out_dir: Path | None = None) -> int:
+                facts: dict | None = None, out_dir: Path | None = None,
+                fresh: bool = False) -> int:
     """Check ``run_dir/history.jsonl`` (``run_dir`` may be a URL), write ``results.json``,
     ``junit.xml`` and ``report.html`` (into ``out_dir``, default ``run_dir``), print the
     verdict; returns the exit code (``check.analyze_run``). Bad input or a crash of the
-    analysis exits 2 with its message; so does an interrupt, leaving an earlier
-    ``results.json`` as it was."""
+    analysis exits 254 or 255 with its message, an interrupt 2, leaving an earlier
+    ``results.json`` as it was; in a ``fresh`` run directory (``run``'s own, which has none)
+    they leave the unknown verdict's (``check.write_no_verdict``)."""
     from kafka_chaos.check import analyze_run
 
     try:
         decided = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir)
     except KeyboardInterrupt:
+        if fresh:
+            write_no_verdict(Path(run_dir), "interrupted during the analysis", facts)
         console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     if decided.error is not None:
+        if fresh:
+            write_no_verdict(Path(run_dir), decided.error, facts)
         fail(decided.error, decided.code)
     return decided.code
 
@@ -165,16 +172,19 @@ def run_cmd(
     try:
         facts = execute(cfg, kafka, run_dir, console, fail_on=fail_on)
     except KeyboardInterrupt:
+        write_no_verdict(run_dir, "interrupted before the analysis")
         console.print("[yellow]interrupted[/]: faults healed, cluster removed; "
                       f"re-analyse with: kafka-chaos analyze {run_dir}")
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     except ClusterError as exc:
+        write_no_verdict(run_dir, f"the run failed: {exc}")
         fail(str(exc), verdict.EXIT_ERROR)
     except Exception as exc:  # a bug or an unforeseen client error: never "anomalies"
+        write_no_verdict(run_dir, f"the run crashed: {type(exc).__name__}: {exc}")
         fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
              f"the history so far can be checked with: kafka-chaos analyze {run_dir}",
              verdict.EXIT_ERROR)
-    code = analyze_dir(run_dir, cfg.spark_master, fail_on, facts)
+    code = analyze_dir(run_dir, cfg.spark_master, fail_on, facts, fresh=True)
     console.print(f"rerun: {(run_dir / 'command.txt').read_text().strip()}"
                   + ("" if "--seed" in sys.argv else f" --seed {cfg.seed}"))
     if publish is not None:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from junitparser import JUnitXml
+from junitparser import Error, JUnitXml
 
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.history import read_header, read_history
@@ -472,6 +472,12 @@ def test_ctrl_c_in_a_scenario_step_heals_and_tears_down(tmp_path):
     out, _ = runner.communicate(timeout=120)
     assert runner.returncode == 2, out
     assert leftovers() == []
+    # no verdict, and CI and scripts still find one: unknown, with its reason
+    res = json.loads((history.parent / "results.json").read_text())
+    assert res["verdict"] == "unknown" and res["valid"] == "unknown"
+    assert res["unknown_reasons"] == ["interrupted before the analysis"], res
+    case = next(iter(next(iter(JUnitXml.fromfile(str(history.parent / "junit.xml"))))))
+    assert len(case.result) == 1 and isinstance(case.result[0], Error), case.result
     ops = read_history(history)  # the history of an interrupted run stays readable
     nemesis = [op for op in ops if op.process == "nemesis"]
     assert [op.f for op in nemesis[:2]] == ["partition", "partition"]

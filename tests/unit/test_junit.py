@@ -116,3 +116,26 @@ def test_unclean_at_runtime_is_a_property(tmp_path) -> None:
     cfg = config(nemesis=["unclean", "kill"])
     _, _, props = parsed(tmp_path, verdict(cfg, {}), cfg)
     assert props["unclean_election_at_runtime"] == "true"
+
+
+def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> None:
+    """A crash, an interrupt or a cluster that never came up: CI still finds a test case, an
+    error naming why, and ``results.json`` says unknown; one holding a verdict is kept."""
+    import json
+
+    from kafka_chaos.check import write_no_verdict
+
+    (tmp_path / "config.json").write_text(json.dumps(config()))
+    (tmp_path / "run.json").write_text(json.dumps({"seed": 7, "kafka_version": "4.4.0"}))
+    write_no_verdict(tmp_path, "the run failed: broker n2 did not start")
+    res = json.loads((tmp_path / "results.json").read_text())
+    assert res["valid"] == "unknown" and res["verdict"] == "unknown"
+    assert res["unknown_reasons"] == ["the run failed: broker n2 did not start"]
+    assert res["run"]["seed"] == 7
+    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "junit.xml"))))
+    [case] = list(suite)
+    assert case.name.startswith("queue nemesis=kill,partition config=")
+    assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
+    (tmp_path / "results.json").write_text('{"valid": true}')
+    write_no_verdict(tmp_path, "interrupted during the analysis")
+    assert json.loads((tmp_path / "results.json").read_text()) == {"valid": True}
