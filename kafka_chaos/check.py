@@ -158,15 +158,16 @@ def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, A
 
 def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
                    data: Any, source: str | None = None) -> Problem | None:
-    """Write ``junit.xml`` and ``report.html`` of ``run_dir`` into ``out``; returns what went
-    wrong, or None."""
-    from kafka_chaos.report import html as html_report
-    from kafka_chaos.report import junit
+    """Write ``junit.xml``, ``summary.md`` and ``report.html`` of ``run_dir`` into ``out``;
+    returns what went wrong, or None."""
     from kafka_chaos.history import read_header
+    from kafka_chaos.report import html as html_report
+    from kafka_chaos.report import junit, markdown
 
     try:
         header = read_header(run_dir / "history.jsonl") or {}
         junit.write(out, results, header.get("config") or config_of(run_dir))
+        (out / "summary.md").write_text(markdown.run_summary(results))
         html_report.write(run_dir, results, data, out=out, source=source)
     except KeyboardInterrupt:
         return "interrupted while writing junit.xml and report.html", True

@@ -168,7 +168,10 @@ def history_cmd(
     last: int = typer.Option(0, min=0, help="Only the last N runs of each configuration "
                              "(0: all)."),
     runs: bool = typer.Option(False, "--runs", help="Also list every run."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables "
+                                 "(--format json)."),
+    output: str = typer.Option("table", "--format", help="table (the terminal's), json, or "
+                               "markdown (for $GITHUB_STEP_SUMMARY and the like)."),
 ) -> None:
     """Verdicts and anomaly-rate trends across stored runs, grouped by configuration (the
     nightly job's history). Exit 2 when RUNS_DIR holds no verdict."""
@@ -176,12 +179,21 @@ def history_cmd(
 
     from kafka_chaos.compare import trends
 
+    if output not in ("table", "json", "markdown"):
+        fail(f"--format {output!r}: choose table, json or markdown")
     if not runs_dir.is_dir():
         fail(f"{runs_dir}: not a directory")
     groups = trends.trends(trends.scan(runs_dir), last)
     if not groups:
         fail(f"{runs_dir}: no results.json below it")
-    if as_json:
+    if as_json or output == "json":
         print(json.dumps([t.as_dict() for t in groups], indent=2))
+        return
+    if output == "markdown":
+        from kafka_chaos.compare.report import RATES
+        from kafka_chaos.report.markdown import trends_table
+
+        print(f"## kafka-chaos history of {runs_dir}\n")
+        print(trends_table(groups, list(RATES)))
         return
     trends.render(runs_dir, groups, console, runs)

@@ -21,6 +21,7 @@ from junitparser import Error, JUnitXml
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.schedule import parse_targets, plan, schedule_rng
+from tests.markdown_rows import markdown_rows
 from tests.integration.conftest import (INTERRUPTIBLE, ROOT, kafka_chaos, leftovers, prepare,
                                        results_of)
 
@@ -126,6 +127,9 @@ def test_quick_start_run_permits_what_its_configuration_allows(tmp_path):
     run_dir = (tmp_path / "latest").resolve()
     for name in ("history.jsonl", "config.json", "command.txt", "run.json"):
         assert (run_dir / name).is_file(), name
+    summary = markdown_rows((run_dir / "summary.md").read_text())  # a job summary's table
+    assert summary[0][:2] == ["anomaly", "count"] and len(summary) >= 2, summary
+    assert {r[0] for r in summary[1:]} >= set(res["anomaly_types"])
     assert list(run_dir.glob("nodes/n*/logs/server.log"))
     assert res["run"]["seed"] == 3 and res["run"]["acked_sends_per_s"] > 20
     # the same verdict for CI and for people: a passing test case, a page with the banner

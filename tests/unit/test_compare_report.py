@@ -14,6 +14,7 @@ from kafka_chaos.compare import outputs
 from kafka_chaos.compare import report as compare_report
 from kafka_chaos.cli import app
 from tests import compare_builder
+from tests.markdown_rows import markdown_rows
 
 
 def _results(comparison, cell, seed) -> dict:
@@ -53,6 +54,10 @@ def test_csvs_junit_and_page_match_the_runs(tmp_path):
     paths = outputs.write_all(comparison)
     a = _results(comparison, comparison.cells[0], 3)
 
+    table = markdown_rows(paths["summary.md"].read_text())
+    assert table[0][:2] == ["cell", "verdicts"] and len(table) == 1 + len(comparison.cells)
+    assert [r[0] for r in table[1:]] == [c["label"] for c in comparison.cells]
+    assert table[1][1] == "violation permitted" and table[2][1].startswith("skipped: ")
     rows = list(csv.DictReader(paths["compare.csv"].open()))
     assert [r["cell"] for r in rows] == [c["label"] for c in comparison.cells]
     assert rows[0]["acks"] == "1" and rows[0]["idempotence"] == "false"

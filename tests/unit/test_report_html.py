@@ -18,6 +18,7 @@ from kafka_chaos.report import html as html_report
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig
+from tests.markdown_rows import markdown_rows
 from tests.queue_builder import STRICT, Q
 from tests.verdicts import verdict
 
@@ -168,6 +169,12 @@ def test_analyze_writes_junit_and_the_report_next_to_results(tmp_path, monkeypat
         assert (d / name).is_file(), name
     saved = json.loads((d / "results.json").read_text())
     assert saved["verdict"] == "violation" and saved["kafka_chaos_version"] == __version__
+    summary = (d / "summary.md").read_text()
+    assert summary.startswith("## kafka-chaos: violation\n") and "VIOLATIONS: lost-write" in summary
+    rows = markdown_rows(summary)
+    assert rows[0] == ["anomaly", "count", "judged", "rule", "first example"]
+    assert rows[1][:3] == ["lost-write", "1", "1 violation"] and rows[1][4].startswith(
+        explain("lost-write", lost)[:40])
     suite = next(iter(JUnitXml.fromfile(str(d / "junit.xml"))))
     assert suite.failures == 1
     page = (d / "report.html").read_text()

@@ -11,6 +11,7 @@ from kafka_chaos.compare import trends
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig
 from tests import compare_builder
+from tests.markdown_rows import markdown_rows
 from tests.verdicts import verdict
 
 
@@ -68,6 +69,15 @@ def test_the_history_command_reads_comparisons_too(tmp_path):
                              env={"COLUMNS": "200"})
     assert out.exit_code == 0 and "acks=1 nemesis=kill" in out.output, out.output
     assert "violations: lost-write, inconsistent-offsets" in " ".join(out.output.split())
+    # for a CI job summary: a Markdown table, a row per configuration, nothing cut short
+    out = CliRunner().invoke(app, ["history", str(tmp_path / "runs"), "--format", "markdown"])
+    assert out.exit_code == 0, out.output
+    rows = markdown_rows(out.stdout)
+    assert rows[0][:4] == ["configuration", "group", "runs", "verdicts"]
+    assert [r[:5] for r in rows[1:]] == [[g["label"], g["group"], str(len(g["runs"])),
+                                          g["marks"], g["runs"][-1]["verdict"]] for g in groups]
+    assert CliRunner().invoke(app, ["history", str(tmp_path / "runs"), "--format",
+                                    "yaml"]).exit_code == 254
     empty = tmp_path / "empty"
     empty.mkdir()
     assert CliRunner().invoke(app, ["history", str(empty)]).exit_code == 254
