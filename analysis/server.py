@@ -107,7 +107,8 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
 
     Raises ``ServerBusy`` when a server already runs for ``folder`` or the port is taken,
     ``ServerError`` when the server exits or does not listen within ``timeout_s`` seconds
-    (the error holds its log's tail). A server that did not come up, also on Ctrl-C, is stopped again.
+    (the error holds its log's tail). A server that did not come up, also on Ctrl-C, is
+    stopped again.
     """
     import pyspark
 

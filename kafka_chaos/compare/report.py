@@ -195,7 +195,8 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
         verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
         table.add_row(cell.label, verdicts, str(cell.acked_sends),
                       *(_num(cell.rate(n)) for n in RATES), _num(cell.availability_pct),
-                      _num(cell.unavailable_pct), _num(cell.latency_ms("p50"), 1), _num(cell.latency_ms("p99"), 1),
+                      _num(cell.unavailable_pct), _num(cell.latency_ms("p50"), 1),
+                      _num(cell.latency_ms("p99"), 1),
                       cell.no_chance())
     console.print(table)
 
@@ -216,7 +217,8 @@ def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]
             w.writerow([cell.label, *(cell.settings[f] for f in fields), len(cell.judged()),
                         " ".join(r.status for r in cell.runs), cell.acked_sends,
                         *(_cell(cell.rate(n)) for n in RATES), _cell(cell.availability_pct),
-                        _cell(cell.unavailable_pct), _cell(cell.latency_ms("p50")), _cell(cell.latency_ms("p99")),
+                        _cell(cell.unavailable_pct), _cell(cell.latency_ms("p50")),
+                        _cell(cell.latency_ms("p99")),
                         cell.skipped or "", cell.no_chance()])
     with run_path.open("w", newline="") as fh:
         w = csv.writer(fh)

@@ -4,8 +4,9 @@
 line checked, errors name it) and keeps only compact data: per client op a few numbers in
 ``array`` columns (about 40 bytes an op, so a million-op history needs ~40 MB), the nemesis's
 fault windows and the cluster-state monitor's changes (``kafka_chaos.report.cluster``), and
-the offsets around the anomaly examples of ``results.json``. Time series and availability figures are computed from these
-columns afterwards (``kafka_chaos.report.stats``). No Spark: the report must be fast.
+the offsets around the anomaly examples of ``results.json``. Time series and availability
+figures are computed from these columns afterwards (``kafka_chaos.report.stats``). No Spark:
+the report must be fast.
 
 Times are seconds since the start of the run (the history's ``time`` is ns).
 """

@@ -1,7 +1,8 @@
 """The verdict as JUnit XML (``junit.xml``), for CI systems that read test reports.
 
 One ``<testsuite name="kafka-chaos">`` holding one ``<testcase>`` per run, named from the run's
-configuration (workload, faults, fingerprint; never the seed). The test case mirrors the exit code (``verdict.exit_code``):
+configuration (workload, faults, fingerprint; never the seed). The test case mirrors the exit
+code (``verdict.exit_code``):
 
 - exit 0: the test case passes; permitted anomalies found are listed in its ``system-out``;
 - exit 1: a ``<failure>`` whose message lists the anomalies counted under ``--fail-on``

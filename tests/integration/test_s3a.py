@@ -123,4 +123,4 @@ def test_a_history_published_to_s3_is_analysed_from_its_s3a_url(s3, tmp_path: Pa
     assert results["stats"]["ops"] > 0 and results["cycle_search"]["complete"]
     assert "s3a://runs/nightly/run-3" in (out / "report.html").read_text()
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html",
-                                                     "results.json"]
+                                                     "results.json", "summary.md"]

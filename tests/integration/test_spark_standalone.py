@@ -174,4 +174,4 @@ def test_a_standalone_cluster_analyses_a_history_published_to_hdfs(standalone, h
     assert results["stats"]["ops"] > 0 and results["cycle_search"]["complete"]
     assert f"{hdfs}/runs/run-2" in (out / "report.html").read_text()
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html",
-                                                     "results.json"]
+                                                     "results.json", "summary.md"]

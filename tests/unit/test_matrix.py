@@ -1,5 +1,5 @@
-"""Comparison matrices: keys, values and cells (``kafka_chaos.compare.matrix``), the plan's ``matrix:``
-and ``repeats:`` sections, and which cells a comparison runs (``compare.prepare``); all
+"""Comparison matrices: keys, values and cells (``kafka_chaos.compare.matrix``), the plan's
+``matrix:`` and ``repeats:`` sections, and which cells a comparison runs (``compare.prepare``); all
 before anything starts, so no cluster is needed."""
 
 from __future__ import annotations

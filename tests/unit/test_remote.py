@@ -35,8 +35,9 @@ def test_a_run_published_to_a_url_is_analysed_from_there(spark, tmp_path: Path) 
     out = tmp_path / "verdict"
     res, text = cli("analyze", f"{store}/run", "--out", str(out), "--fail-on", "any")
     assert res.exit_code == 1, text  # the permitted duplicate, under --fail-on any
+    # no fetched copy left
     assert sorted(p.name for p in out.iterdir()) == ["junit.xml", "report.html",
-                                                     "results.json"]  # no fetched copy left
+                                                     "results.json", "summary.md"]
     saved = json.loads((out / "results.json").read_text())
     assert saved["anomaly_types"] == ["duplicate"] and saved["run"] == {"seed": 7}
     assert f"{store}/run" in (out / "report.html").read_text()
