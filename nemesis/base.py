@@ -22,6 +22,9 @@ class Nemesis(abc.ABC):
     """A fault injector bound to one cluster."""
 
     fs: frozenset[str] = frozenset()
+    #: What ``Composed.teardown`` reports this nemesis's heal under: the fault it injects, in
+    #: the words of ``--nemesis`` (``process``, ``partition``, ...); its class name if empty.
+    name: str = ""
 
     def __init__(self, cluster: Cluster, rng: random.Random) -> None:
         self.cluster = cluster
@@ -60,8 +63,9 @@ class Composed(Nemesis):
     def teardown(self) -> Any:
         healed = {}
         for n in self.nemeses:
+            key = n.name or type(n).__name__
             try:
-                healed[type(n).__name__] = n.teardown()
+                healed[key] = n.teardown()
             except Exception as exc:  # one failed heal must not stop the others
-                healed[type(n).__name__] = f"error: {exc}"
+                healed[key] = f"error: {exc}"
         return healed

@@ -38,6 +38,7 @@ class ClockNemesis(Nemesis):
     """
 
     fs = frozenset({"clock-bump", "clock-strobe", "clock-reset"})
+    name = "clock"
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)

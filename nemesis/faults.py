@@ -43,6 +43,7 @@ class ProcessNemesis(Nemesis):
     """
 
     fs = frozenset({"kill", "stop", "start", "pause", "resume", "lose-unfsynced", "roll"})
+    name = "process"
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
@@ -232,6 +233,7 @@ class PartitionNemesis(Nemesis):
     """
 
     fs = frozenset({"partition", "heal"})
+    name = "partition"
 
     def invoke(self, f: str, value: Any) -> Any:
         if not isinstance(self.cluster, Partitionable):
@@ -324,6 +326,7 @@ class UncleanElectionNemesis(Nemesis):
     """
 
     fs = frozenset({"unclean-on", "unclean-off", "elect-unclean"})
+    name = "unclean"
     KEY = "unclean.leader.election.enable"
 
     def __init__(self, cluster, rng, topic: str, restore_value: bool) -> None:

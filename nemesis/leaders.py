@@ -32,6 +32,7 @@ class LeaderNemesis(Nemesis):
     """
 
     fs = frozenset({"move-leader", "restore-leader"})
+    name = "leader"
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)

@@ -30,7 +30,7 @@ def _version(shown: bool) -> None:
 @app.callback()
 def main(version: Optional[bool] = typer.Option(
         None, "--version", callback=_version, is_eager=True,
-        help="Print the version and exit.")) -> None:
+        metavar="", help="Print the version and exit.")) -> None:
     """Jepsen-style chaos testing of real Kafka clusters."""
 
 

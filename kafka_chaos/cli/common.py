@@ -38,7 +38,8 @@ IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache
                      "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
 INVENTORY = typer.Option(None, help="ssh backend: the inventory YAML (hosts, SSH users and keys, "
                          "node ids, roles, Kafka home or upload).")
-ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", help="ssh backend: accept host "
-                           "keys missing from known_hosts (logged); a changed key is refused.")
+ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", metavar="",
+                           help="ssh backend: accept host keys missing from known_hosts "
+                           "(logged); a changed key is refused.")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")

@@ -167,8 +167,8 @@ def history_cmd(
                                     "(searched recursively, comparisons included)."),
     last: int = typer.Option(0, min=0, help="Only the last N runs of each configuration "
                              "(0: all)."),
-    runs: bool = typer.Option(False, "--runs", help="Also list every run."),
-    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables "
+    runs: bool = typer.Option(False, "--runs", metavar="", help="Also list every run."),
+    as_json: bool = typer.Option(False, "--json", metavar="", help="Print JSON instead of tables "
                                  "(--format json)."),
     output: str = typer.Option("table", "--format", help="table (the terminal's), json, or "
                                "markdown (for $GITHUB_STEP_SUMMARY and the like)."),

@@ -83,22 +83,25 @@ def run_cmd(
     sub_via: str = typer.Option("assign", help="How consumers get partitions: assign or subscribe "
                                 "(a consumer group)."),
     sub_p: float = typer.Option(0.02, help="Share of ops that re-assign / re-subscribe."),
-    txn: bool = typer.Option(False, "--txn/--no-txn", help="Transactions: each op is one "
-                             "transaction (transactional.id producers, read-process-write)."),
+    txn: bool = typer.Option(False, "--txn/--no-txn", metavar="",
+                             help="Transactions: each op is one transaction (transactional.id "
+                             "producers, read-process-write)."),
     abort_p: float = typer.Option(0.0, help="Share of transactions aborted on purpose."),
     isolation_level: str = typer.Option("read_committed",
                                         help="Consumers' isolation.level: read_committed or "
                                         "read_uncommitted."),
     auto_commit: bool = typer.Option(False, "--auto-commit/--no-auto-commit",
-                                     help="enable.auto.commit (else a manual commit after polls "
-                                     "with --sub-via subscribe)."),
-    auto_offset_reset: str = typer.Option("earliest", help="auto.offset.reset: earliest or latest."),
+                                     metavar="", help="enable.auto.commit (else a manual "
+                                     "commit after polls with --sub-via subscribe)."),
+    auto_offset_reset: str = typer.Option("earliest",
+                                          help="auto.offset.reset: earliest or latest."),
     crash_clients: bool = typer.Option(False, "--crash-clients/--no-crash-clients",
+                                       metavar="",
                                        help="Drop a client without closing it now and then."),
     crash_client_interval: float = typer.Option(10.0, help="Seconds between client crashes."),
     acks: str = typer.Option("all", help="Producer acks: 0, 1 or all."),
     idempotence: bool = typer.Option(False, "--idempotence/--no-idempotence",
-                                     help="enable.idempotence (KIP-98)."),
+                                     metavar="", help="enable.idempotence (KIP-98)."),
     retries: int = typer.Option(2147483647, help="Producer retries."),
     max_in_flight: int = typer.Option(5, help="max.in.flight.requests.per.connection."),
     linger_ms: int = typer.Option(5, help="linger.ms."),
@@ -107,7 +110,7 @@ def run_cmd(
     min_insync_replicas: int = typer.Option(2, help="min.insync.replicas."),
     unclean_leader_election: bool = typer.Option(
         False, "--unclean-leader-election/--no-unclean-leader-election",
-        help="unclean.leader.election.enable."),
+        metavar="", help="unclean.leader.election.enable."),
     replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
     nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
                                 "roll, partition, leader, unclean, clock (local, ssh), "
@@ -131,14 +134,15 @@ def run_cmd(
     seed: int = typer.Option(0, help="Seed of every random choice."),
     spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
     fail_on: str = FAIL_ON,
-    live: bool = typer.Option(False, "--live/--no-live", help="Check the history while the "
-                              "run goes and show the anomalies found so far (live.jsonl); the "
-                              "verdict is still the full analysis at the end."),
+    live: bool = typer.Option(False, "--live/--no-live", metavar="",
+                              help="Check the history while the run goes and show the anomalies "
+                              "found so far (live.jsonl); the verdict is still the full "
+                              "analysis at the end."),
     live_interval: float = typer.Option(10.0, help="Seconds between live checks."),
     stop_on_violation: bool = typer.Option(
         False, "--stop-on-violation/--no-stop-on-violation",
-        help="End the workload at the first anomaly a live check counts under --fail-on, then "
-        "heal, read every partition and analyse (implies --live)."),
+        metavar="", help="End the workload at the first anomaly a live check counts under "
+        "--fail-on, then heal, read every partition and analyse (implies --live)."),
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
     publish: Optional[str] = typer.Option(None, help="After the verdict, copy the run "
                                           "directory (history and its columnar copy) into "

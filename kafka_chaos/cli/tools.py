@@ -35,7 +35,8 @@ def report_cmd(
 
 
 @app.command("fetch-kafka")
-def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one).")) -> None:
+def fetch_kafka(versions: list[str] = typer.Argument(
+        None, help="Versions (default: the pinned one).")) -> None:
     """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
     try:
         dist.check_java()
@@ -50,8 +51,9 @@ def fetch_kafka(versions: list[str] = typer.Argument(None, help="Versions (defau
 def spark_archive(
     master: str = typer.Option("local[2]", help="Spark master of the check that loads the "
                                "classes."),
-    if_missing: bool = typer.Option(False, "--if-missing", help="Keep the archive for this "
-                                    "Java and pyspark if there is one."),
+    if_missing: bool = typer.Option(False, "--if-missing", metavar="",
+                                    help="Keep the archive for this Java and pyspark if there "
+                                    "is one."),
 ) -> None:
     """Build the class data sharing archive of the analysis's driver JVM, so that its sessions
     start in half the time (done by setup.sh; again after upgrading Java or pyspark)."""

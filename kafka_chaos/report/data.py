@@ -94,7 +94,8 @@ class OffsetView:
 @dataclasses.dataclass
 class ReportData:
     """Everything ``extract`` kept. ``lanes``: per timeline row, the process ids that ran in
-    it; ``isr_full``: ``(time_s, every partition led and with its whole ISR)`` at each
+    it; ``final_lane``: the row of the final reads (after the workers'; None without any);
+    ``isr_full``: ``(time_s, every partition led and with its whole ISR)`` at each
     change; ``workload_s``: ``(first client invoke, last completion before the final reads)``;
     ``end_s``: the history's last time; ``lines``: op lines read."""
 
@@ -111,6 +112,7 @@ class ReportData:
     end_s: float
     lines: int
     monitor_samples: int = 0
+    final_lane: int | None = None
 
     @property
     def nodes(self) -> dict[str, str]:
@@ -155,7 +157,8 @@ def extract(history: Path, results: dict[str, Any] | None = None) -> ReportData:
 
     Client ops get a timeline row (lane) when their process first invokes: the lowest row
     freed by a retired process (one whose op ended ``info`` or who crashed), else a new one;
-    so a row is one worker, as Jepsen's timeline has one row per thread.
+    so a row is one worker, as Jepsen's timeline has one row per thread. The final reads,
+    which no worker runs, share one row of their own after the workers'.
 
     Raises ``HistoryError`` naming the line for a malformed line or pairing.
     """
@@ -173,6 +176,7 @@ class _Extractor:
         self.lane_of: dict[int, int] = {}
         self.free: list[int] = []
         self.lanes: list[list[int]] = []
+        self.final_lane: int | None = None
         self.nemesis: list[NemesisOp] = []
         self.monitor = Monitor()
         self.first_s: float | None = None
@@ -204,12 +208,14 @@ class _Extractor:
                 self.ops.add(inv.time / _NS, float("nan"), self.lane_of[inv.process], INFO,
                              inv.f, 0, 0, inv.index)
         first = self.first_s if self.first_s is not None else 0.0
+        self._drop_empty_lanes()
         return ReportData(
             header=header, ops=self.ops, nemesis=self.nemesis,
             windows=fault_windows(self.nemesis, self.end_s), events=self.monitor.events,
             events_dropped=self.monitor.dropped, isr_full=self.monitor.isr_full,
             lanes=self.lanes, views=self.views, workload_s=(first, max(first, self.last_s)),
-            end_s=self.end_s, lines=lines, monitor_samples=self.monitor.samples)
+            end_s=self.end_s, lines=lines, monitor_samples=self.monitor.samples,
+            final_lane=self.final_lane)
 
     def _op(self, op, inv, fmt1: bool) -> None:
         """Keep what the report needs of one op (``inv``: the invoke it completes, or None)."""
@@ -235,6 +241,34 @@ class _Extractor:
             self.lane_of[process] = lane
         return lane
 
+    def _to_final_lane(self, process: int) -> int:
+        """Move ``process`` (a final reader, known once its first read completed) from the
+        row its invoke took to the final reads' row."""
+        if self.final_lane is None:
+            self.final_lane = len(self.lanes)
+            self.lanes.append([])
+        lane = self.lane_of.get(process)
+        if lane != self.final_lane:
+            if lane is not None:
+                self.lanes[lane].remove(process)
+                heapq.heappush(self.free, lane)
+            self.lane_of[process] = self.final_lane
+            self.lanes[self.final_lane].append(process)
+        return self.final_lane
+
+    def _drop_empty_lanes(self) -> None:
+        """Rows left without a process (a final reader's invoke took one) go; ops and the
+        final row are renumbered."""
+        keep = [i for i, procs in enumerate(self.lanes) if procs]
+        if len(keep) == len(self.lanes):
+            return
+        new = {old: n for n, old in enumerate(keep)}
+        self.ops.lane = array("i", (new[lane] for lane in self.ops.lane))
+        self.lanes = [self.lanes[i] for i in keep]
+        self.lane_of = {p: new[lane] for p, lane in self.lane_of.items() if lane in new}
+        if self.final_lane is not None:
+            self.final_lane = new.get(self.final_lane)
+
     def _client(self, inv, op, fmt1: bool) -> None:
         mops = _v1_mops(op.f, op.value) if fmt1 else op.value
         outcome = {"ok": OK, "fail": FAIL}.get(op.type.value, INFO)
@@ -256,15 +290,15 @@ class _Extractor:
                     final = final or bool(meta.get("final"))
                     if self.by_key:
                         self._read(mop[1], meta)
-        lane = self.lane_of[op.process]
+        lane = self._to_final_lane(op.process) if final else self.lane_of[op.process]
         start, end = inv.time / _NS, op.time / _NS
         f = FINAL_READ if final else op.f
         self.ops.add(start, end, lane, outcome, f, sends, acked, inv.index)
         if not final:
             self.first_s = start if self.first_s is None else min(self.first_s, start)
             self.last_s = max(self.last_s, end)
-        if outcome == INFO or op.f == "crash":  # the process is retired: its row is free
-            heapq.heappush(self.free, lane)
+        if (outcome == INFO or op.f == "crash") and lane != self.final_lane:
+            heapq.heappush(self.free, lane)  # the process is retired: its row is free
 
     def _acked(self, key: Any, offset: int, value: Any, index: int) -> None:
         for view in self.by_key.get(key, ()):

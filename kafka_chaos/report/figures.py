@@ -102,7 +102,9 @@ def timeline(data: ReportData, bins: int = TIMELINE_BINS,
     _monitor_row(fig, data)
     _evidence_row(fig, evidence, span)
     shapes = _shade(fig, data.windows, span, opacity=0.18, legend=False)
-    labels = ["monitor", "nemesis"] + [_lane_label(i, procs) for i, procs in enumerate(data.lanes)]
+    labels = ["monitor", "nemesis"] + [
+        "final reads" if i == data.final_lane else _lane_label(i, procs)
+        for i, procs in enumerate(data.lanes)]
     fig.update_layout(**_LAYOUT, title="Timeline: ops per worker (a retired process's "
                       "successor keeps its row)", height=min(1200, 220 + 22 * (lanes + 2)),
                       xaxis=dict(title="time since start (s)", range=[0, span]),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import plotly.io
 from plotly.offline import get_plotlyjs
 
@@ -109,7 +110,19 @@ def write(run_dir: Path, results: dict[str, Any] | None = None,
 def _template() -> jinja2.Template:
     env = jinja2.Environment(loader=jinja2.PackageLoader("kafka_chaos", "templates"),
                              autoescape=True, trim_blocks=True, lstrip_blocks=True)
+    env.filters["code"] = code_spans
     return env.get_template("report.html.j2")
+
+
+def code_spans(text: Any) -> markupsafe.Markup:
+    """``text`` escaped for HTML, its Markdown-style code spans (`` `x` ``, as the promises
+    table's sources write Kafka's property names) set as ``<code>``, never as backticks."""
+    parts = str(text).split("`")
+    if len(parts) % 2 == 0:  # an unpaired backtick: leave the text as it is
+        return markupsafe.escape(text)
+    return markupsafe.Markup("").join(
+        markupsafe.Markup("<code>{}</code>").format(p) if i % 2 else markupsafe.escape(p)
+        for i, p in enumerate(parts))
 
 
 def _json(path: Path) -> Any:

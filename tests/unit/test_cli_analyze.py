@@ -130,3 +130,8 @@ def test_a_typo_is_bad_input_not_an_unknown_verdict(tmp_path) -> None:
         assert res.exit_code == 254, (args, res.output)
     res = CliRunner().invoke(app, ["--version"])
     assert res.exit_code == 0 and res.output.startswith("kafka-chaos ")
+    # a flag takes no value: the help must not show one (``--json true`` used to look right)
+    for command in (["run"], ["history"], ["cluster", "up"], ["spark-archive"]):
+        text = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
+        flags = [line for line in text.splitlines() if "<bool>" in line and "--help" not in line]
+        assert flags == [], (command, flags)

@@ -71,6 +71,21 @@ def test_the_report_renders_every_plot_without_errors(browser, tmp_path) -> None
     for name in results["violations"]:
         assert f"{name} ({results['anomalies'][name]['count']})" in banner
     assert f"exit code 1 under --fail-on {results['fail_on']}" in banner
+    # availability as time beside the share of sends: the seconds and share with no ack
+    avail = browser.find_element(By.XPATH, "//th[starts-with(., 'windows without an ack')]"
+                                 "/following-sibling::td").text
+    assert " s in all" in avail and "% of the workload's" in avail, avail
+    assert "without an acknowledgement" in avail
+    # what a person reads carries no Python repr and no Markdown backtick (the scripts and
+    # the raw ops' JSON cells aside)
+    text = browser.find_element(By.TAG_NAME, "body").text
+    assert "{'" not in text and "`" not in text, [
+        line for line in text.splitlines() if "{'" in line or "`" in line][:3]
+    # the final reads have a row of their own, after the workers'
+    ticks = browser.execute_script(
+        "return document.querySelector(\"div[id^='fig-timeline']\").layout.yaxis.ticktext")
+    assert ticks[-1] == "final reads" and ticks[:2] == ["monitor", "nemesis"], ticks
+    assert all(t.startswith("w") for t in ticks[2:-1]), ticks
 
     height = browser.execute_script("return document.body.scrollHeight")
     browser.set_window_size(1400, min(height + 40, 16000))
