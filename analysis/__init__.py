@@ -25,6 +25,7 @@ from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session
 from kafka_chaos.analysis.stats import count_ops
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.history import HistoryError, columnar
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
@@ -34,7 +35,7 @@ __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "H
 _MAX_REASON = 300
 
 
-class AnalysisError(RuntimeError):
+class AnalysisError(KafkaChaosError, RuntimeError):
     """Spark failed outside a checker: it could not start, or could not load or count the ops.
 
     Not raised for bad input (that is ``HistoryError``), nor when a single checker fails (that

@@ -33,6 +33,7 @@ from pathlib import Path
 
 import pyspark
 
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.history.columnar import cache_root
 
 #: ``KAFKA_CHAOS_CDS=off`` starts every driver JVM without the archive (and ``build`` refuses).
@@ -49,7 +50,7 @@ MAP_OPTION = "-XX:SharedArchiveFile="
 _QUIET = "-Xlog:cds*=off"
 
 
-class CdsError(RuntimeError):
+class CdsError(KafkaChaosError, RuntimeError):
     """``build`` could not make the archive (the message holds the end of its child's output),
     or archives are turned off (``ENV``)."""
 

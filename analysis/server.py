@@ -26,6 +26,7 @@ from pathlib import Path
 
 from kafka_chaos.analysis.spark import (CONF_DIR, CONNECT_PORT, JVM_ENV, driver_settings,
                                         heap_settings, local_threads)
+from kafka_chaos.errors import BadInput, KafkaChaosError
 
 #: Spark's class of the Connect server (matched by name in ``SparkSubmit``).
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -38,12 +39,12 @@ DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "
     / "spark-server"
 
 
-class ServerError(RuntimeError):
+class ServerError(KafkaChaosError, RuntimeError):
     """The server could not start (the message holds its log's tail), a server already runs
     for the folder, or the port is taken (``ServerBusy``)."""
 
 
-class ServerBusy(ServerError):
+class ServerBusy(ServerError, BadInput):
     """A server already runs for the folder, or the port is taken: nothing was started, and
     another folder or port would do."""
 

@@ -1,24 +1,27 @@
-"""The exception tree of ``clusters/`` (drawn once, as httpx does).
+"""The exception tree of ``clusters/`` (drawn once, as httpx does), a branch of the project's
+(``kafka_chaos.errors``; the two marked * are bad input there too, exit 254).
 
     ClusterError                 any failure to provide or control a cluster
-    ├── DistributionError        a Kafka version cannot be resolved / Java missing or too old
-    ├── EnvironmentUnsupported   not root, no network namespaces, no iptables
+    ├── DistributionError *      a Kafka version cannot be resolved / Java missing or too old
+    ├── EnvironmentUnsupported * not root, no network namespaces, no iptables
     ├── NotReady                 the cluster did not become ready in time (message has log tails)
     └── CommandFailed            a command on a node exited non-zero (has .result)
 """
 
 from __future__ import annotations
 
+from kafka_chaos.errors import BadInput, KafkaChaosError
 
-class ClusterError(RuntimeError):
+
+class ClusterError(KafkaChaosError, RuntimeError):
     """Root of every error raised by ``clusters/``."""
 
 
-class DistributionError(ClusterError):
+class DistributionError(ClusterError, BadInput):
     """The Kafka distribution (jars or ``--kafka-home``) or Java is unusable."""
 
 
-class EnvironmentUnsupported(ClusterError):
+class EnvironmentUnsupported(ClusterError, BadInput):
     """This machine cannot run the backend (privileges, kernel features, tools)."""
 
 

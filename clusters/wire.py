@@ -29,8 +29,10 @@ import socket
 import struct
 from typing import Any
 
+from kafka_chaos.errors import KafkaChaosError
 
-class WireError(RuntimeError):
+
+class WireError(KafkaChaosError, RuntimeError):
     """The node did not answer the request, or the reply could not be read."""
 
 

@@ -13,10 +13,12 @@ from typing import TypeVar
 import pydantic
 import yaml
 
+from kafka_chaos.errors import BadInput
+
 M = TypeVar("M", bound=pydantic.BaseModel)
 
 
-class YamlFileError(ValueError):
+class YamlFileError(BadInput, ValueError):
     """A YAML file is unreadable, not YAML, or does not match its model; the message names
     the file, the line and the key path of the first problem."""
 

@@ -17,6 +17,7 @@ import shutil
 from pathlib import Path
 
 from kafka_chaos.analysis import remote
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.history import HistoryError, columnar
 
 #: The run's files copied beside the history when present (``runner.run``, ``verdict``).
@@ -24,7 +25,7 @@ RUN_FILES = ("config.json", "scenario.json", "command.txt", "run.json", "results
              "junit.xml", "report.html", "live.jsonl")
 
 
-class PublishError(RuntimeError):
+class PublishError(KafkaChaosError, RuntimeError):
     """The run directory cannot be published: no history, or the destination holds one of
     that name already (nothing is overwritten); or a URL holds no run directory to fetch."""
 

@@ -12,9 +12,10 @@ import random
 from typing import Any
 
 from kafka_chaos.clusters.base import Cluster
+from kafka_chaos.errors import KafkaChaosError
 
 
-class NemesisError(RuntimeError):
+class NemesisError(KafkaChaosError, RuntimeError):
     """The nemesis cannot do what it was asked (e.g. no such ability, unknown ``f``)."""
 
 

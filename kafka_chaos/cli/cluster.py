@@ -10,7 +10,8 @@ import typer
 from rich.console import Console
 
 from kafka_chaos import verdict
-from kafka_chaos.cli.common import ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, fail
+from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, exit_of,
+                                    fail)
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 
@@ -26,18 +27,15 @@ def cluster_image(
     the jars from Maven Central; cached by content hash) and print its tag for --image."""
     from kafka_chaos.clusters import backends, docker_image
 
-    try:  # what the user must fix first: 254
+    try:
         backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-    except ClusterError as exc:
-        fail(str(exc))
-    try:
         import docker
 
         tag = docker_image.ensure_image(docker.from_env(), kafka,
                                         log=Console(stderr=True).log)  # stdout: the tag only
     except ClusterError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
     console.print(tag)
 
 
@@ -54,13 +52,13 @@ def cluster_up(
     from kafka_chaos.clusters import admin, backends
 
     cluster = None
-    try:  # what the user must fix first: 254
+    try:
         chosen = backends.get(backend)
         options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
         chosen.check_environment(options, brokers, controllers)
         kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
     except ClusterError as exc:
-        fail(str(exc))
+        fail(str(exc), exit_of(exc))
     old = sorted(dir.glob("*/data/meta.properties"))
     if old:  # formatting would refuse it: another cluster id (and it is someone's data)
         fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
@@ -72,7 +70,7 @@ def cluster_up(
     except ClusterError as exc:
         if cluster is not None:
             cluster.teardown()  # only what this call created
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
     console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
 
 
@@ -84,7 +82,7 @@ def cluster_status(backend: str = BACKEND) -> None:
     try:
         state = backends.get(backend).status(backends.BackendOptions())
     except ClusterError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
     if state is None:
         console.print(f"no {backend} cluster recorded")
         raise typer.Exit(0)
@@ -112,7 +110,7 @@ def cluster_down(
             backends.BackendOptions(inventory=inventory,
                                     accept_unknown_host_keys=accept_unknown_host_keys))
     except ClusterError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
     for item in removed:
         console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
     if not removed:

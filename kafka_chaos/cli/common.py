@@ -10,8 +10,15 @@ import typer
 from rich.console import Console
 
 from kafka_chaos import verdict
+from kafka_chaos.errors import KafkaChaosError
 
 console = Console()
+
+
+def exit_of(exc: BaseException) -> int:
+    """The exit code of an error: its own (``kafka_chaos.errors``: 254 bad input, 255 a
+    failure), else 254 (a ``ValueError`` of an option or file)."""
+    return exc.exit_code if isinstance(exc, KafkaChaosError) else verdict.EXIT_BAD_INPUT
 
 
 def fail(message: str, code: int = verdict.EXIT_BAD_INPUT) -> NoReturn:

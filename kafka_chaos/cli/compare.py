@@ -14,7 +14,7 @@ import typer
 from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import console, fail, sigterm_as_interrupt
+from kafka_chaos.cli.common import console, exit_of, fail, sigterm_as_interrupt
 from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
@@ -107,7 +107,7 @@ def _check(configs: list[RunConfig]) -> None:
             try:
                 check_inputs(cfg)
             except (ValueError, ClusterError) as exc:
-                fail(str(exc))
+                fail(str(exc), exit_of(exc))
 
 
 def _announce(comparison: compare.Comparison) -> None:

@@ -18,7 +18,7 @@ from kafka_chaos import options as run_options
 from kafka_chaos import plan as plan_file
 from kafka_chaos.cli.app import app
 from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
-                                    fail, sigterm_as_interrupt)
+                                    exit_of, fail, sigterm_as_interrupt)
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import SCENARIOS
 from kafka_chaos.check import write_no_verdict
@@ -169,7 +169,7 @@ def run_cmd(
     try:
         kafka = check_inputs(cfg)
     except (ValueError, ClusterError) as exc:
-        fail(str(exc))
+        fail(str(exc), exit_of(exc))
     sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
@@ -182,7 +182,7 @@ def run_cmd(
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     except ClusterError as exc:
         write_no_verdict(run_dir, f"the run failed: {exc}")
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
     except Exception as exc:  # a bug or an unforeseen client error: never "anomalies"
         write_no_verdict(run_dir, f"the run crashed: {type(exc).__name__}: {exc}")
         fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "

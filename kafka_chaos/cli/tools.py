@@ -10,7 +10,7 @@ import typer
 
 from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import console, fail
+from kafka_chaos.cli.common import console, exit_of, fail
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 
@@ -44,7 +44,7 @@ def fetch_kafka(versions: list[str] = typer.Argument(
             kafka = dist.resolve(version)
             console.print(f"Kafka {kafka.version}: {kafka.libs}")
     except ClusterError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+        fail(str(exc), exit_of(exc))
 
 
 @app.command("spark-archive")

@@ -27,14 +27,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kafka_chaos import __version__, options
-from kafka_chaos.compare import matrix
 from kafka_chaos import verdict
+from kafka_chaos.compare import matrix
 from kafka_chaos.config import RunConfig
+from kafka_chaos.errors import BadInput
 
 MANIFEST = "compare.json"
 
 
-class CompareError(ValueError):
+class CompareError(BadInput, ValueError):
     """A comparison that cannot start or resume; the message names the option, file or cell."""
 
 

@@ -21,13 +21,14 @@ import markupsafe
 import plotly.io
 from plotly.offline import get_plotlyjs
 
-from kafka_chaos.analysis.explain import explain_judged
-from kafka_chaos.history import HistoryError
 from kafka_chaos import __version__, options
+from kafka_chaos.analysis.explain import explain_judged
+from kafka_chaos.errors import BadInput
+from kafka_chaos.history import HistoryError
 from kafka_chaos.report import figures as report_figures
 from kafka_chaos.report import stats as report_stats
-from kafka_chaos.verdict import banner, exit_code
 from kafka_chaos.report.data import ReportData, example_windows, extract
+from kafka_chaos.verdict import banner, exit_code
 
 #: The configuration shown up front (the rest is in the full listing).
 KEY_SETTINGS = ("acks", "idempotence", "txn", "max_in_flight", "retries", "min_insync_replicas",
@@ -37,7 +38,7 @@ KEY_SETTINGS = ("acks", "idempotence", "txn", "max_in_flight", "retries", "min_i
                 "scenario", "seed")
 
 
-class ReportError(ValueError):
+class ReportError(BadInput, ValueError):
     """A run directory the report cannot be built from; the message names the file."""
 
 

@@ -111,3 +111,31 @@ def test_every_run_setting_has_one_flag_whose_default_is_the_configurations() ->
     fields = RunConfig(**fields_of(given)).model_dump()
     defaults = RunConfig().model_dump()
     assert {f: fields[f] for f in flags.values()} == {f: defaults[f] for f in flags.values()}
+
+
+def test_every_error_of_the_project_is_in_one_tree() -> None:
+    """Each exception class a module of the project defines descends from
+    ``kafka_chaos.errors.KafkaChaosError`` (private control-flow ones, ``_Name``, aside), so
+    a caller catches one root and exits with the error's own code: 254 for bad input, 255
+    for a failure (``verdict``)."""
+    import importlib
+
+    from kafka_chaos.errors import BadInput, KafkaChaosError
+
+    found = {}
+    for module, path in _modules().items():
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and any(
+                    isinstance(b, ast.Name) and b.id.endswith(("Error", "Exception"))
+                    or isinstance(b, ast.Name) and b.id in ("BadInput", "KafkaChaosError")
+                    for b in node.bases):
+                found[f"{module}.{node.name}"] = getattr(importlib.import_module(module),
+                                                         node.name)
+    assert len(found) >= 15, sorted(found)
+    outside = sorted(name for name, cls in found.items() if not issubclass(cls, KafkaChaosError))
+    assert outside == []
+    bad_input = {name.rpartition(".")[2] for name, cls in found.items()
+                 if issubclass(cls, BadInput)}
+    assert bad_input >= {"HistoryError", "YamlFileError", "CompareError", "ReportError",
+                         "DistributionError", "EnvironmentUnsupported", "ServerBusy"}
+    assert {c.exit_code for c in found.values()} == {254, 255}
