@@ -20,13 +20,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from kafka_chaos.analysis.spark import (CONF_DIR, CONNECT_PORT, JVM_ENV, driver_settings,
                                         heap_settings, local_threads)
 from kafka_chaos.errors import BadInput, KafkaChaosError
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 #: Spark's class of the Connect server (matched by name in ``SparkSubmit``).
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -141,15 +141,16 @@ def start(folder: Path = DEFAULT_DIR, port: int = CONNECT_PORT, host: str = "127
                                 stdin=subprocess.DEVNULL, env=env, start_new_session=True)
     server = Server(proc.pid, f"sc://{host}:{port}", str(log), master)
     _state(folder).write_text(json.dumps(asdict(server)))
-    deadline = time.monotonic() + timeout_s
     try:
-        while not _answers(host, port):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                why = (f"exited with {proc.returncode}" if proc.returncode is not None
-                       else f"did not listen on {host}:{port} within {timeout_s:g} s")
-                raise ServerError(f"the Spark Connect server {why}; end of {log}:\n"
-                                  + _tail(log))
-            time.sleep(0.25)
+        try:  # until it listens, or it exited
+            wait_until(lambda: _answers(host, port) or proc.poll() is not None, timeout_s,
+                       0.25, f"the Spark Connect server on {host}:{port}")
+        except WaitTimeout:
+            pass
+        if not _answers(host, port):
+            why = (f"exited with {proc.returncode}" if proc.poll() is not None
+                   else f"did not listen on {host}:{port} within {timeout_s:g} s")
+            raise ServerError(f"the Spark Connect server {why}; end of {log}:\n" + _tail(log))
     except BaseException:  # also Ctrl-C while it launches: nothing left running
         stop(folder)
         raise
@@ -167,9 +168,11 @@ def stop(folder: Path = DEFAULT_DIR, timeout_s: float = STOP_TIMEOUT_S) -> Serve
             os.killpg(server.pid, sig)
         except ProcessLookupError:
             break
-        deadline = time.monotonic() + wait_s
-        while _alive(server.pid) and time.monotonic() < deadline:
-            time.sleep(0.1)
+        try:
+            wait_until(lambda: not _alive(server.pid), wait_s, 0.1,
+                       f"the server (pid {server.pid}) to exit")
+        except WaitTimeout:
+            pass
         if not _alive(server.pid):
             break
     _state(folder).unlink(missing_ok=True)

@@ -14,11 +14,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from kafka_chaos.clusters.errors import ClusterError, EnvironmentUnsupported
 from kafka_chaos.clusters.lossyfs import CONTROL
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 
 def check_environment() -> None:
@@ -44,13 +44,16 @@ def mount(backing: Path, mountpoint: Path, log: Path, timeout_s: float = 10.0) -
         proc = subprocess.Popen([sys.executable, "-m", "kafka_chaos.clusters.lossyfs", str(backing),
                                  str(mountpoint)], stdout=out, stderr=subprocess.STDOUT,
                                 start_new_session=True)
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if os.path.ismount(mountpoint) and (mountpoint / CONTROL).exists():
-            return proc.pid
-        if proc.poll() is not None:
-            break
-        time.sleep(0.05)
+    def mounted() -> bool:
+        return os.path.ismount(mountpoint) and (mountpoint / CONTROL).exists()
+
+    try:  # until it answers, or its daemon exited
+        wait_until(lambda: mounted() or proc.poll() is not None, timeout_s, 0.05,
+                   f"the lossy filesystem at {mountpoint}")
+    except WaitTimeout:
+        pass
+    if mounted():
+        return proc.pid
     proc.kill()
     raise ClusterError(f"the lossy filesystem did not mount at {mountpoint}: "
                        f"{log.read_text(errors='replace')[-1000:]}")
@@ -90,11 +93,13 @@ def unmount(mountpoint: Path, timeout_s: float = 10.0) -> bool:
                                   capture_output=True).returncode:
         subprocess.run(["fusermount3", "-uz", str(mountpoint)], capture_output=True)
     pids = daemons(mountpoint)
-    deadline = time.monotonic() + timeout_s
-    while pids and time.monotonic() < deadline:
-        time.sleep(0.05)
-        pids = daemons(mountpoint)
-    for pid in pids:  # a daemon that does not exit once unmounted
+    if pids:
+        try:
+            wait_until(lambda: not daemons(mountpoint), timeout_s, 0.05,
+                       f"the daemons of {mountpoint} to exit")
+        except WaitTimeout:
+            pass
+    for pid in daemons(mountpoint):  # a daemon that does not exit once unmounted
         try:
             os.kill(pid, signal.SIGKILL)
         except ProcessLookupError:

@@ -6,12 +6,12 @@ replica set stays the same, so the fault is the leader change alone, as an opera
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import partition_of
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 #: How long a move waits for the metadata to show the new leader, seconds.
 MOVE_TIMEOUT_S = 20.0
@@ -74,16 +74,19 @@ class LeaderNemesis(Nemesis):
         else:
             raise NemesisError(f"no broker took the reassignment of {topic}-{p}: {errors}")
         client = admin.client(self.cluster.bootstrap_servers, 5.0)
-        deadline = time.monotonic() + MOVE_TIMEOUT_S
-        while True:
+        last: list = [None]
+
+        def elected() -> bool:
             admin.elect(client, topic, [p], "preferred", 5.0)
-            state = partition_of(self.cluster, topic, p)
-            if state is not None and state.leader == replicas[0]:
-                return state.leader
-            if time.monotonic() > deadline:
-                raise NemesisError(f"{topic}-{p}: leader {state and state.leader}, not "
-                                   f"{replicas[0]}, {MOVE_TIMEOUT_S:g} s after the move")
-            time.sleep(0.5)
+            last[0] = partition_of(self.cluster, topic, p)
+            return last[0] is not None and last[0].leader == replicas[0]
+
+        try:
+            wait_until(elected, MOVE_TIMEOUT_S, 0.5, f"{replicas[0]} to lead {topic}-{p}")
+        except WaitTimeout:
+            raise NemesisError(f"{topic}-{p}: leader {last[0] and last[0].leader}, not "
+                               f"{replicas[0]}, {MOVE_TIMEOUT_S:g} s after the move") from None
+        return last[0].leader
 
     def teardown(self) -> Any:
         return self.invoke("restore-leader", None) if self.original else None
