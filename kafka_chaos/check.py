@@ -2,8 +2,9 @@
 write ``results.json``, ``junit.xml`` and ``report.html`` (``run``, ``analyze`` and every cell
 of ``compare`` end here).
 
-Exit codes (``verdict.exit_code``): 0 valid, 1 anomalies counted under ``fail_on``, 2 unknown,
-bad input, a crash of the analysis, or an interrupt; never 0 when the analysis failed.
+Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``fail_on``, 2
+unknown or interrupted, 254 bad input (a malformed history), 255 a crash of the analysis or
+report files that could not be written; never 0 when the analysis failed.
 """
 
 from __future__ import annotations
@@ -52,8 +53,8 @@ def analyze_run(run_dir: Path | str, spark_master: str, fail_on: str,
     fetched into a temporary folder in ``out_dir``, which is then required.
 
     ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
-    ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input or a crash of the
-    analysis returns exit 2 with ``error`` set and leaves an earlier ``results.json`` as it
+    ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input (254) or a crash of
+    the analysis (255) returns with ``error`` set and leaves an earlier ``results.json`` as it
     was. ``KeyboardInterrupt`` during the analysis propagates (no verdict, nothing written);
     during the report files it makes exit 2 with the verdict kept in ``results.json``.
     """

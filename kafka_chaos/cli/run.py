@@ -214,7 +214,8 @@ def run_params(args: list[str], prog: str) -> tuple[dict[str, Any], set[str]]:
 
 
 def _publish(run_dir: Path, dest: str) -> Path | str:
-    """``publish.publish`` with its errors turned into one message and exit 2."""
+    """``publish.publish`` with its errors turned into one message and exit 254 (the
+    destination exists, a malformed history) or 255 (the copy failed)."""
     from kafka_chaos.analysis.remote import RemoteError, is_url
     from kafka_chaos.history import HistoryError
     from kafka_chaos.publish import PublishError, publish
@@ -280,5 +281,5 @@ def publish_cmd(
                                "(hdfs://..., s3a://...)."),
 ) -> None:
     """Copy a run directory (history, its columnar copy, the run's files) to DEST/<name> for
-    analysis on a Spark cluster; never overwrites (exit 2 naming the problem)."""
+    analysis on a Spark cluster; never overwrites (exit 254 naming the problem)."""
     _publish(run_dir, dest)

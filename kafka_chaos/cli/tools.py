@@ -21,7 +21,7 @@ def report_cmd(
                                    "results.json."),
 ) -> None:
     """Rebuild report.html of a run directory from its history.jsonl and results.json (no
-    analysis; exit 2 naming the file when one is missing or malformed)."""
+    analysis; exit 254 naming the file when one is missing or malformed)."""
     from kafka_chaos.history import HistoryError
     from kafka_chaos.report import html as html_report
 

@@ -174,7 +174,7 @@ Analyze = Callable[[Path, "dict | None"], Any]
 def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
                 announce: Callable[[str], None]) -> None:
     """Run every pending run of ``comparison`` in order, recording each in the manifest as it
-    ends. A run that fails (a cluster that does not start, a crash) is recorded with exit 2
+    ends. A run that fails (a cluster that does not start, a crash) is recorded with exit 255
     and its error, and the next one starts. ``KeyboardInterrupt`` propagates once the running
     cell is healed and torn down; the manifest's ``running`` then names the run it cut
     short."""

@@ -1,4 +1,6 @@
-"""Verdict rendering: terminal table, ``results.json`` and the exit code.
+"""Verdict rendering for the terminal, and ``results.json`` (the analysis merged with the
+run's own facts, ``judge_run``). The verdict's word, banner and exit code are
+``kafka_chaos.verdict``'s.
 
 Results are data first (the analysis dict); this module only renders them.
 """
@@ -13,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafka_chaos.analysis.explain import explain, explain_evidence
+
 
 def run_facts(run_dir: Path) -> dict:
     """The run facts of an earlier verdict in ``run_dir`` (its ``results.json`` ``run``
