@@ -1,5 +1,5 @@
-"""``kafka-chaos compare`` (a configuration matrix, ``kafka_chaos.compare.core``) and ``kafka-chaos
-history`` (verdict trends across stored runs, ``kafka_chaos.compare.trends``).
+"""``kafka-chaos compare`` (a configuration matrix, ``kafka_chaos.compare.core``) and
+``kafka-chaos history`` (verdict trends across stored runs, ``kafka_chaos.compare.trends``).
 
 ``compare`` takes the ``run`` command's options as every cell's base configuration.
 """
@@ -19,8 +19,7 @@ from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.compare import core as compare
-from kafka_chaos.compare import matrix
-from kafka_chaos.compare import outputs
+from kafka_chaos.compare import matrix, outputs
 from kafka_chaos.config import RunConfig
 from kafka_chaos.orchestrate import check_inputs, execute
 
@@ -28,10 +27,10 @@ COMPARE_HELP = (
     "Any run option (--nemesis, --time-limit, --plan, --seed, --fail-on, ...) sets every "
     "cell's base configuration; --matrix settings override it per cell.\n\n"
     "Writes into OUT/compare-<stamp>/: compare.json (the manifest), a run directory per cell "
-    "and seed, compare.csv, runs.csv, compare.html and junit.xml.\n\n"
-    "Exit codes: 0 every run valid; 1 a run counted anomalies under --fail-on; 2 a run "
-    "unknown, an error, or interrupted (finished runs are kept: --resume DIR finishes the "
-    "rest).")
+    "and seed, compare.csv, runs.csv, summary.md, compare.html and junit.xml.\n\n"
+    "Exit codes: 0 every run valid; 1 a run counted anomalies under --fail-on; 255 the tool "
+    "failed in a run; 2 a run unknown, or interrupted (finished runs are kept: --resume DIR "
+    "finishes the rest); 254 bad input.")
 
 
 @app.command("compare", epilog=COMPARE_HELP,

@@ -2,7 +2,8 @@
 verdict, and the verdict of a stored history.
 
 Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``--fail-on``, 2
-unknown, error (bad input included) or interrupted; never 0 when the analysis failed.
+unknown or interrupted, 254 bad input, 255 the tool failed while it ran; never 0 when the
+analysis failed.
 """
 
 from __future__ import annotations
@@ -16,14 +17,14 @@ import typer
 
 from kafka_chaos import options as run_options
 from kafka_chaos import plan as plan_file
+from kafka_chaos import verdict
+from kafka_chaos.check import write_no_verdict
 from kafka_chaos.cli.app import app
 from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
                                     exit_of, fail, sigterm_as_interrupt)
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import SCENARIOS
-from kafka_chaos.check import write_no_verdict
 from kafka_chaos.orchestrate import check_inputs, execute
-from kafka_chaos import verdict
 
 
 def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
@@ -42,7 +43,8 @@ def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
     except KeyboardInterrupt:
         if fresh:
             write_no_verdict(Path(run_dir), "interrupted during the analysis", facts)
-        console.print("[yellow]interrupted[/]: no verdict (unknown); results.json left as it was")
+        console.print("[yellow]interrupted[/]: no verdict (unknown)"
+                      + ("" if fresh else "; results.json left as it was"))
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     if decided.error is not None:
         if fresh:
