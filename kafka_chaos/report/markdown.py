@@ -3,7 +3,8 @@
 trends of ``kafka-chaos history --format markdown`` and a comparison's ``summary.md``.
 
 Renderers only, from the data the other renderers read (``results.json``, ``trends.Trend``,
-``compare.report.CellRow``); no cell is cut short and nothing is drawn with box characters.
+``compare.report.CellRow``); cells are not cut to a terminal's width (an example's
+explanation to 200 characters) and nothing is drawn with box characters.
 """
 
 from __future__ import annotations
@@ -28,9 +29,9 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
 
 
 def run_summary(results: dict[str, Any], title: str = "kafka-chaos") -> str:
-    """A run's verdict: its word and headline, a table of the anomalies found (count, how
-    they were judged, rule, first example), the faults that never ran, the reasons it is
-    unknown, and the run's figures."""
+    """A run's verdict: its word and headline (the faults that never ran included), a table
+    of the anomalies found (count, how they were judged, rule, first example), the reasons
+    it is unknown, and the run's figures."""
     shown = banner(results)
     out = [f"## {title}: {word(results)}\n", f"{shown['headline']}\n"]
     found = [(n, a) for n, a in (results.get("anomalies") or {}).items() if a.get("count")]
