@@ -29,8 +29,9 @@ Event kinds (``Event.kind``), per topic-partition:
   leader of the partition. ``facts``: ``result`` ("OK").
 - ``power-loss``: a ``lose-unfsynced`` op truncated that partition's log on some nodes.
   ``facts``: ``nodes`` (ids that lost bytes of it), ``bytes`` per node name, ``needed`` (the
-  ISR and ELR of the last sample before the op, or the last known leader when both were
-  empty: the replicas that had every acknowledged record; None when no sample in the
+  ISR and ELR of the last sample before the op, the ISR as the op itself read it just before
+  the loss where it found one node alone, or the last known leader when both were empty:
+  the replicas that had every acknowledged record; None when no sample in the
   ``MAX_BLIND_NS`` before it shows the partition).
 """
 
@@ -320,19 +321,29 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
                 lost.setdefault((topic, int(partition)), {})[name] = \
                     lost.get((topic, int(partition)), {}).get(name, 0) + int(n)
     for tp, by_name in lost.items():
+        # the op's own read of the metadata just before the loss, later than any sample
+        sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
+                f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
         rec.events.setdefault(tp, []).append(Event(
             POWER_LOSS, tp, r["op"], r["index"], r["invoke_time"], r["time"],
             {"nodes": sorted(ids[n] for n in by_name if n in ids), "bytes": by_name,
-             "needed": _in_sync_before(states.get(tp, []), r)}))
+             "needed": _in_sync_before(states.get(tp, []), r, sole)}))
 
 
-def _in_sync_before(seen: list[tuple[dict, dict]], r: dict) -> list[int] | None:
+def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,
+                    sole: list[int] | None = None) -> list[int] | None:
     """The ISR and ELR in the last of ``seen`` (a partition's samples) that completed before
     the power-loss op ``r`` completed, if it is at most ``MAX_BLIND_NS`` older than that;
     else None. Before the completion, not the invoke: the loss is the op's last act, and a
     target such as ``lone-leader`` first shrinks the ISR. A sample taken after the loss
     cannot narrow the set: a fenced broker leaves the ISR unless it is its last member, and
-    then it was the last one in sync when it lost power."""
+    then it was the last one in sync when it lost power.
+
+    ``sole``: the nodes the op itself found to be the partition's whole ISR in the metadata
+    it read just before cutting power (``sole_in_sync_replica_of``). That read is later than
+    any sample, and a leader cut from its followers shrinks each partition's ISR on its own
+    clock, so a sample taken half a second before can still list them: the op's ISR then
+    stands for the sample's (its ELR still counts, KIP-966)."""
     best = None
     for s, p in seen:
         if s["index"] < r["index"]:
@@ -340,7 +351,8 @@ def _in_sync_before(seen: list[tuple[dict, dict]], r: dict) -> list[int] | None:
     if best is None or r["time"] - best[0]["time"] > MAX_BLIND_NS:
         return None
     p = best[1]
-    needed = set(p.get("isr") or []) | set(p.get("elr") or [])
+    isr = sole if sole else (p.get("isr") or [])
+    needed = set(isr) | set(p.get("elr") or [])
     # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
     # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
     return sorted(needed or set(p.get("last_known_elr") or []))
