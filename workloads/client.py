@@ -312,7 +312,7 @@ class Client:
             self.uncommitted.clear()
             return "ok", out, None
         except KafkaException as exc:
-            return self._txn_failed(exc.args[0], committing, out)
+            return self._txn_failed(exc.args[0], committing, out, value)
 
     def _produce_slots(self, out: list, slots: list[int]) -> None:
         """Produce and flush the sends at ``slots`` of ``out`` (then emptied), each replaced
@@ -329,7 +329,12 @@ class Client:
         if failed is not None:  # a lost delivery: this transaction must abort
             raise KafkaException(failed)
 
-    def _txn_failed(self, err: KafkaError, committing: bool, out: list) -> Completion:
+    def _txn_failed(self, err: KafkaError, committing: bool, out: list,
+                    invoked: list) -> Completion:
+        """The completion of a transaction that raised ``err``: ``out`` (what it did, its
+        abort's ``seek`` included), then the invoked sends it never reached, all with outcome
+        none (``_partial``; a delivery that failed before a poll leaves the sends after it
+        unreached, which a reader refuses to find missing)."""
         # sends not produced yet: outcome none, as the format has it for an op cut short
         out[:] = [["send", m[1], [None, m[2]]] if m[0] == "send" and not isinstance(m[2], list)
                   else m for m in out]
@@ -338,14 +343,14 @@ class Client:
             try:
                 self.producer.abort_transaction(self.s.txn_timeout_ms / 1000)
                 self._rewind()
-                return "fail", out, err.name()
+                return "fail", _partial(invoked, out), err.name()
             except KafkaException as exc:
                 err = exc.args[0]
         # fatal, or an abort that failed: the producer is unusable; if the commit was never
         # sent the transaction cannot have committed (the coordinator aborts it on timeout or
         # when the next process fences this one)
         self.dead = True
-        return ("info" if committing else "fail"), out, err.name()
+        return ("info" if committing else "fail"), _partial(invoked, out), err.name()
 
     def _positions(self) -> list[TopicPartition]:
         if self.consumer is None:

@@ -1,0 +1,42 @@
+"""The completions a client writes when a transaction fails midway: the format's rule that an
+op cut short lists what it did, then every invoked send it never reached, holds (a CI run
+wrote a ``txn`` ``fail`` listing 2 of its 3 sends: the delivery of the first two timed out
+before the poll, and the send after it was never reached; the history was then refused)."""
+
+from __future__ import annotations
+
+import random
+import time
+
+from confluent_kafka import KafkaError
+
+from kafka_chaos.history import HistoryWriter
+from kafka_chaos.history.validate import validate
+from kafka_chaos.workloads.client import Client
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.settings import WorkloadSettings
+
+
+class _Producer:
+    """What ``_txn_failed`` calls on the producer: an abort that succeeds."""
+
+    def abort_transaction(self, timeout_s: float) -> None:
+        pass
+
+
+def test_a_transaction_cut_short_lists_every_send_it_never_reached(tmp_path) -> None:
+    settings = WorkloadSettings(txn=True)
+    client = Client(0, 0, "127.0.0.1:1", settings, KeySpace("t", keys=6), random.Random(1),
+                    clock=time.monotonic_ns)  # no broker: nothing is sent
+    client.producer = _Producer()
+    invoked = [["send", 5, 91], ["send", 5, 92], ["poll"], ["send", 4, 93]]
+    reached = [["send", 5, 91], ["send", 5, 92]]  # produced, then their delivery timed out
+    typ, value, error = client._txn_failed(KafkaError(KafkaError._MSG_TIMED_OUT), False,
+                                           reached, invoked)
+    assert typ == "fail" and error == "_MSG_TIMED_OUT"
+    assert value == [["send", 5, [None, 91]], ["send", 5, [None, 92]], ["send", 4, [None, 93]]]
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path, header={"config": {}}) as w:
+        w.append(0, "invoke", "txn", invoked)
+        w.append(0, typ, "txn", value, error)
+    assert validate(path).ops == 2
