@@ -179,13 +179,13 @@ def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
 
 
 def write_no_verdict(run_dir: Path, reason: str, facts: dict | None = None) -> None:
-    """``results.json`` and ``junit.xml`` of a run that reached no verdict (its cluster did not
-    come up, it crashed, it was interrupted, its analysis failed): ``valid`` and ``verdict``
-    unknown, ``reason`` the one unknown reason, so a CI job still finds its test case (an
-    ``<error>``) and a script its verdict. Never overwrites a ``results.json``: one there
+    """``results.json``, ``junit.xml`` and ``summary.md`` of a run that reached no verdict
+    (its cluster did not come up, it crashed, it was interrupted, its analysis failed):
+    ``valid`` and ``verdict`` unknown, ``reason`` the one unknown reason, so a CI job still
+    finds its test case (an ``<error>``), its job summary and a script its verdict. Never overwrites a ``results.json``: one there
     holds a verdict. Best effort: the caller is already failing, and a file that cannot be
     written must not hide why."""
-    from kafka_chaos.report import junit
+    from kafka_chaos.report import junit, markdown
 
     run_dir = Path(run_dir)
     if (run_dir / "results.json").exists():
@@ -196,5 +196,6 @@ def write_no_verdict(run_dir: Path, reason: str, facts: dict | None = None) -> N
         facts = facts or report.run_facts(run_dir)
         report.write_results(run_dir, result, facts)
         junit.write(run_dir, {**result, "run": facts}, config_of(run_dir))
+        (run_dir / "summary.md").write_text(markdown.run_summary(result))
     except (OSError, ValueError):
         pass

@@ -136,6 +136,8 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     [case] = list(suite)
     assert case.name.startswith("queue nemesis=kill,partition config=")
     assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## kafka-chaos: unknown\n") and "broker n2 did not start" in summary
     (tmp_path / "results.json").write_text('{"valid": true}')
     write_no_verdict(tmp_path, "interrupted during the analysis")
     assert json.loads((tmp_path / "results.json").read_text()) == {"valid": True}
