@@ -182,9 +182,9 @@ def write_no_verdict(run_dir: Path, reason: str, facts: dict | None = None) -> N
     """``results.json``, ``junit.xml`` and ``summary.md`` of a run that reached no verdict
     (its cluster did not come up, it crashed, it was interrupted, its analysis failed):
     ``valid`` and ``verdict`` unknown, ``reason`` the one unknown reason, so a CI job still
-    finds its test case (an ``<error>``), its job summary and a script its verdict. Never overwrites a ``results.json``: one there
-    holds a verdict. Best effort: the caller is already failing, and a file that cannot be
-    written must not hide why."""
+    finds its test case (an ``<error>``), its job summary and a script its verdict. Never
+    overwrites a ``results.json``: one there holds a verdict. Best effort: the caller is
+    already failing, and a file that cannot be written must not hide why."""
     from kafka_chaos.report import junit, markdown
 
     run_dir = Path(run_dir)
