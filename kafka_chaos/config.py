@@ -13,13 +13,14 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, model_validator
 
 from kafka_chaos.clusters import backends
 from kafka_chaos.clusters.dist import DEFAULT_KAFKA_VERSION
 from kafka_chaos.analysis.names import ANOMALIES
 from kafka_chaos.nemesis import script
 from kafka_chaos.nemesis.schedule import PACKAGES, parse_packages, parse_targets
+from kafka_chaos.settings import Setting, setting, table
 
 SCENARIOS = tuple(script.names())
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
@@ -34,13 +35,7 @@ def parse_range(text: str) -> tuple[int, int]:
     return lo, int(m[2]) if m[2] is not None else lo
 
 
-#: Server properties the run's options set (the verdict judges by them): property -> option
-#: (None: no option, the run's own value).
-_OWNED_PROPERTIES = {
-    "default.replication.factor": "replication-factor", "min.insync.replicas":
-    "min-insync-replicas", "unclean.leader.election.enable": "unclean-leader-election",
-    "replica.lag.time.max.ms": "replica-lag-time-max-ms",
-    "unclean.leader.election.interval.ms": None}
+_SHARED = "the cells of a comparison share one cluster backend"
 #: Server properties each backend writes per node (``clusters/kafka_config.server_properties``).
 _GENERATED_PROPERTIES = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
@@ -65,63 +60,170 @@ class RunConfig(BaseModel):
     Units: ``time_limit_s``, ``nemesis_interval_s``, ``crash_client_interval_s`` in seconds,
     ``rate`` in ops/s (all client processes together), ``*_ms`` in milliseconds. ``ops_per_txn``
     is ``(min, max)`` micro-ops per op (sends of a ``send`` op, mops of a transaction).
+
+    Each field is declared with ``settings.setting``: its flag, plan key, Kafka property,
+    label and help live here once (``SETTINGS``).
     """
 
-    backend: str = "local"
-    image: str | None = None
-    inventory: str | None = None
-    accept_unknown_host_keys: bool = False
-    brokers: int = Field(3, ge=1, le=9)
-    controllers: int = Field(0, ge=0, le=5)
-    kafka_version: str = DEFAULT_KAFKA_VERSION
-    kafka_home: str | None = None
-    time_limit_s: float = Field(30.0, gt=0)
-    rate: float = Field(200.0, gt=0)
-    clients: int = Field(4, ge=1, le=64)
-    keys: int = Field(6, ge=1, le=256)
-    topics: int = Field(1, ge=1, le=16)
-    ops_per_txn: tuple[int, int] = (1, 4)
-    poll_p: float = Field(0.25, ge=0, le=1)
-    sub_via: Literal["assign", "subscribe"] = "assign"
-    sub_p: float = Field(0.02, ge=0, lt=1)
-    txn: bool = False
-    abort_p: float = Field(0.0, ge=0, le=1)
-    isolation_level: Literal["read_committed", "read_uncommitted"] = "read_committed"
-    auto_commit: bool = False
-    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
-    crash_clients: bool = False
-    crash_client_interval_s: float = Field(10.0, gt=0)
-    acks: Literal["0", "1", "all"] = "all"
-    idempotence: bool = False
-    retries: int = Field(2147483647, ge=0)
-    max_in_flight: int = Field(5, ge=1)
-    linger_ms: int = Field(5, ge=0)
-    delivery_timeout_ms: int = Field(10000, ge=1000)
-    replication_factor: int = Field(3, ge=1)
-    min_insync_replicas: int = Field(2, ge=1)
-    unclean_leader_election: bool = False
-    replica_lag_time_max_ms: int = Field(10000, ge=100)
-    unclean_leader_election_interval_ms: int = Field(1000, ge=100)
-    nemesis: list[str] = Field(default_factory=list)
-    nemesis_interval_s: float = Field(10.0, gt=0)
+    backend: str = setting(
+        "local", section="cluster", fixed=_SHARED, shown=True, report=True,
+        help="Cluster backend: local (one broker JVM per network namespace on this machine), "
+        "docker (one container per node) or ssh (existing hosts of an --inventory).")
+    image: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="Docker backend: the Kafka image (default apache/kafka:VERSION; java 17+ and sh "
+        "on PATH, jars in /opt/kafka/libs).")
+    inventory: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="ssh backend: the inventory YAML (hosts, SSH users and keys, node ids, roles, "
+        "Kafka home or upload); in a plan file, relative to the plan.")
+    accept_unknown_host_keys: bool = setting(
+        False, section="cluster", fixed=_SHARED,
+        help="ssh backend: accept host keys missing from known_hosts (logged); a changed key "
+        "is refused.")
+    brokers: int = setting(3, section="cluster", shown=True, report=True, ge=1, le=9,
+                           help="Number of brokers.")
+    controllers: int = setting(0, section="cluster", report=True, ge=0, le=5,
+                               help="Dedicated KRaft controllers (0: combined mode).")
+    kafka_version: str = setting(
+        DEFAULT_KAFKA_VERSION, section="cluster", label="kafka", aliases=("kafka", "version"),
+        shown=True, report=True, help="Kafka version (jars from Maven Central).")
+    kafka_home: str | None = setting(
+        None, section="cluster", fixed="compare Kafka versions with kafka_version",
+        help="Unpacked Apache Kafka distribution; in a plan file, relative to the plan.")
+    #: server properties for every broker beyond those the other settings set (plan files)
+    broker_properties: dict[str, str] = setting(
+        section="cluster", key="broker_config", flag="", default_factory=dict,
+        fixed="set broker configs in the plan's cluster.broker_config",
+        help="Server properties for every broker beyond those the other settings own.")
+    topics: int = setting(1, section="topics", key="count", report=True, ge=1, le=16,
+                          help="Topics the keys are spread over.")
+    keys: int = setting(6, section="topics", report=True, ge=1, le=256,
+                        help="Keys; each is one partition.")
+    replication_factor: int = setting(
+        3, section="topics", prop="default.replication.factor", label="replication.factor",
+        shown=True, report=True, ge=1, help="Replication factor of the test topics.")
+    min_insync_replicas: int = setting(
+        2, section="topics", prop="min.insync.replicas", label="min.insync.replicas",
+        shown=True, report=True, ge=1, help="min.insync.replicas.")
+    unclean_leader_election: bool = setting(
+        False, section="topics", prop="unclean.leader.election.enable", label="unclean",
+        aliases=("unclean",), shown=True, report=True, help="unclean.leader.election.enable.")
+    replica_lag_time_max_ms: int = setting(
+        10000, section="topics", prop="replica.lag.time.max.ms", unit="ms",
+        label="replica.lag.time.max.ms", ge=100, help="replica.lag.time.max.ms.")
+    unclean_leader_election_interval_ms: int = setting(
+        1000, section="topics", prop="unclean.leader.election.interval.ms", unit="ms", ge=100,
+        help="unclean.leader.election.interval.ms: how often the controller looks for an "
+        "unclean election to make (Kafka's default, 300000, would hide most of them).")
+    time_limit_s: float = setting(30.0, section="workload", flag="--time-limit",
+                                  label="time_limit", unit="s", report=True, gt=0,
+                                  help="Seconds of workload.")
+    rate: float = setting(200.0, section="workload", unit="ops/s", report=True, gt=0,
+                          help="Target ops per second, all client processes together.")
+    clients: int = setting(4, section="workload", report=True, ge=1, le=64,
+                           help="Concurrent client processes.")
+    ops_per_txn: tuple[int, int] = setting(
+        (1, 4), section="workload",
+        help="Micro-ops per op: sends of a send op, sends and polls of a transaction (N or "
+        "MIN..MAX).")
+    poll_p: float = setting(0.25, section="workload", ge=0, le=1,
+                            help="Share of ops (or txn micro-ops) that poll.")
+    sub_via: Literal["assign", "subscribe"] = setting(
+        "assign", section="workload", report=True,
+        help="How consumers get partitions: assign or subscribe (a consumer group).")
+    sub_p: float = setting(0.02, section="workload", ge=0, lt=1,
+                           help="Share of ops that re-assign / re-subscribe.")
+    txn: bool = setting(False, section="workload", aliases=("transactions",), shown=True,
+                        report=True, help="Transactions: each op is one transaction "
+                        "(transactional.id producers, read-process-write).")
+    abort_p: float = setting(0.0, section="workload", ge=0, le=1,
+                             help="Share of transactions aborted on purpose.")
+    isolation_level: Literal["read_committed", "read_uncommitted"] = setting(
+        "read_committed", section="workload", prop="isolation.level", label="isolation.level",
+        shown=True, report=True, help="Consumers' isolation.level: read_committed or "
+        "read_uncommitted.")
+    auto_commit: bool = setting(
+        False, section="workload", prop="enable.auto.commit", report=True,
+        help="enable.auto.commit (else a manual commit after polls with --sub-via subscribe).")
+    auto_offset_reset: Literal["earliest", "latest"] = setting(
+        "earliest", section="workload", prop="auto.offset.reset",
+        help="auto.offset.reset: earliest or latest.")
+    crash_clients: bool = setting(False, section="workload",
+                                  help="Drop a client without closing it now and then.")
+    crash_client_interval_s: float = setting(
+        10.0, section="workload", flag="--crash-client-interval", unit="s", gt=0,
+        help="Seconds between client crashes.")
+    acks: Literal["0", "1", "all"] = setting("all", section="workload", prop="acks",
+                                             shown=True, report=True,
+                                             help="Producer acks: 0, 1 or all.")
+    idempotence: bool = setting(False, section="workload", prop="enable.idempotence",
+                                shown=True, report=True, help="enable.idempotence (KIP-98).")
+    retries: int = setting(2147483647, section="workload", prop="retries", report=True, ge=0,
+                           help="Producer retries.")
+    max_in_flight: int = setting(
+        5, section="workload", prop="max.in.flight.requests.per.connection",
+        label="max.in.flight", shown=True, report=True, ge=1,
+        help="max.in.flight.requests.per.connection.")
+    linger_ms: int = setting(5, section="workload", prop="linger.ms", unit="ms", ge=0,
+                             help="linger.ms.")
+    delivery_timeout_ms: int = setting(10000, section="workload", prop="delivery.timeout.ms",
+                                       unit="ms", ge=1000, help="delivery.timeout.ms.")
+    nemesis: list[str] = setting(
+        section="nemesis", key="faults", aliases=("faults",), default_factory=list,
+        shown=True, report=True,
+        help="Faults: comma list of kill, stop, pause, roll, partition, leader, unclean, clock "
+        "(local, ssh), lose-unfsynced (power loss; local); or none.")
+    nemesis_interval_s: float = setting(
+        10.0, section="nemesis", key="interval_s", flag="--nemesis-interval",
+        label="nemesis_interval", unit="s", report=True, gt=0,
+        help="Seconds between fault start and stop.")
     #: ``--nemesis-targets`` as given ("" = each fault's default targets)
-    nemesis_targets: str = ""
-    scenario: str | None = None
+    nemesis_targets: str = setting(
+        "", section="nemesis", key="targets", report=True,
+        help="Comma list of targets the faults draw from: one, leader, controller, follower, "
+        "minority, majority, all or node ids (kill, stop, pause, roll, clock, "
+        "lose-unfsynced); lagging-leader (kill); lone-leader (kill, lose-unfsynced); "
+        "in-sync-follower (leader); isolate-one, halves, isolate-leader, isolate-controller, "
+        "bridge, leader-replication, zombie-leader, clients-leader, clients-one, "
+        "majorities-ring, one-way (partition); topic, cluster (unclean). Default: each "
+        "fault's own.")
+    scenario: str | None = setting(
+        None, section="nemesis", shown=True, report=True,
+        help="Scripted scenario: a built-in one (" + ", ".join(SCENARIOS) + ") or a schedule "
+        "file (YAML, see docs/scenarios.md; in a plan file, relative to the plan).")
     #: the options the scenario set (field -> value; options the user gave are kept)
-    scenario_settings: dict[str, Any] = Field(default_factory=dict)
-    seed: int = 0
-    spark_master: str = "local[2]"
-    #: server properties for every broker beyond those the options above set (plan files)
-    broker_properties: dict[str, str] = Field(default_factory=dict)
+    scenario_settings: dict[str, Any] = setting(
+        section=None, flag="", default_factory=dict, fixed="a scenario sets them itself",
+        help="The settings the scenario set (those the user gave are kept).")
+    seed: int = setting(0, section="", report=True, help="Seed of every random choice.",
+                        fixed="every cell gets the same seeds, one per repeat (--repeats)")
+    spark_master: str = setting("local[2]", section="checkers",
+                                fixed="the analysis is not what is compared",
+                                help="Spark master for the analysis.")
     #: anomalies the user permits, or forbids whatever Kafka documents (plan ``checkers:``)
-    allow: list[str] = Field(default_factory=list)
-    forbid: list[str] = Field(default_factory=list)
+    allow: list[str] = setting(
+        section="checkers", flag="", default_factory=list,
+        fixed="set it in the plan's checkers section",
+        help="Anomaly names permitted whatever the configuration promises.")
+    forbid: list[str] = setting(
+        section="checkers", flag="", default_factory=list,
+        fixed="set it in the plan's checkers section",
+        help="Anomaly names that are violations even where Kafka documents them.")
     #: the live verdict (``kafka_chaos.live``): check the history every ``live_interval_s``
     #: seconds while the run goes; ``stop_on_violation`` (implies ``live``) ends the workload
     #: at the first anomaly counted under ``--fail-on``
-    live: bool = False
-    live_interval_s: float = Field(10.0, ge=1.0, le=3600.0)
-    stop_on_violation: bool = False
+    live: bool = setting(False, section="checkers",
+                         help="Check the history while the run goes and show the anomalies "
+                         "found so far (live.jsonl); the verdict is still the full analysis "
+                         "at the end.")
+    live_interval_s: float = setting(10.0, section="checkers", flag="--live-interval",
+                                     unit="s", ge=1.0, le=3600.0,
+                                     help="Seconds between live checks.")
+    stop_on_violation: bool = setting(
+        False, section="checkers",
+        help="End the workload at the first anomaly a live check counts under --fail-on, "
+        "then heal, read every partition and analyse (implies --live).")
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
@@ -134,10 +236,9 @@ class RunConfig(BaseModel):
         if self.accept_unknown_host_keys and self.backend != "ssh":
             raise ValueError("--accept-unknown-host-keys needs --backend ssh")
         for key in self.broker_properties:
-            if key in _OWNED_PROPERTIES:
-                option = _OWNED_PROPERTIES[key]
-                raise ValueError(f"broker_config {key}: " + (f"set it with --{option}" if option
-                                 else "the run sets it (scenarios rely on its value)"))
+            owner = next((s for s in SETTINGS.values() if s.prop == key), None)
+            if owner is not None:  # the verdict judges by the setting's value
+                raise ValueError(f"broker_config {key}: set it with {owner.flag}")
             if key in _GENERATED_PROPERTIES:
                 raise ValueError(f"broker_config {key}: the cluster backend sets it per node")
         lo, hi = self.ops_per_txn
@@ -233,10 +334,10 @@ class RunConfig(BaseModel):
 
 #: Configuration fields that do not make two runs different configurations.
 IGNORED = ("seed", "spark_master", "time_limit_s")
-#: Settings shown in a group's name, when they differ from the default.
-SHOWN = ("kafka_version", "backend", "acks", "min_insync_replicas", "replication_factor",
-         "idempotence", "txn", "isolation_level", "max_in_flight", "unclean_leader_election",
-         "nemesis", "scenario", "brokers")
+#: The settings table (``kafka_chaos.settings``): field -> ``Setting``, in field order.
+SETTINGS: dict[str, Setting] = table(RunConfig)
+#: Settings shown in a configuration's short name, when they differ from the default.
+SHOWN = tuple(name for name, s in SETTINGS.items() if s.shown)
 
 
 def fingerprint(config: dict[str, Any]) -> str:

@@ -15,31 +15,26 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from kafka_chaos import plan as plan_file
-from kafka_chaos.config import SCENARIOS, RunConfig, load_scenario, parse_range
+from kafka_chaos.config import SCENARIOS, SETTINGS, RunConfig, load_scenario, parse_range
 from kafka_chaos.verdict import FAIL_ON
 
-#: ``run`` options whose ``RunConfig`` field is named otherwise (units in the field's name).
-FIELD_OF = {"time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
-            "crash_client_interval": "crash_client_interval_s", "live_interval": "live_interval_s"}
-
-
-#: ``RunConfig`` fields that ``run`` has no flag for: a plan's (``broker_properties``,
-#: ``allow``, ``forbid``), a scenario's (``scenario_settings``,
-#: ``unclean_leader_election_interval_ms``). Every other field is a flag (``option_of``).
-NO_FLAG = frozenset({"allow", "broker_properties", "forbid", "scenario_settings",
-                     "unclean_leader_election_interval_ms"})
+#: ``RunConfig`` fields that ``run`` has no flag for (``settings.Setting.flag`` ""): a
+#: plan's (``broker_properties``, ``allow``, ``forbid``) and a scenario's
+#: (``scenario_settings``). Every other field is a flag (``option_of``).
+NO_FLAG = frozenset(name for name, s in SETTINGS.items() if not s.flag)
 
 
 def option_of(field: str) -> str:
-    """The ``run`` flag of a ``RunConfig`` field: ``time_limit_s`` -> ``--time-limit``."""
-    name = next((opt for opt, f in FIELD_OF.items() if f == field), field)
-    return "--" + name.replace("_", "-")
+    """The ``run`` flag of a ``RunConfig`` field (``time_limit_s`` -> ``--time-limit``), or
+    the field's name for one without (``broker_properties``)."""
+    return SETTINGS[field].flag or field
 
 
 def fields_of(params: dict[str, Any]) -> dict[str, Any]:
-    """``RunConfig`` fields from the ``run`` command's parameters (``--nemesis`` parsed into
-    packages, ``--ops-per-txn`` into a range, paths made absolute; None values left out).
-    Raises ``ValueError`` naming the option."""
+    """``RunConfig`` fields from the ``run`` command's parameters, which are named as the
+    fields are: ``nemesis`` (``--nemesis`` text) parsed into packages, ``ops_per_txn`` into a
+    range, paths made absolute; None values left out. Raises ``ValueError`` naming the
+    option."""
     from kafka_chaos.nemesis.schedule import parse_packages
 
     fields = {k: v for k, v in params.items() if k in RunConfig.model_fields}
@@ -51,8 +46,7 @@ def fields_of(params: dict[str, Any]) -> dict[str, Any]:
     fields.update({
         "kafka_home": kafka_home and str(kafka_home),
         "inventory": inventory and str(Path(inventory).resolve()),
-        "ops_per_txn": span, "nemesis": parse_packages(params["nemesis"]),
-        **{field: params[opt] for opt, field in FIELD_OF.items()}})
+        "ops_per_txn": span, "nemesis": parse_packages(params["nemesis"])})
     return {k: v for k, v in fields.items() if v is not None}
 
 
@@ -71,9 +65,9 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
     Raises ``ValueError`` with one message naming the option, plan key or cell setting.
     """
     fail_on = params.get("fail_on") or "violation"
+    given = set(given)
     try:
         fields = fields_of(params)
-        given = {FIELD_OF.get(name, name) for name in given}
         if params.get("plan") is not None:  # a plan's values give way to the command line
             path = Path(params["plan"])
             planned = plan_file.run_fields(plan_file.load(path), path)

@@ -18,7 +18,7 @@ Sections (every key optional; absent: the ``run`` option's default)::
       ops_per_txn: [1, 4]
     nemesis: {faults: [kill, partition], targets: [leader, halves], interval_s: 10}
     # or: nemesis: {scenario: isr-shrink-unclean}    (a name, or a file relative to the plan)
-    checkers: {fail_on: violation, forbid: [duplicate], allow: []}
+    checkers: {fail_on: violation, forbid: [duplicate], allow: [], spark_master: "local[2]"}
     # the live verdict: check while the run goes, end it at the first violation
     # checkers: {live: true, live_interval_s: 10, stop_on_violation: true}
     seed: 7
@@ -27,8 +27,9 @@ Sections (every key optional; absent: the ``run`` option's default)::
     matrix: {acks: ["1", all], min.insync.replicas: [1, 2]}
     repeats: 2
 
-Each key takes the values of the ``run`` option of the same meaning (``kafka-chaos plan
-schema`` prints the JSON schema). Unknown keys and bad values are refused; every error names
+Each key takes the values of the ``run`` option of the same meaning: sections and keys come
+from the settings table (``kafka_chaos.settings``), as the options do (``kafka-chaos plan
+schema`` prints the JSON schema, with each key's help). Unknown keys and bad values are refused; every error names
 the file, the line and the key path. Matrix keys and values are those of ``compare
 --matrix`` (``kafka_chaos.compare.matrix``).
 """
@@ -44,47 +45,24 @@ from pydantic.fields import FieldInfo
 from kafka_chaos.compare import matrix as matrices
 from kafka_chaos.analysis.names import ANOMALIES
 from kafka_chaos.clusters import yamlfile
-from kafka_chaos.config import RunConfig
+from kafka_chaos.config import SETTINGS, RunConfig
+from kafka_chaos.settings import SECTIONS
 
 
-class ClusterPlan(BaseModel):
-    """The ``cluster:`` section; each key is the ``run`` option of the same name (None: the
-    option's default). ``broker_config`` holds Kafka broker configs (server properties) for
-    every broker; ``RunConfig`` refuses those its own options or the backend set."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    backend: str | None = None
-    image: str | None = None
-    inventory: Path | None = Field(None, description="relative to the plan file")
-    accept_unknown_host_keys: bool | None = None
-    brokers: int | None = None
-    controllers: int | None = None
-    kafka_version: str | None = None
-    kafka_home: Path | None = Field(None, description="relative to the plan file")
-    broker_config: dict[str, str | int | float | bool] = {}
-
-
-#: Plan key -> ``RunConfig`` field, per section (keys named as the ``run`` options are).
-TOPICS = {"count": "topics", "keys": "keys", "replication_factor": "replication_factor",
-          "min_insync_replicas": "min_insync_replicas",
-          "unclean_leader_election": "unclean_leader_election",
-          "replica_lag_time_max_ms": "replica_lag_time_max_ms",
-          "unclean_leader_election_interval_ms": "unclean_leader_election_interval_ms"}
-WORKLOAD = {k: k for k in (
-    "time_limit_s", "rate", "clients", "ops_per_txn", "poll_p", "sub_via", "sub_p", "txn",
-    "abort_p", "isolation_level", "auto_commit", "auto_offset_reset", "crash_clients",
-    "crash_client_interval_s", "acks", "idempotence", "retries", "max_in_flight", "linger_ms",
-    "delivery_timeout_ms")}
-NEMESIS = {"faults": "nemesis", "interval_s": "nemesis_interval_s", "scenario": "scenario"}
+def keys_of(section: str) -> dict[str, str]:
+    """Plan key -> ``RunConfig`` field of a plan file section (the settings table,
+    ``kafka_chaos.settings``), in field order."""
+    return {s.key: name for name, s in SETTINGS.items() if s.section == section}
 
 
 def _acks_text(value: Any) -> Any:
     return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
-def _section(name: str, keys: dict[str, str], doc: str) -> type[BaseModel]:
-    """A section model whose keys carry the type and bounds of their ``RunConfig`` field."""
+def _section(name: str, section: str, doc: str) -> Any:
+    """A section model whose keys carry the type, bounds and help of their ``RunConfig``
+    field (each optional: absent, the ``run`` option's default)."""
+    keys = keys_of(section)
     fields: dict[str, Any] = {}
     for key, field in keys.items():
         info = RunConfig.model_fields[field]
@@ -96,40 +74,43 @@ def _section(name: str, keys: dict[str, str], doc: str) -> type[BaseModel]:
                         __validators__=validators, **fields)
 
 
-TopicsPlan = _section("TopicsPlan", TOPICS, "The ``topics:`` section: the workload's topics.")
-WorkloadPlan = _section("WorkloadPlan", WORKLOAD, "The ``workload:`` section: clients, "
+class ClusterPlan(_section("ClusterBase", "cluster", "")):  # type: ignore[misc]
+    """The ``cluster:`` section: where and what Kafka runs. ``broker_config`` holds Kafka
+    broker configs (server properties) for every broker; ``RunConfig`` refuses those its
+    own settings or the backend set."""
+
+    inventory: Optional[Path] = Field(None, description="relative to the plan file")
+    kafka_home: Optional[Path] = Field(None, description="relative to the plan file")
+    broker_config: dict[str, str | int | float | bool] = {}
+
+
+TopicsPlan = _section("TopicsPlan", "topics", "The ``topics:`` section: the workload's topics.")
+WorkloadPlan = _section("WorkloadPlan", "workload", "The ``workload:`` section: clients, "
                         "producer, consumer and transaction settings.")
-_NemesisBase = _section("NemesisPlan", NEMESIS, "The ``nemesis:`` section.")
 
 
-class NemesisPlan(_NemesisBase):  # type: ignore[misc, valid-type]
+class NemesisPlan(_section("NemesisBase", "nemesis", "")):  # type: ignore[misc]
     """The ``nemesis:`` section: ``faults`` (``--nemesis`` packages), ``targets``
-    (``--nemesis-targets``), ``interval_s``, or a ``scenario`` (a name, or a schedule file
-    relative to the plan)."""
+    (``--nemesis-targets``, as a list), ``interval_s``, or a ``scenario`` (a name, or a
+    schedule file relative to the plan)."""
 
     targets: Optional[list[str | int]] = None
 
 
-class CheckersPlan(BaseModel):
+class CheckersPlan(_section("CheckersBase", "checkers", "")):  # type: ignore[misc]
     """The ``checkers:`` section: ``fail_on`` (``--fail-on``); ``allow``: anomaly names
     permitted whatever the configuration promises; ``forbid``: anomaly names that are
     violations even where Kafka documents them (e.g. ``duplicate`` for a pipeline that
     cannot take one); ``live``, ``live_interval_s``, ``stop_on_violation``: the live verdict
-    (``--live``, ``--live-interval``, ``--stop-on-violation``)."""
-
-    model_config = ConfigDict(extra="forbid")
+    (``--live``, ``--live-interval``, ``--stop-on-violation``); ``spark_master``: where the
+    analysis runs."""
 
     fail_on: Optional[Literal["violation", "any"]] = None
-    allow: list[str] = []
-    forbid: list[str] = []
-    live: Optional[bool] = None
-    live_interval_s: Optional[float] = Field(None, ge=1.0, le=3600.0)
-    stop_on_violation: Optional[bool] = None
 
     @field_validator("allow", "forbid")
     @classmethod
-    def _known(cls, names: list[str]) -> list[str]:
-        for name in names:
+    def _known(cls, names: list[str] | None) -> list[str] | None:
+        for name in names or []:
             if name not in ANOMALIES:
                 raise ValueError(f"unknown anomaly {name!r}; choose from {', '.join(ANOMALIES)}")
         return names
@@ -193,31 +174,29 @@ def run_fields(plan: Plan, plan_path: Path) -> dict[str, Any]:
     """The ``RunConfig`` fields the plan sets (paths resolved against the plan's directory;
     booleans in ``broker_config`` written as Kafka spells them, ``true``/``false``), plus
     ``fail_on`` when its ``checkers`` section sets it."""
-    c = plan.cluster
     base = Path(plan_path).resolve().parent
-    fields: dict[str, Any] = c.model_dump(exclude_none=True, exclude={"broker_config"})
+    fields: dict[str, Any] = {}
+    for name in SECTIONS[:-1]:
+        keys = keys_of(name)
+        dumped = getattr(plan, name).model_dump(exclude_none=True)
+        fields.update({keys[k]: v for k, v in dumped.items() if k in keys})
     for key in ("inventory", "kafka_home"):
         if key in fields:
             fields[key] = str((base / fields[key]).resolve())
-    if c.broker_config:
+    fields.pop("broker_properties", None)
+    if plan.cluster.broker_config:
         fields["broker_properties"] = {k: str(v).lower() if isinstance(v, bool) else str(v)
-                                       for k, v in c.broker_config.items()}
-    for section, keys in ((plan.topics, TOPICS), (plan.workload, WORKLOAD),
-                          (plan.nemesis, NEMESIS)):
-        fields.update({keys[k]: v for k, v in section.model_dump(exclude_none=True).items()
-                       if k in keys})
+                                       for k, v in plan.cluster.broker_config.items()}
     if plan.nemesis.targets is not None:
         fields["nemesis_targets"] = ",".join(str(t) for t in plan.nemesis.targets)
     scenario = fields.get("scenario")
     if scenario is not None and scenario.endswith((".yaml", ".yml")):
         fields["scenario"] = str((base / scenario).resolve())
+    for key in ("allow", "forbid"):  # an empty list sets nothing
+        if not fields.get(key):
+            fields.pop(key, None)
     if plan.checkers.fail_on is not None:
         fields["fail_on"] = plan.checkers.fail_on
-    for key in ("allow", "forbid"):
-        if getattr(plan.checkers, key):
-            fields[key] = getattr(plan.checkers, key)
-    fields.update(plan.checkers.model_dump(
-        include={"live", "live_interval_s", "stop_on_violation"}, exclude_none=True))
     if plan.seed is not None:
         fields["seed"] = plan.seed
     return fields

@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 
 from kafka_chaos import verdict
-from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, IMAGE, INVENTORY, console, exit_of,
-                                    fail)
+from kafka_chaos.cli.common import console, exit_of, fail
+from kafka_chaos.cli.flags import option
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 
@@ -41,12 +41,13 @@ def cluster_image(
 
 @cluster_app.command("up")
 def cluster_up(
-    backend: str = BACKEND,
-    image: Optional[str] = IMAGE,
-    inventory: Optional[Path] = INVENTORY,
-    accept_unknown_host_keys: bool = ACCEPT_KEYS,
-    brokers: int = typer.Option(3), controllers: int = typer.Option(0),
-    kafka_version: str = typer.Option(None), dir: Path = typer.Option(Path("runs/cluster")),
+    backend: str = option("backend"),
+    image: Optional[str] = option("image"),
+    inventory: Optional[Path] = option("inventory"),
+    accept_unknown_host_keys: bool = option("accept_unknown_host_keys"),
+    brokers: int = option("brokers"), controllers: int = option("controllers"),
+    kafka_version: str = option("kafka_version"),
+    dir: Path = typer.Option(Path("runs/cluster"), help="Directory of the cluster's files."),
 ) -> None:
     """Start a cluster and leave it running (stop it with `cluster down`)."""
     from kafka_chaos.clusters import admin, backends
@@ -75,7 +76,7 @@ def cluster_up(
 
 
 @cluster_app.command("status")
-def cluster_status(backend: str = BACKEND) -> None:
+def cluster_status(backend: str = option("backend")) -> None:
     """Show the recorded cluster and which of its processes are alive."""
     from kafka_chaos.clusters import backends
 
@@ -95,10 +96,10 @@ def cluster_status(backend: str = BACKEND) -> None:
 
 @cluster_app.command("down")
 def cluster_down(
-    backend: str = BACKEND,
+    backend: str = option("backend"),
     inventory: Optional[Path] = typer.Option(None, help="ssh backend: also clean these hosts "
                                              "when no cluster is recorded on this machine."),
-    accept_unknown_host_keys: bool = ACCEPT_KEYS,
+    accept_unknown_host_keys: bool = option("accept_unknown_host_keys"),
 ) -> None:
     """Remove the cluster and anything a crashed run left (local: processes, namespaces,
     iptables rules; docker: labelled containers and network; ssh: remote processes, the

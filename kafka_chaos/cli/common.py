@@ -38,15 +38,5 @@ def sigterm_as_interrupt() -> None:
     signal.signal(signal.SIGTERM, _raise_interrupt)
 
 
-BACKEND = typer.Option("local", help="Cluster backend: local (one broker JVM per network "
-                       "namespace on this machine), docker (one container per node) or ssh "
-                       "(existing hosts of an --inventory).")
-IMAGE = typer.Option(None, help="Docker backend: the Kafka image (default apache/kafka:VERSION; "
-                     "java 17+ and sh on PATH, jars in /opt/kafka/libs).")
-INVENTORY = typer.Option(None, help="ssh backend: the inventory YAML (hosts, SSH users and keys, "
-                         "node ids, roles, Kafka home or upload).")
-ACCEPT_KEYS = typer.Option(False, "--accept-unknown-host-keys", metavar="",
-                           help="ssh backend: accept host keys missing from known_hosts "
-                           "(logged); a changed key is refused.")
 FAIL_ON = typer.Option("violation", help="Exit 1 on a 'violation' (an anomaly the configuration "
                        "does not permit) or on 'any' anomaly.")

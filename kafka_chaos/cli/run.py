@@ -20,10 +20,9 @@ from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.check import write_no_verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import (ACCEPT_KEYS, BACKEND, FAIL_ON, IMAGE, INVENTORY, console,
-                                    exit_of, fail, sigterm_as_interrupt)
+from kafka_chaos.cli.common import FAIL_ON, console, exit_of, fail, sigterm_as_interrupt
+from kafka_chaos.cli.flags import with_settings
 from kafka_chaos.clusters.errors import ClusterError
-from kafka_chaos.config import SCENARIOS
 from kafka_chaos.orchestrate import check_inputs, execute
 
 
@@ -61,101 +60,23 @@ EXIT_CODES_HELP = ("Writes results.json, junit.xml and report.html into the run 
                    "the analysis failed).")
 
 
-@app.command("run", epilog=EXIT_CODES_HELP)
 def run_cmd(
     ctx: typer.Context,
     plan: Optional[Path] = typer.Option(None, help="YAML plan file (see kafka_chaos/plan.py); "
                                         "flags given on the command line override it."),
-    backend: str = BACKEND,
-    image: Optional[str] = IMAGE,
-    inventory: Optional[Path] = INVENTORY,
-    accept_unknown_host_keys: bool = ACCEPT_KEYS,
-    brokers: int = typer.Option(3, help="Number of brokers."),
-    controllers: int = typer.Option(0, help="Dedicated KRaft controllers (0: combined mode)."),
-    kafka_version: str = typer.Option(None, help="Kafka version from Maven Central."),
-    kafka_home: Optional[Path] = typer.Option(None, help="Unpacked Apache Kafka distribution."),
-    time_limit: float = typer.Option(30.0, help="Seconds of workload."),
-    rate: float = typer.Option(200.0, help="Target ops per second, all client processes together."),
-    clients: int = typer.Option(4, help="Concurrent client processes."),
-    keys: int = typer.Option(6, help="Keys; each is one partition."),
-    topics: int = typer.Option(1, help="Topics the keys are spread over."),
-    ops_per_txn: str = typer.Option("1..4", help="Micro-ops per op: sends of a send op, sends "
-                                    "and polls of a transaction (N or MIN..MAX)."),
-    poll_p: float = typer.Option(0.25, help="Share of ops (or txn micro-ops) that poll."),
-    sub_via: str = typer.Option("assign", help="How consumers get partitions: assign or subscribe "
-                                "(a consumer group)."),
-    sub_p: float = typer.Option(0.02, help="Share of ops that re-assign / re-subscribe."),
-    txn: bool = typer.Option(False, "--txn/--no-txn", metavar="",
-                             help="Transactions: each op is one transaction (transactional.id "
-                             "producers, read-process-write)."),
-    abort_p: float = typer.Option(0.0, help="Share of transactions aborted on purpose."),
-    isolation_level: str = typer.Option("read_committed",
-                                        help="Consumers' isolation.level: read_committed or "
-                                        "read_uncommitted."),
-    auto_commit: bool = typer.Option(False, "--auto-commit/--no-auto-commit",
-                                     metavar="", help="enable.auto.commit (else a manual "
-                                     "commit after polls with --sub-via subscribe)."),
-    auto_offset_reset: str = typer.Option("earliest",
-                                          help="auto.offset.reset: earliest or latest."),
-    crash_clients: bool = typer.Option(False, "--crash-clients/--no-crash-clients",
-                                       metavar="",
-                                       help="Drop a client without closing it now and then."),
-    crash_client_interval: float = typer.Option(10.0, help="Seconds between client crashes."),
-    acks: str = typer.Option("all", help="Producer acks: 0, 1 or all."),
-    idempotence: bool = typer.Option(False, "--idempotence/--no-idempotence",
-                                     metavar="", help="enable.idempotence (KIP-98)."),
-    retries: int = typer.Option(2147483647, help="Producer retries."),
-    max_in_flight: int = typer.Option(5, help="max.in.flight.requests.per.connection."),
-    linger_ms: int = typer.Option(5, help="linger.ms."),
-    delivery_timeout_ms: int = typer.Option(10000, help="delivery.timeout.ms."),
-    replication_factor: int = typer.Option(3, help="Replication factor of the test topics."),
-    min_insync_replicas: int = typer.Option(2, help="min.insync.replicas."),
-    unclean_leader_election: bool = typer.Option(
-        False, "--unclean-leader-election/--no-unclean-leader-election",
-        metavar="", help="unclean.leader.election.enable."),
-    replica_lag_time_max_ms: int = typer.Option(10000, help="replica.lag.time.max.ms."),
-    nemesis: str = typer.Option("none", help="Faults: comma list of kill, stop, pause, "
-                                "roll, partition, leader, unclean, clock (local, ssh), "
-                                "lose-unfsynced (power loss; local); or none."),
-    nemesis_targets: str = typer.Option("", help="Comma list of targets the faults draw from: "
-                                        "one, leader, controller, follower, minority, majority, "
-                                        "all or node ids (kill, stop, pause, roll, "
-                                        "clock, lose-unfsynced); lagging-leader (kill); "
-                                        "lone-leader (kill, lose-unfsynced); "
-                                        "in-sync-follower (leader); "
-                                        "isolate-one, "
-                                        "halves, isolate-leader, isolate-controller, bridge, "
-                                        "leader-replication, zombie-leader, clients-leader, "
-                                        "clients-one, majorities-ring, "
-                                        "one-way (partition); topic, cluster (unclean). "
-                                        "Default: each fault's own."),
-    nemesis_interval: float = typer.Option(10.0, help="Seconds between fault start and stop."),
-    scenario: Optional[str] = typer.Option(None, help="Scripted scenario: a built-in one ("
-                                           f"{', '.join(SCENARIOS)}) or a schedule file (YAML, "
-                                           "see docs/scenarios.md)."),
-    seed: int = typer.Option(0, help="Seed of every random choice."),
-    spark_master: str = typer.Option("local[2]", help="Spark master for the analysis."),
     fail_on: str = FAIL_ON,
-    live: bool = typer.Option(False, "--live/--no-live", metavar="",
-                              help="Check the history while the run goes and show the anomalies "
-                              "found so far (live.jsonl); the verdict is still the full "
-                              "analysis at the end."),
-    live_interval: float = typer.Option(10.0, help="Seconds between live checks."),
-    stop_on_violation: bool = typer.Option(
-        False, "--stop-on-violation/--no-stop-on-violation",
-        metavar="", help="End the workload at the first anomaly a live check counts under "
-        "--fail-on, then heal, read every partition and analyse (implies --live)."),
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
     publish: Optional[str] = typer.Option(None, help="After the verdict, copy the run "
                                           "directory (history and its columnar copy) into "
                                           "this directory or URL (hdfs://...): storage a "
                                           "Spark cluster reads (kafka-chaos publish)."),
+    **settings: Any,
 ) -> None:
     """Bring up a cluster, run the workload under faults, and check the history."""
     from kafka_chaos.analysis.remote import is_url
     from kafka_chaos.runner import new_run_dir
 
-    params = {k: v for k, v in locals().items() if k != "ctx"}
+    params = {"plan": plan, "fail_on": fail_on, **settings}
     given = {name for name in params
              if getattr(ctx.get_parameter_source(name), "name", None) == "COMMANDLINE"}
     try:
@@ -201,13 +122,15 @@ def run_cmd(
     raise typer.Exit(code)
 
 
+# typer reads the options from the signature: one per setting of the table, after --plan
+app.command("run", epilog=EXIT_CODES_HELP)(with_settings(run_cmd, before=["ctx", "plan"]))
+
+
 def run_params(args: list[str], prog: str) -> tuple[dict[str, Any], set[str]]:
     """The ``run`` command's parameters parsed from ``args`` (its defaults for the rest), and
     the names of those ``args`` gave: what ``compare`` and ``plan check`` configure a run
     from, as ``run`` itself does. Raises ``click.UsageError`` on a bad option."""
-    alone = typer.Typer()
-    alone.command()(run_cmd)
-    command = typer.main.get_command(alone)
+    command = typer.main.get_command(app).get_command(None, "run")  # type: ignore[attr-defined]
     ctx = command.make_context(prog, list(args))
     params = dict(ctx.params)
     given = {name for name in params

@@ -4,7 +4,8 @@ into cells, as ducktape's ``@matrix`` does for Kafka's system tests.
 A setting is named as the ``run`` option (``min-insync-replicas``), as its ``RunConfig`` field
 (``min_insync_replicas``), as the Kafka config it sets (``min.insync.replicas``,
 ``enable.idempotence``, ``unclean.leader.election.enable``,
-``max.in.flight.requests.per.connection``), or by a short alias (``unclean``, ``kafka``).
+``max.in.flight.requests.per.connection``), or by a short alias (``unclean``, ``kafka``): the
+names of the settings table (``kafka_chaos.settings``).
 Values are what the option takes; a ``nemesis`` value joins faults with ``+``
 (``kill+partition``), as the comma separates values.
 """
@@ -18,41 +19,15 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
-from kafka_chaos.config import RunConfig, parse_range
+from kafka_chaos.config import SETTINGS, RunConfig, parse_range
 
-#: Names users write -> ``RunConfig`` field (after ``.`` and ``-`` become ``_``).
-ALIASES = {
-    "unclean": "unclean_leader_election",
-    "unclean_leader_election_enable": "unclean_leader_election",
-    "enable_idempotence": "idempotence",
-    "max_in_flight_requests_per_connection": "max_in_flight",
-    "kafka": "kafka_version", "version": "kafka_version",
-    "faults": "nemesis",
-    "time_limit": "time_limit_s", "nemesis_interval": "nemesis_interval_s",
-    "crash_client_interval": "crash_client_interval_s",
-    "default_replication_factor": "replication_factor",
-    "transactions": "txn",
-}
+#: Names users write -> ``RunConfig`` field (after ``.`` and ``-`` become ``_``): each
+#: setting's field, flag, Kafka property, label and aliases (``settings.Setting.names``).
+ALIASES = {name: field for field, s in SETTINGS.items() for name in s.names()}
 #: Fields a matrix may not vary, and why.
-FIXED = {
-    "seed": "every cell gets the same seeds, one per repeat (--repeats)",
-    "spark_master": "the analysis is not what is compared",
-    "backend": "the cells of a comparison share one cluster backend",
-    "image": "the cells of a comparison share one cluster backend",
-    "inventory": "the cells of a comparison share one cluster backend",
-    "accept_unknown_host_keys": "the cells of a comparison share one cluster backend",
-    "kafka_home": "compare Kafka versions with kafka_version",
-    "scenario_settings": "a scenario sets them itself",
-    "broker_properties": "set broker configs in the plan's cluster.broker_config",
-    "allow": "set it in the plan's checkers section", "forbid": "set it in the plan's checkers "
-    "section",
-}
+FIXED = {field: s.fixed for field, s in SETTINGS.items() if s.fixed}
 #: How a field is shown in cell names (Kafka's spelling where there is one).
-LABELS = {"min_insync_replicas": "min.insync.replicas", "unclean_leader_election": "unclean",
-          "max_in_flight": "max.in.flight", "kafka_version": "kafka",
-          "replication_factor": "replication.factor", "isolation_level": "isolation.level",
-          "replica_lag_time_max_ms": "replica.lag.time.max.ms", "time_limit_s": "time_limit",
-          "nemesis_interval_s": "nemesis_interval"}
+LABELS = {field: s.label for field, s in SETTINGS.items()}
 _UNSAFE = re.compile(r"[^A-Za-z0-9=.,+_-]+")
 
 
@@ -61,7 +36,7 @@ def field_of(key: str) -> str:
     why, for a field a matrix may not vary)."""
     name = key.strip().lower().replace("-", "_").replace(".", "_")
     name = ALIASES.get(name, name)
-    if name not in RunConfig.model_fields:
+    if name not in SETTINGS:
         raise ValueError(f"{key!r} is no run setting; e.g. acks, min.insync.replicas, unclean, "
                          "idempotence, max.in.flight, kafka_version, nemesis (any run option)")
     if name in FIXED:

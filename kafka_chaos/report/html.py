@@ -23,6 +23,7 @@ from plotly.offline import get_plotlyjs
 
 from kafka_chaos import __version__, options
 from kafka_chaos.analysis.explain import explain_judged
+from kafka_chaos.config import SETTINGS
 from kafka_chaos.errors import BadInput
 from kafka_chaos.history import HistoryError
 from kafka_chaos.report import figures as report_figures
@@ -30,12 +31,9 @@ from kafka_chaos.report import stats as report_stats
 from kafka_chaos.report.data import ReportData, example_windows, extract
 from kafka_chaos.verdict import banner, exit_code
 
-#: The configuration shown up front (the rest is in the full listing).
-KEY_SETTINGS = ("acks", "idempotence", "txn", "max_in_flight", "retries", "min_insync_replicas",
-                "replication_factor", "unclean_leader_election", "isolation_level", "sub_via",
-                "auto_commit", "brokers", "controllers", "backend", "keys", "topics", "clients",
-                "rate", "time_limit_s", "nemesis", "nemesis_targets", "nemesis_interval_s",
-                "scenario", "seed")
+#: The configuration shown up front (the settings table's ``report`` ones; the rest is in
+#: the full listing).
+KEY_SETTINGS = tuple(name for name, s in SETTINGS.items() if s.report)
 
 
 class ReportError(BadInput, ValueError):
@@ -172,7 +170,8 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
         "exit_code": exit_code(results, fail_on),
         "fail_on": fail_on,
         "facts": _facts(data, results, facts, config),
-        "settings": [(k, _show(config[k])) for k in KEY_SETTINGS if config and k in config],
+        "settings": [(SETTINGS[k].label, _show(config[k], SETTINGS[k].unit))
+                     for k in KEY_SETTINGS if config and k in config],
         "config_json": json.dumps(config, indent=2) if config else None,
         "rerun": rerun(run_dir, config, facts),
         "figures": figures,
@@ -272,9 +271,11 @@ def rerun(run_dir: Path, config: dict[str, Any] | None, facts: dict) -> dict[str
     return {"command": options.command_of(config), "source": "rebuilt from the configuration"}
 
 
-def _show(value: Any) -> str:
+def _show(value: Any, unit: str | None = None) -> str:
     if isinstance(value, bool):
         return str(value).lower()
     if isinstance(value, list):
         return ",".join(map(str, value)) or "none"
-    return "—" if value is None or value == "" else str(value)
+    if value is None or value == "":
+        return "—"
+    return f"{value:g} {unit}" if unit and isinstance(value, (int, float)) else str(value)

@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import networkx as nx
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Folder -> package name, as ``pyproject.toml``'s ``package-dir`` installs them.
@@ -93,24 +94,49 @@ def test_analysis_and_clusters_do_not_import_each_other() -> None:
 
 
 def test_every_run_setting_has_one_flag_whose_default_is_the_configurations() -> None:
-    """``run``'s options are ``RunConfig``'s fields (less ``options.NO_FLAG``) and its own
-    few, and a flag left out gives the field's default (``options.command_of`` relies on it:
-    the rerun command leaves defaults out)."""
-    import inspect
+    """``run``'s options, as click parses them, are ``RunConfig``'s fields (less
+    ``options.NO_FLAG``) under their table flags, and its own few; and a run given no flag
+    gets the field's every default (``options.command_of`` relies on it: the rerun command
+    leaves defaults out)."""
+    import typer
 
-    from kafka_chaos.cli.run import run_cmd
-    from kafka_chaos.config import RunConfig
-    from kafka_chaos.options import NO_FLAG, fields_of, option_of
+    from kafka_chaos.cli import app
+    from kafka_chaos.cli.run import run_params
+    from kafka_chaos.config import SETTINGS, RunConfig
+    from kafka_chaos.options import NO_FLAG, fields_of
 
-    params = inspect.signature(run_cmd).parameters
-    flags = {option_of(f).removeprefix("--").replace("-", "_"): f
-             for f in RunConfig.model_fields if f not in NO_FLAG}
-    assert set(params) - set(flags) == {"ctx", "plan", "fail_on", "out", "publish"}
-    assert set(flags) <= set(params)
-    given = {name: p.default.default for name, p in params.items() if name in flags}
-    fields = RunConfig(**fields_of(given)).model_dump()
-    defaults = RunConfig().model_dump()
-    assert {f: fields[f] for f in flags.values()} == {f: defaults[f] for f in flags.values()}
+    command = typer.main.get_command(app).get_command(None, "run")
+    flags = {p.name: p.opts[0] for p in command.params}
+    own = {"plan", "fail_on", "out", "publish"}
+    assert set(flags) - own == set(RunConfig.model_fields) - NO_FLAG
+    assert all(flags[f] == SETTINGS[f].flag for f in set(flags) - own)
+    assert NO_FLAG == {"allow", "forbid", "broker_properties", "scenario_settings"}
+    params, given = run_params([], "kafka-chaos run")
+    assert given == set()
+    assert RunConfig(**fields_of(params)).model_dump() == RunConfig().model_dump()
+
+
+def test_a_plan_the_matrix_and_the_command_line_name_the_same_settings() -> None:
+    """Every setting with a flag has a plan key, and every name of it (field, flag, Kafka
+    property, label) is a matrix key for it unless a comparison may not vary it; no two
+    settings share a name."""
+    from kafka_chaos import plan
+    from kafka_chaos.compare import matrix
+    from kafka_chaos.config import SETTINGS
+    from kafka_chaos.settings import SECTIONS
+
+    planned = {f for section in SECTIONS[:-1] for f in plan.keys_of(section).values()}
+    assert {f for f, s in SETTINGS.items() if s.flag} - planned == {"seed"}
+    assert "seed" in plan.Plan.model_fields
+    names = [n for s in SETTINGS.values() for n in s.names()]
+    assert len(names) == len(set(names))
+    for field, s in SETTINGS.items():
+        for name in s.names():
+            if s.fixed:
+                with pytest.raises(ValueError, match="cannot vary"):
+                    matrix.field_of(name)
+            else:
+                assert matrix.field_of(name) == field
 
 
 def test_every_error_of_the_project_is_in_one_tree() -> None:

@@ -128,9 +128,9 @@ def test_the_rebuilt_rerun_command_parses_back_to_the_configuration(tmp_path) ->
     run = typer.main.get_command(app).commands["run"]
     params = run.make_context("run", args[2:]).params  # parsed, not run
     assert params["acks"] == "1" and params["min_insync_replicas"] == 1
-    assert params["nemesis"] == "kill,unclean" and params["nemesis_interval"] == 3.5
+    assert params["nemesis"] == "kill,unclean" and params["nemesis_interval_s"] == 3.5
     assert params["ops_per_txn"] == "2..6" and params["seed"] == 42
-    assert params["crash_clients"] is True and params["time_limit"] == 12.0
+    assert params["crash_clients"] is True and params["time_limit_s"] == 12.0
     assert params["keys"] == 4
     # from a plan (a comparison cell's): the plan's settings cannot win over the config's
     plan = tmp_path / "p.yaml"
