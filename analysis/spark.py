@@ -12,7 +12,7 @@ from typing import Iterator
 from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
-from kafka_chaos.analysis import cds
+from kafka_chaos.analysis import cds, jvm
 
 #: Shuffle partitions for joins/aggregations. Spark's default (200) makes every small shuffle of a
 #: local run schedule 200 near-empty tasks; histories are at most a few million rows.
@@ -223,8 +223,9 @@ def session(master: str = "local[2]", small: bool = False,
     an interface a run created or cut).
 
     The driver JVM logs errors only (``analysis/conf/log4j2.properties``, named by
-    ``-Dlog4j2.configurationFile`` in ``spark.driver.defaultJavaOptions``), so Spark's log
-    lines do not interleave with the verdict, and maps the classes of the class data sharing
+    ``-Dlog4j2.configurationFile`` in ``spark.driver.defaultJavaOptions``) and its start-up
+    lines are left out of stderr (``analysis.jvm``), so Spark's lines do not interleave with
+    the verdict, and maps the classes of the class data sharing
     archive when there is one (``analysis.cds``: half the start-up time); a JVM that cannot
     start with it starts without, and the archive is deleted. ``SPARK_CONF_DIR`` is an empty
     folder while the JVM launches (``cds.conf_dir``: HotSpot archives no class path with
@@ -247,20 +248,18 @@ def session(master: str = "local[2]", small: bool = False,
     overrides = {**parse_conf(os.environ.get(SPARK_CONF_ENV)), **(conf or {})}
     if _CONNECT.fullmatch(master):
         return _connect(master, {**_runtime_settings(small), **overrides})
-    builder = SparkSession.builder.master(master).appName("kafka-chaos")
-    jvm = {"spark.driver.extraJavaOptions": _SHORT_JOB_JVM} if small else {}
     log = f"-Dlog4j2.configurationFile={(CONF_DIR / 'log4j2.properties').as_uri()}"
     archive = cds.java_options()
-    settings = heap_settings({**driver_settings(master), **jvm,
+    jvm_options = {"spark.driver.extraJavaOptions": _SHORT_JOB_JVM} if small else {}
+    settings = heap_settings({"spark.master": master, "spark.app.name": "kafka-chaos",
+                              **driver_settings(master), **jvm_options,
                               "spark.driver.defaultJavaOptions": f"{log} {archive}".strip(),
                               **_runtime_settings(small, local_threads(master)), **overrides})
-    for key, value in settings.items():
-        builder = builder.config(key, value)
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     with _launch_env({"SPARK_CONF_DIR": str(cds.conf_dir())}):
         try:
-            spark = builder.getOrCreate()
+            jvm.launch(settings)
         except PySparkRuntimeError:
             # only a mapped archive is dropped: ``cds.build``'s child, which writes one, and
             # the user's own options fail as they are
@@ -269,8 +268,13 @@ def session(master: str = "local[2]", small: bool = False,
                 raise
             # a JVM that cannot start with the archive (a damaged file: HotSpot stops on it)
             # starts without; the archive goes only if that start works
-            spark = builder.config("spark.driver.defaultJavaOptions", log).getOrCreate()
+            settings["spark.driver.defaultJavaOptions"] = log
+            jvm.launch(settings)
             cds.discard()
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

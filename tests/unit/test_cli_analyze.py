@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,32 @@ def test_a_typo_is_bad_input_not_an_unknown_verdict(tmp_path) -> None:
         text = CliRunner().invoke(app, [*command, "--help"], env={"COLUMNS": "200"}).output
         flags = [line for line in text.splitlines() if "<bool>" in line and "--help" not in line]
         assert flags == [], (command, flags)
+
+
+def test_a_fresh_analysis_prints_no_jvm_start_up_lines_but_the_jvms_errors(tmp_path) -> None:
+    """The driver JVM's start-up chatter (the JDK's incubator-module warning, Spark's log
+    level hint) stays out of the terminal (``analysis.jvm``); what a JVM that cannot start
+    prints still reaches the user, with exit 255."""
+    d = run_dir(tmp_path, with_duplicates())
+    command = [sys.executable, "-m", "kafka_chaos", "analyze", str(d)]
+    env = {k: v for k, v in os.environ.items() if k != "KAFKA_CHAOS_SPARK_CONF"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert done.returncode == 0 and "Verdict: valid" in done.stdout, done.stderr
+    assert done.stderr == ""
+    broken = {**env, "KAFKA_CHAOS_SPARK_CONF":
+              f"spark.driver.extraJavaOptions=-javaagent:{tmp_path / 'missing.jar'}"}
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=broken)
+    assert done.returncode == 255, done.stdout
+    assert "missing.jar" in done.stderr and "incubator" not in done.stderr
+
+
+def test_the_jvm_stderr_copy_leaves_out_only_the_start_up_lines(capsys) -> None:
+    from kafka_chaos.analysis.jvm import _forward
+
+    read, write = os.pipe()
+    os.write(write, b"WARNING: Using incubator modules: jdk.incubator.vector\n"
+             b'Setting default log level to "WARN".\nTo adjust logging level use '
+             b"sc.setLogLevel(newLevel).\nERROR SparkContext: out of memory\n")
+    os.close(write)
+    _forward(read)
+    assert capsys.readouterr().err == "ERROR SparkContext: out of memory\n"
