@@ -20,3 +20,15 @@ ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAG
              GROUP_REWIND, EOS_DUPLICATE]
 #: Anomalies of a consumer group's delivery, not of the log.
 CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE)
+#: The properties a run checks, each with the anomalies that break it (every name of
+#: ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
+PROPERTIES = {
+    "lost writes": ["lost-write", "unseen"],
+    "duplicates": ["duplicate"],
+    "log integrity": ["inconsistent-offsets", GARBAGE_READ],
+    "ordering": ["nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
+                 "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll"],
+    "transactions": ["G1a", "precommitted-read"],
+    "cycles": CYCLE_ANOMALIES,
+    "consumer delivery": list(CONSUMER_SIDE),
+}

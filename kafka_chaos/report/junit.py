@@ -1,29 +1,39 @@
 """The verdict as JUnit XML (``junit.xml``), for CI systems that read test reports.
 
-One ``<testsuite name="kafka-chaos">`` holding one ``<testcase>`` per run, named from the run's
-configuration (workload, faults, fingerprint; never the seed). The test case mirrors the exit
-code (``verdict.exit_code``):
+One ``<testsuite>`` per run, named from the run's configuration (``kafka-chaos`` + workload,
+faults, fingerprint; never the seed), so a nightly job with a new seed each night stays one
+suite of the same tests. Its test cases:
 
-- exit 0: the test case passes; permitted anomalies found are listed in its ``system-out``;
-- exit 1: a ``<failure>`` whose message lists the anomalies counted under ``--fail-on``
-  with their counts, and whose body explains the first examples of each (``analysis.explain``);
-- exit 2: an ``<error>`` whose message is the ``unknown_reasons``.
+- one per property the checkers check (``analysis.names.PROPERTIES``: lost writes,
+  duplicates, log integrity, ordering, transactions, cycles, consumer delivery): a
+  ``<failure>`` when anomalies that break it are counted under ``--fail-on`` (its message
+  lists them with their counts, its body explains the first examples, ``analysis.explain``);
+  else an ``<error type="unknown">`` when one of the ``unknown_reasons`` concerns it (a
+  reason naming none of the anomalies concerns every property: a crashed run's); else it
+  passes, its permitted anomalies listed in ``system-out``;
+- one per fault asked for (``fault kill``): passes when it ran, ``<skipped>`` when it never
+  did (the run did not test it; ``faults_not_run``);
+- ``scenario preconditions`` (with a scenario): an ``<error>`` naming the step whose
+  precondition was not met; ``final heal``: an ``<error>`` when the heal did not complete.
 
-The suite's ``<properties>`` carry the facts that decide what the run may show: seed, Kafka
-version, backend, acks, min.insync.replicas, idempotence, transactions, unclean leader
-election, nemesis or scenario, and ``fail_on``.
+So the suite has a failure exactly when the exit code is 1 (``verdict.exit_code``), and
+an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's ``<properties>`` carry the facts that decide
+what the run may show: seed, Kafka version, backend, acks, min.insync.replicas, idempotence,
+transactions, unclean leader election, nemesis or scenario, and ``fail_on``.
 
 Results are data first; this module only renders them (``docs/report.md``).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
-from junitparser import Error, Failure, JUnitXml, TestCase, TestSuite
+from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
+from kafka_chaos.analysis.names import ANOMALIES, PROPERTIES
 from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
 
@@ -72,7 +82,9 @@ def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[s
 
 
 def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
-    """The JUnit document of one verdict.
+    """The JUnit document of one verdict: one suite, a test case per checked property, per
+    fault asked for, for the scenario's preconditions and the final heal (see the module's
+    docstring).
 
     Args:
         results: the content of ``results.json`` (``analysis.check``'s dict plus ``fail_on``
@@ -80,14 +92,89 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
         config: the run configuration (``config.json`` or the history header's), or None
             when unknown (format-1 histories without ``config.json``).
     """
-    return document([suite(SUITE, properties(results, config),
-                           [testcase(results, config)])])
+    name = f"{SUITE} {case_name(results, config)}"
+    out = suite(name, properties(results, config), property_cases(results, name)
+                + run_cases(results, config, name))
+    xml = document([out])
+    # the run's time is no test case's: the suite and document carry it (statistics sum
+    # the cases')
+    out.time = xml.time = _duration_s(results)
+    return xml
+
+
+def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
+    """A test case per property of ``analysis.names.PROPERTIES`` (see the module's
+    docstring), of class ``classname``."""
+    fail_on = results.get("fail_on") or "violation"
+    counted = set(_counted(results, fail_on)) if exit_code(results, fail_on) \
+        == EXIT_ANOMALIES else set()
+    reasons = results.get("unknown_reasons") or []
+    unknown = results.get("valid") not in (True, False) or "anomalies" not in results
+    if unknown and not reasons:
+        reasons = ["no verdict"]
+    cases = []
+    for prop, names in PROPERTIES.items():
+        case = TestCase(prop, classname=classname)
+        mine = [n for n in names if n in counted]
+        concern = [r for r in reasons if _concerns(r, names)]
+        if mine:
+            failure = Failure(_summary(results, mine), "violation" if set(mine) & set(
+                results.get("violations") or []) else "anomaly")
+            failure.text = _explanations(results, mine)
+            case.result = [failure]
+        elif concern:
+            error = Error("; ".join(concern), "unknown")
+            error.text = "\n".join(concern)
+            case.result = [error]
+        permitted = [n for n in names if n in (results.get("permitted") or [])]
+        if permitted:
+            case.system_out = ("permitted anomalies (the configuration allows them):\n"
+                               + _explanations(results, permitted))
+        cases.append(case)
+    return cases
+
+
+def run_cases(results: dict[str, Any], config: dict[str, Any] | None,
+              classname: str) -> list[TestCase]:
+    """The test cases of what the run itself had to do: each fault asked for ran, the
+    scenario's preconditions held, the final heal completed (from the run's facts,
+    ``results["run"]``; none when the facts do not say)."""
+    config = config or {}
+    facts = results.get("run") or {}
+    cases = []
+    if "faults_not_run" in facts:
+        for package in config.get("nemesis") or []:
+            case = TestCase(f"fault {package}", classname=classname)
+            if package in facts["faults_not_run"]:
+                case.result = [Skipped(f"{package} was asked for and never ran: the run did "
+                                       "not test it (a longer --time-limit gives every fault "
+                                       "its turn)")]
+            cases.append(case)
+    if config.get("scenario") and "scenario" in facts:
+        case = TestCase("scenario preconditions", classname=classname)
+        if unmet := (facts.get("scenario") or {}).get("unmet"):
+            case.result = [Error(f"scenario precondition not met: {unmet}", "unknown")]
+        cases.append(case)
+    if "heal_left" in facts:
+        case = TestCase("final heal", classname=classname)
+        if facts["heal_left"]:
+            case.result = [Error("; ".join(facts["heal_left"]), "unknown")]
+        cases.append(case)
+    return cases
+
+
+def _concerns(reason: str, names: list[str]) -> bool:
+    """Whether an unknown reason concerns the property of anomalies ``names``: it names one
+    of them, or names no anomaly at all (then it concerns every property)."""
+    named = [n for n in ANOMALIES if re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", reason)]
+    return not named or bool(set(named) & set(names))
 
 
 def testcase(results: dict[str, Any], config: dict[str, Any] | None,
              name: str | None = None) -> TestCase:
-    """The test case of one verdict (named ``case_name`` unless ``name`` is given): passed,
-    a ``<failure>`` or an ``<error>`` as its exit code says (see the module's docstring)."""
+    """The one test case of a whole verdict (named ``case_name`` unless ``name`` is given), as
+    a comparison's ``junit.xml`` has one per run: passed, a ``<failure>`` when the exit code
+    is 1 (the counted anomalies), an ``<error>`` when it is 2 (the ``unknown_reasons``)."""
     fail_on = results.get("fail_on") or "violation"
     case = TestCase(name or case_name(results, config), classname=SUITE,
                     time=_duration_s(results))

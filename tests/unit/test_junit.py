@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from junitparser import Error, Failure, JUnitXml
+from junitparser import Error, Failure, JUnitXml, Skipped
 
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.report import junit
@@ -24,30 +24,35 @@ def config(**overrides) -> dict:
             "nemesis": ["kill", "partition"], "scenario": None, **overrides}
 
 
+PROPERTIES = ["lost writes", "duplicates", "log integrity", "ordering", "transactions",
+              "cycles", "consumer delivery"]
+
+
 def parsed(tmp_path: Path, results: dict, cfg: dict | None):
+    """The one suite of ``junit.xml`` written for ``results``, its test cases by name and its
+    properties."""
     tmp_path.mkdir(exist_ok=True)
     path = junit.write(tmp_path, results, cfg)
     assert path == tmp_path / "junit.xml"
-    xml = JUnitXml.fromfile(str(path))
-    suites = list(xml)
-    assert [s.name for s in suites] == ["kafka-chaos"]
-    suite = suites[0]
-    cases = list(suite)
-    assert len(cases) == 1
+    [suite] = list(JUnitXml.fromfile(str(path)))
+    cases = {case.name: case for case in suite}
+    assert list(cases)[:7] == PROPERTIES
+    assert {case.classname for case in suite} == {suite.name}
     props = {p.name: p.value for p in suite.properties()}
-    return suite, cases[0], props
+    return suite, cases, props
 
 
-def test_a_valid_run_is_one_passing_case_with_the_run_facts(tmp_path) -> None:
+def test_a_valid_run_passes_every_property_with_the_run_facts(tmp_path) -> None:
     results = verdict(config(), {})
-    suite, case, props = parsed(tmp_path, results, config())
-    assert (suite.tests, suite.failures, suite.errors) == (1, 0, 0)
-    assert case.is_passed and case.name.startswith("queue nemesis=kill,partition config=")
-    # one configuration is one test whatever the seed (a nightly job's new seed each night)
+    suite, cases, props = parsed(tmp_path, results, config())
+    assert (suite.tests, suite.failures, suite.errors) == (7, 0, 0)
+    assert all(case.is_passed for case in cases.values())
+    assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
+    # one configuration is one suite whatever the seed (a nightly job's new seed each night)
     other = verdict(config(seed=8), {})
-    assert parsed(tmp_path / "8", other, config(seed=8))[1].name == case.name
-    assert parsed(tmp_path / "acks", results, config(acks="1"))[1].name != case.name
-    assert case.time == pytest.approx(42.5)
+    assert parsed(tmp_path / "8", other, config(seed=8))[0].name == suite.name
+    assert parsed(tmp_path / "acks", results, config(acks="1"))[0].name != suite.name
+    assert suite.time == pytest.approx(42.5)
     assert props["seed"] == "7" and props["kafka_version"] == "3.9.1"  # the run's, not config's
     assert props["acks"] == "all" and props["min.insync.replicas"] == "2"
     assert props["enable.idempotence"] == "true" and props["transactional"] == "false"
@@ -57,17 +62,19 @@ def test_a_valid_run_is_one_passing_case_with_the_run_facts(tmp_path) -> None:
     assert "scenario" not in props and "unclean_election_at_runtime" not in props
 
 
-def test_a_violation_is_a_failure_naming_counts_and_explaining_examples(tmp_path) -> None:
+def test_a_violation_fails_its_property_naming_counts_and_explaining_examples(
+        tmp_path) -> None:
     results = verdict(config(), {"lost-write": (2, [LOST, LOST_2])})
     assert exit_code(results) == 1
-    suite, case, _ = parsed(tmp_path, results, config())
-    assert (suite.tests, suite.failures, suite.errors) == (1, 1, 0)
-    [failure] = case.result
+    suite, cases, _ = parsed(tmp_path, results, config())
+    assert (suite.tests, suite.failures, suite.errors) == (7, 1, 0)
+    [failure] = cases["lost writes"].result
     assert isinstance(failure, Failure) and failure.type == "violation"
     assert failure.message == "violations: lost-write (2)"
     for example in (LOST, LOST_2):
         assert explain("lost-write", example) in failure.text
     assert results["anomalies"]["lost-write"]["because"] in failure.text
+    assert all(cases[p].is_passed for p in PROPERTIES if p != "lost writes")
 
 
 def test_permitted_anomalies_pass_under_violation_and_fail_under_any(tmp_path) -> None:
@@ -75,41 +82,65 @@ def test_permitted_anomalies_pass_under_violation_and_fail_under_any(tmp_path) -
     results = verdict(cfg, {"duplicate": (3, [DUPLICATE])})
     rule = results["anomalies"]["duplicate"]["rule"]
     assert results["valid"] is True and rule  # the configuration permits duplicates
-    suite, case, _ = parsed(tmp_path, results, cfg)
-    assert case.is_passed and suite.failures == 0
-    assert explain("duplicate", DUPLICATE) in case.system_out
+    suite, cases, _ = parsed(tmp_path, results, cfg)
+    assert cases["duplicates"].is_passed and suite.failures == 0
+    assert explain("duplicate", DUPLICATE) in cases["duplicates"].system_out
+    assert not cases["lost writes"].system_out
 
     results = verdict(cfg, {"duplicate": (3, [DUPLICATE])}, fail_on="any")
-    suite, case, props = parsed(tmp_path, results, cfg)
-    [failure] = case.result
+    suite, cases, props = parsed(tmp_path, results, cfg)
+    [failure] = cases["duplicates"].result
     assert suite.failures == 1 and failure.type == "anomaly"
     assert failure.message == f"anomalies: duplicate (3, permitted by {rule})"
     assert props["fail_on"] == "any"
 
 
-def test_an_unknown_verdict_is_an_error_with_the_reasons(tmp_path) -> None:
+def test_an_unknown_verdict_errs_every_property_its_reasons_concern(tmp_path) -> None:
     reasons = ("no send was acknowledged: there was nothing to check",
                "scenario precondition not met: isr-shrink")
     cfg = config(scenario="isr-shrink-unclean", nemesis=[], txn=True)
-    results = verdict(cfg, {}, reasons=reasons, facts={"seed": 3})
-    suite, case, props = parsed(tmp_path, results, cfg)
-    assert (suite.failures, suite.errors) == (0, 1)
-    [error] = case.result
-    assert isinstance(error, Error) and error.type == "unknown"
-    assert error.message == "; ".join(reasons)
-    assert case.name.startswith("queue-txn scenario=isr-shrink-unclean config=")
+    facts = {"seed": 3, "scenario": {"unmet": "isr-shrink"}, "faults_not_run": [],
+             "heal_left": []}
+    results = verdict(cfg, {}, reasons=reasons, facts=facts)
+    suite, cases, props = parsed(tmp_path, results, cfg)
+    assert (suite.failures, suite.errors) == (0, 8)
+    for name in PROPERTIES:
+        [error] = cases[name].result
+        assert isinstance(error, Error) and error.type == "unknown"
+        assert error.message == "; ".join(reasons)
+    [unmet] = cases["scenario preconditions"].result
+    assert unmet.message == "scenario precondition not met: isr-shrink"
+    assert cases["final heal"].is_passed
+    assert suite.name.startswith("kafka-chaos queue-txn scenario=isr-shrink-unclean config=")
     assert props["scenario"] == "isr-shrink-unclean" and "nemesis" not in props
     assert props["kafka_version"] == "4.4.0"  # not in the run facts: the configuration's
+    # a reason that names an anomaly concerns its property alone
+    results = verdict(config(), {}, reasons=("3 lost-write finding(s) unexplained: ...",))
+    suite, cases, _ = parsed(tmp_path / "named", results, config())
+    assert (suite.failures, suite.errors) == (0, 1) and not cases["lost writes"].is_passed
 
 
 def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> None:
     results = verdict(config(), {"lost-write": (1, [LOST])}, reasons=("checker x raised",))
     results["anomalies"]["unseen"].update(count=None, error="boom")
-    suite, case, props = parsed(tmp_path, results, None)
-    assert (suite.failures, suite.errors) == (1, 0)
-    assert case.name == "queue nemesis=none config=unknown"
+    suite, cases, props = parsed(tmp_path, results, None)
+    # the checker that raised names no anomaly: no property but the failed one is decided
+    assert (suite.failures, suite.errors) == (1, 6)
+    assert isinstance(cases["lost writes"].result[0], Failure)
+    assert suite.name == "kafka-chaos queue nemesis=none config=unknown"
     assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
                      "valid": "false"}
+
+
+def test_each_fault_asked_for_is_a_case_skipped_when_it_never_ran(tmp_path) -> None:
+    facts = {"seed": 7, "faults_not_run": ["partition"], "heal_left": ["n2 is not running"]}
+    suite, cases, _ = parsed(tmp_path, verdict(config(), {}, facts=facts), config())
+    assert cases["fault kill"].is_passed
+    [skipped] = cases["fault partition"].result
+    assert isinstance(skipped, Skipped) and "never ran" in skipped.message
+    [error] = cases["final heal"].result
+    assert isinstance(error, Error) and error.message == "n2 is not running"
+    assert (suite.tests, suite.skipped, suite.errors) == (10, 1, 1)
 
 
 def test_unclean_at_runtime_is_a_property(tmp_path) -> None:
@@ -132,10 +163,11 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     assert res["valid"] == "unknown" and res["verdict"] == "unknown"
     assert res["unknown_reasons"] == ["the run failed: broker n2 did not start"]
     assert res["run"]["seed"] == 7
-    suite = next(iter(JUnitXml.fromfile(str(tmp_path / "junit.xml"))))
-    [case] = list(suite)
-    assert case.name.startswith("queue nemesis=kill,partition config=")
-    assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
+    [suite] = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
+    assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
+    assert [case.name for case in suite] == PROPERTIES
+    for case in suite:  # a crash decides no property
+        assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
     summary = (tmp_path / "summary.md").read_text()
     assert summary.startswith("## kafka-chaos: unknown\n") and "broker n2 did not start" in summary
     (tmp_path / "results.json").write_text('{"valid": true}')
