@@ -2,7 +2,7 @@
 
     PYTHONPATH=. python bench/report_bench.py [N_LINES] [--analyze] [--keep DIR]
 
-Writes a run of about ``N_LINES`` history lines (default 1000000) with ``bench/synthetic_run``
+Writes a run of about ``N_LINES`` history lines (default 1000000) with ``kafka_chaos.history.simulate.generate_run``
 (4 workers at 200 client ops/s simulated, faults every 8 s, monitor samples every 500 ms, two
 planted lost writes), then times ``report.html.write`` and prints the history and report sizes,
 the time to read the lines alone, the extraction and the whole build, and the peak memory of
@@ -19,17 +19,14 @@ from __future__ import annotations
 import argparse
 import json
 import resource
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from bench.synthetic_run import generate  # noqa: E402
-from kafka_chaos.history import iter_history  # noqa: E402
+from kafka_chaos.history import iter_history
+from kafka_chaos.history.simulate import generate_run as generate
+from kafka_chaos.report import data as report_data
 from kafka_chaos.report import html as html_report
-from kafka_chaos.report import data as report_data  # noqa: E402
 
 
 def planted_results(planted: dict) -> dict:
@@ -38,7 +35,7 @@ def planted_results(planted: dict) -> dict:
                  "index": None, "type": "ok", "covered_by": None, "final_end": None,
                  "read_before": False} for k, v, o in planted["lost"][:5]]
     lost = {"count": len(planted["lost"]), "examples": examples, "permitted": False,
-            "rule": None, "because": "planted by bench/synthetic_run.py", "source": None,
+            "rule": None, "because": "planted by the simulated run (kafka_chaos.history.simulate)", "source": None,
             "side": "log"}
     return {"valid": False, "anomalies": {"lost-write": lost}, "anomaly_types": ["lost-write"],
             "violations": ["lost-write"], "permitted": [], "unknown_reasons": [],

@@ -6,7 +6,6 @@ labelled container or network, or rule in the ssh test hosts' own chains.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -147,9 +146,8 @@ def hadoop_version() -> str:
 
 
 def history_gen():
-    """``bench/history_gen.py`` as a module (``generate(dir, ops, anomalies, seed)`` writes a
-    history with seeded anomalies and returns their expected counts)."""
-    spec = importlib.util.spec_from_file_location("history_gen", ROOT / "bench/history_gen.py")
-    gen = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gen)
-    return gen
+    """The simulated histories with seeded anomalies (``generate(dir, ops, anomalies, seed)``
+    writes one and returns the expected counts)."""
+    from kafka_chaos.history.simulate import vignettes
+
+    return vignettes

@@ -1,14 +1,10 @@
-"""A synthetic run directory shaped like a real run under faults, for report tests and benches.
+"""A simulated run directory shaped like a real run under faults, for report tests and benches.
 
-    from bench.synthetic_run import generate
-    planted = generate(run_dir, client_ops=2000, seed=1)
+    from kafka_chaos.history.simulate import generate_run
+    planted = generate_run(run_dir, client_ops=2000, seed=1)
 
-Writes ``history.jsonl`` (format 2, ``docs/history-format.md``), ``config.json`` and
-``command.txt``; no ``results.json`` (run ``kafka-chaos analyze`` for a real verdict). Times
-are simulated (ns since the start), so a million-op history spans the hours a real one would
-without taking them to write.
-
-What happens, by a discrete-event simulation of 3 brokers:
+Writes ``history.jsonl`` (format 2, ``docs/history-format.md``) and its columnar copy,
+``config.json`` and ``command.txt``; no ``results.json`` (run ``kafka-chaos analyze`` for a real verdict). What happens, by a discrete-event simulation of 3 brokers:
 
 - ``workers`` client workers (``rate`` client ops/s together) each ``assign`` every key, then
   send 1-3 values (75 %) or poll (25 %); 1 % of sends ``fail`` (``NOT_ENOUGH_REPLICAS``);
@@ -27,16 +23,13 @@ What happens, by a discrete-event simulation of 3 brokers:
 
 from __future__ import annotations
 
-import heapq
 import json
 import random
 from pathlib import Path
 from typing import Any, Callable
 
-import orjson
+from kafka_chaos.history.simulate.core import MS, NODES, TOPIC, Simulation, nodes_header
 
-TOPIC = "kafka-chaos"
-NODES = (1, 2, 3)
 #: Seconds a partition whose leader was lost has no leader.
 ELECTION_S = 1.5
 #: Seconds after a heal until the node is back in every ISR.
@@ -44,57 +37,11 @@ REJOIN_S = 1.0
 _S = 1_000_000_000
 
 
-class _Sim:
-    def __init__(self, path: Path, header: dict, keys: int, rng: random.Random) -> None:
-        self.out = open(path, "xb")
-        self.out.write(orjson.dumps(header) + b"\n")
-        self.index = 0
-        self.now = 0
-        self.rng = rng
-        self.keys = keys
-        self.heap: list[tuple[int, int, Callable[[], None]]] = []
-        self.seq = 0
-        self.logs: list[list[int]] = [[] for _ in range(keys)]
-        self.leader = {p: NODES[p % len(NODES)] for p in range(keys)}
-        self.epoch = dict.fromkeys(range(keys), 1)
-        self.isr = {p: list(NODES) for p in range(keys)}
-        self.answering = dict.fromkeys(NODES, True)
-
-    def at(self, t: int, fn: Callable[[], None]) -> None:
-        self.seq += 1
-        heapq.heappush(self.heap, (t, self.seq, fn))
-
-    def write(self, process: Any, type: str, f: str, value: Any, error: str | None = None) -> None:
-        self.out.write(orjson.dumps({"index": self.index, "time": self.now, "process": process,
-                                     "type": type, "f": f, "value": value, "error": error})
-                       + b"\n")
-        self.index += 1
-
-    def run(self) -> None:
-        while self.heap:
-            self.now, _, fn = heapq.heappop(self.heap)
-            fn()
-
-    def sample(self, trigger: str) -> None:
-        self.write("monitor", "invoke", "cluster-state", {"trigger": trigger})
-        parts = [{"partition": p, "leader": self.leader[p], "leader_epoch": self.epoch[p],
-                  "replicas": list(NODES), "isr": sorted(self.isr[p]), "elr": [],
-                  "last_known_elr": [],
-                  "offline": [n for n in NODES if not self.answering[n]]}
-                 for p in range(self.keys)]
-        self.now += 2_000_000
-        self.write("monitor", "ok", "cluster-state", {
-            "answering": {str(n): up for n, up in self.answering.items()},
-            "partitions": {TOPIC: parts},
-            "controller": {"leader": 1, "epoch": 1, "high_watermark": self.index,
-                           "voters": {str(n): self.index for n in NODES}},
-            "took_ms": 2})
-
-
 def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: float = 100.0,
              workers: int = 4, keys: int = 2, fault_interval_s: float = 8.0, lost: int = 2,
              duplicates: int = 1, chunk: int = 10_000) -> dict[str, Any]:
-    """Write a synthetic run into ``run_dir`` (created; it must not hold a history).
+    """Write a simulated run into ``run_dir`` (created; ``FileExistsError`` when it holds a
+    history).
 
     Args:
         client_ops: client operations of the workload (each is two lines; monitor, nemesis
@@ -110,6 +57,8 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
     rng = random.Random(seed)
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
+    if (run_dir / "history.jsonl").exists():  # before config.json: nothing is overwritten
+        raise FileExistsError(run_dir / "history.jsonl")
     config = RunConfig(seed=seed, keys=keys, clients=workers, rate=rate,
                        nemesis=["kill", "pause", "partition"],
                        nemesis_interval_s=fault_interval_s,
@@ -118,13 +67,13 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
     (run_dir / "command.txt").write_text(
         f"kafka-chaos run --nemesis kill,pause,partition --keys {keys} --clients {workers} "
         f"--rate {rate:g} --nemesis-interval {fault_interval_s:g} --seed {seed}\n")
-    header = {"format": 2, "kafka_chaos": __version__, "kafka_version": config["kafka_version"],
+    header = {"kafka_chaos": __version__, "kafka_version": config["kafka_version"],
               "config": config, "keys": {str(k): [TOPIC, k] for k in range(keys)},
-              "nodes": {str(n): {"name": f"n{n}", "roles": ["broker", "controller"]}
-                        for n in NODES}}
-    sim = _Sim(run_dir / "history.jsonl", header, keys, rng)
+              "nodes": nodes_header()}
+    sim = Simulation(run_dir / "history.jsonl", header, keys, rng)
+    sim.next_process = workers
     planted: dict[str, Any] = {"lost": [], "duplicates": [], "faults": []}
-    state = {"ops": 0, "value": 0, "next_process": workers, "dups": duplicates,
+    state = {"ops": 0, "dups": duplicates,
              "truncate": lost, "workload_over": False, "in_flight": 0}
     unavailable_until = dict.fromkeys(range(keys), 0)
     think_ns = workers / rate * _S
@@ -145,8 +94,7 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
                lambda: (send if rng.random() < 0.75 else poll)(process, position))
 
     def send(process: int, position: list[int]) -> None:
-        sends = [[rng.randrange(keys), state["value"] + i] for i in range(rng.randint(1, 3))]
-        state["value"] += len(sends)
+        sends = [[rng.randrange(keys), sim.new_value()] for _ in range(rng.randint(1, 3))]
         sim.write(process, "invoke", "send", [["send", k, v] for k, v in sends])
         down = {k for k, _ in sends if unavailable_until[k] > sim.now}
         latency = int(rng.lognormvariate(15.5, 0.5))  # ~5 ms
@@ -171,8 +119,7 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
                 sim.write(process, "fail", "send", result, "NOT_ENOUGH_REPLICAS")
             elif timed_out:
                 sim.write(process, "info", "send", result, "_MSG_TIMED_OUT")
-                state["next_process"] += 1
-                return assign_then_loop(state["next_process"] - 1)
+                return assign_then_loop(sim.new_process())
             else:
                 sim.write(process, "ok", "send", result)
             next_op(process, position)
@@ -199,7 +146,7 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
         sim.now += 30_000_000
         after()
         sim.write("nemesis", "ok", f, result)
-        sim.sample(f"after {f}")
+        sim.sample(f"after {f}", took_ns=2 * MS)
 
     def lose_leadership(node: int) -> None:
         for p in range(keys):
@@ -262,7 +209,7 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
 
     def periodic() -> None:
         if not state["workload_over"]:
-            sim.sample("period")
+            sim.sample("period", took_ns=2 * MS)
             sim.at(sim.now + _S // 2, periodic)
 
     def end_of_workload() -> None:
@@ -280,17 +227,9 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
         sim.write("nemesis", "ok", "heal-all", {"kill": [], "partition": {"healed": True}})
         if state.get("open"):
             planted["faults"].append((*state["open"], sim.now / _S))
-        sim.sample("after heal-all")
-        reader = state["next_process"]
-        for k in range(keys):
-            log = sim.logs[k]
-            for lo in range(0, max(len(log), 1), chunk):
-                hi = min(lo + chunk, len(log))
-                sim.write(reader, "invoke", "poll", [["poll"]])
-                sim.now += 5_000_000
-                sim.write(reader, "ok", "poll", [[
-                    "poll", {str(k): [[o, log[o]] for o in range(lo, hi)]} if hi > lo else {},
-                    {"final": True, "range": {str(k): [lo, hi]}, "eof": hi == len(log)}]])
+        sim.sample("after heal-all", took_ns=2 * MS)
+        sim.final_reads({k: (list(enumerate(log)), len(log)) for k, log in enumerate(sim.logs)},
+                        chunk, 5 * MS)
 
     for w in range(workers):
         state["in_flight"] += 1
@@ -299,6 +238,6 @@ def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: floa
     sim.at(int(fault_interval_s * _S), lambda: fault(0))
     sim.at(_S, end_of_workload)
     sim.run()
-    sim.out.close()
+    sim.close()
     planted["duration_s"] = sim.now / _S
     return planted
