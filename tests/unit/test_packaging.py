@@ -25,8 +25,8 @@ def test_the_wheel_installs_only_kafka_chaos_and_works_from_it(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     assert {n.split("/")[0] for n in names} == {"kafka_chaos", wheel.name.split("-py3")[0]
                                                + ".dist-info"}
-    for package in ("clusters", "workloads", "nemesis", "history", "analysis",
-                    "analysis/checkers"):
+    for package in ("clusters", "workloads", "nemesis", "history", "history/simulate",
+                    "analysis", "analysis/checkers"):
         assert f"kafka_chaos/{package}/__init__.py" in names, package
     for data in ("kafka_chaos/templates/report.html.j2", "kafka_chaos/templates/compare.html.j2",
                  "kafka_chaos/analysis/conf/log4j2.properties",
