@@ -14,6 +14,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
                                    NewTopic, ResourceType)
 
 from kafka_chaos.clusters.errors import ClusterError, NotReady
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 
 @dataclasses.dataclass(frozen=True)
@@ -71,24 +72,31 @@ def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_fact
     deadline (Kafka 3.9.1, ``_TIMED_OUT: Failed while waiting for controller``). Raises
     ``ClusterError`` naming the last error otherwise."""
     deadline = time.monotonic() + timeout_s
-    while True:
+    failed: list[ClusterError] = []
+
+    def attempt() -> bool:
         left = min(max(deadline - time.monotonic(), 1.0), ATTEMPT_S)
-        attempt = client(bootstrap)  # referenced until the answer: a destroyed client fails it
-        fut = attempt.create_topics([NewTopic(topic, partitions_n, replication_factor,
-                                              config=config or {})],
-                                    operation_timeout=left, request_timeout=left)[topic]
+        handle = client(bootstrap)  # referenced until the answer: a destroyed client fails it
+        fut = handle.create_topics([NewTopic(topic, partitions_n, replication_factor,
+                                             config=config or {})],
+                                   operation_timeout=left, request_timeout=left)[topic]
         try:
             fut.result(timeout=left + 5)
-            return
+            return True
         except KafkaException as exc:
             err = exc.args[0]
             if err.name() == "TOPIC_ALREADY_EXISTS":
-                return
-            if (not err.retriable() and err.name() not in _SETTLING
-                    or time.monotonic() + 0.5 >= deadline):
-                raise ClusterError(f"creating topic {topic} failed: {err.name()}: "
-                                   f"{err.str()}") from exc
-        time.sleep(0.5)
+                return True
+            error = ClusterError(f"creating topic {topic} failed: {err.name()}: {err.str()}")
+            if not err.retriable() and err.name() not in _SETTLING:
+                raise error from exc
+            failed.append(error)
+            return False
+
+    try:
+        wait_until(attempt, timeout_s, 0.5, f"topic {topic} created")
+    except WaitTimeout:
+        raise failed[-1] from None
 
 
 def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: float = 120.0,
@@ -101,31 +109,36 @@ def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: 
     """
     admin = client(bootstrap)
     start = time.monotonic()
-    last = "no answer yet"
-    while time.monotonic() - start < timeout_s:
+    last = ["no answer yet"]
+
+    def ready() -> bool:
         try:
             ids = broker_ids(admin)
             if len(ids) < broker_count:
-                last = f"{len(ids)}/{broker_count} brokers registered: {sorted(ids)}"
-            else:
-                bad = []
-                for topic in topics:
-                    states = partitions(admin, topic)
-                    if not states:
-                        bad.append(f"{topic}: no metadata")
-                    bad += [f"{topic}-{s.partition}: leader {s.leader}, isr {list(s.isr)}, "
-                            f"replicas {list(s.replicas)}" for s in states
-                            if s.leader < 0 or set(s.isr) != set(s.replicas)]
-                if not bad:
-                    return time.monotonic() - start
-                last = "; ".join(bad[:6])
+                last.append(f"{len(ids)}/{broker_count} brokers registered: {sorted(ids)}")
+                return False
+            bad = []
+            for topic in topics:
+                states = partitions(admin, topic)
+                if not states:
+                    bad.append(f"{topic}: no metadata")
+                bad += [f"{topic}-{s.partition}: leader {s.leader}, isr {list(s.isr)}, "
+                        f"replicas {list(s.replicas)}" for s in states
+                        if s.leader < 0 or set(s.isr) != set(s.replicas)]
+            last.append("; ".join(bad[:6]))
+            return not bad
         except KafkaException as exc:
-            last = str(exc)
-        time.sleep(0.5)
-    msg = f"cluster not ready after {timeout_s:.0f} s: {last}"
-    if log_tail is not None:
-        msg += "\n" + log_tail()
-    raise NotReady(msg)
+            last.append(str(exc))
+            return False
+
+    try:
+        wait_until(ready, timeout_s, 0.5, "a ready cluster")
+    except WaitTimeout:
+        msg = f"cluster not ready after {timeout_s:.0f} s: {last[-1]}"
+        if log_tail is not None:
+            msg += "\n" + log_tail()
+        raise NotReady(msg) from None
+    return time.monotonic() - start
 
 
 def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],

@@ -18,6 +18,7 @@ from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import (LAG_S, LAGGING_LEADER, LONE_HOLD_S, LONE_LEADER,
                                         LONE_POLL_S, LONE_WAIT_S, active_controller, leader_of,
                                         partition_of, pick)
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 
 class ProcessNemesis(Nemesis):
@@ -142,15 +143,20 @@ class ProcessNemesis(Nemesis):
                 time.sleep(LAG_S)
                 cut["lagged_s"] = LAG_S
             else:
-                start, isr = time.monotonic(), None
-                while time.monotonic() - start < LONE_WAIT_S:
+                start, seen = time.monotonic(), []
+
+                def alone_or_moved() -> bool:
                     state = partition_of(self.cluster, topic, p)
-                    isr = None if state is None else list(state.isr)
-                    if state is not None and state.leader != leader.node_id:
-                        break  # the controller moved the leadership: not this fault's case
-                    if isr == [leader.node_id]:
-                        break
-                    time.sleep(LONE_POLL_S)
+                    seen.append(None if state is None else list(state.isr))
+                    # a leadership the controller moved is not this fault's case either
+                    return state is not None and (state.leader != leader.node_id
+                                                  or seen[-1] == [leader.node_id])
+                try:
+                    wait_until(alone_or_moved, LONE_WAIT_S, LONE_POLL_S,
+                               f"the ISR of {topic}-{p} shrunk to its leader")
+                except WaitTimeout:
+                    pass
+                isr = seen[-1]
                 if isr != [leader.node_id]:
                     return {**none, **cut, "alone_after_s": None, "isr": isr}
                 cut["alone_after_s"] = round(time.monotonic() - start, 2)
@@ -347,8 +353,9 @@ class UncleanElectionNemesis(Nemesis):
     def _set_and_read_back(self, scope: str, want: str) -> str:
         """Set the config at ``scope`` to ``want`` and return the value a broker then reports;
         retried for up to ``ALTER_TIMEOUT_S`` s, then the last error is raised."""
-        deadline = time.monotonic() + ALTER_TIMEOUT_S
-        while True:
+        errors: list[Exception] = []
+
+        def attempt() -> str | None:
             # SET is idempotent, so retrying is safe; a change may also be applied while its
             # reply is lost (the active controller died): the value the brokers report
             # decides. A fresh client each time: it looks for the controller anew.
@@ -360,7 +367,7 @@ class UncleanElectionNemesis(Nemesis):
                 else:
                     admin.set_topic_config(a, self.topic, {self.KEY: want}, timeout_s=10.0)
             except (ClusterError, wire.WireError) as exc:
-                error = exc
+                errors.append(exc)
             try:
                 live = self._live()
                 effective = (admin.broker_config(a, live[0].node_id, self.KEY, timeout_s=5.0)
@@ -368,12 +375,15 @@ class UncleanElectionNemesis(Nemesis):
                              admin.topic_config(a, self.topic, self.KEY, timeout_s=5.0))
                 if effective == want:
                     return effective
-                error = ClusterError(f"{self.KEY} ({scope}) reads back {effective}")
+                errors.append(ClusterError(f"{self.KEY} ({scope}) reads back {effective}"))
             except ClusterError as exc:
-                error = exc
-            if time.monotonic() > deadline:
-                raise error
-            time.sleep(1.0)
+                errors.append(exc)
+            return None
+
+        try:
+            return wait_until(attempt, ALTER_TIMEOUT_S, 1.0, f"{self.KEY} ({scope}) {want}")
+        except WaitTimeout:
+            raise errors[-1] from None
 
     def invoke(self, f: str, value: Any) -> Any:
         if f in ("unclean-on", "unclean-off"):
