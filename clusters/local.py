@@ -12,7 +12,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
 from kafka_chaos.clusters.netfaults import NamespaceIptables
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 DEFAULT_PREFIX = "kc"
 
@@ -303,10 +303,10 @@ def cleanup_leftovers(prefix: str = DEFAULT_PREFIX) -> list[str]:
     for nid, pid in (state.get("pids") or {}).items():
         if _is_kafka_pid(pid):
             os.kill(pid, signal.SIGKILL)
-            for _ in range(100):
-                if not _is_kafka_pid(pid):
-                    break
-                time.sleep(0.05)
+            try:
+                wait_until(lambda: not _is_kafka_pid(pid), 5.0, 0.05, f"process {pid} gone")
+            except WaitTimeout:
+                pass  # a zombie the kernel reaps later; the namespace goes all the same
             removed.append(f"broker process {pid} (node {nid})")
     removed += netns.remove_all(prefix, state.get("host_rules") or [])
     removed += [f"lossy filesystem at {m}" for m in state.get("mounts") or []
