@@ -19,7 +19,8 @@ suite of the same tests. Its test cases:
 So the suite has a failure exactly when the exit code is 1 (``verdict.exit_code``), and
 an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's ``<properties>`` carry the facts that decide
 what the run may show: seed, Kafka version, backend, acks, min.insync.replicas, idempotence,
-transactions, unclean leader election, nemesis or scenario, and ``fail_on``.
+transactions, unclean leader election, nemesis or scenario, ``fail_on``, ``valid`` and the
+``verdict`` word.
 
 Results are data first; this module only renders them (``docs/report.md``).
 """
@@ -35,7 +36,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.analysis.names import ANOMALIES, PROPERTIES
 from kafka_chaos.config import fingerprint
-from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code
+from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code, word
 
 SUITE = "kafka-chaos"
 #: Examples explained per anomaly in a failure's body (results keep at most 5).
@@ -76,7 +77,8 @@ def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[s
         "nemesis": ",".join(config.get("nemesis") or []) or None,
         "scenario": config.get("scenario"),
         "fail_on": results.get("fail_on") or "violation",
-        "valid": results.get("valid"),
+        "valid": results.get("valid") if isinstance(results.get("valid"), bool) else None,
+        "verdict": word(results),
     }
     return {name: _text(value) for name, value in props.items() if value is not None}
 

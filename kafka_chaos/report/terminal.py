@@ -55,15 +55,17 @@ def judge_run(result: dict, facts: dict) -> dict:
 
 
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
-    """Write ``results.json`` atomically: the analysis, its ``verdict`` word
-    (``verdict.word``), the ``kafka_chaos_version`` that judged it and the run's facts under
-    ``run``. Returns its path."""
+    """Write ``results.json`` atomically: the analysis (``valid`` true, false or null when
+    unknown), its ``verdict`` word (``verdict.word``), the ``kafka_chaos_version`` that judged
+    it and the run's facts under ``run``. Returns its path."""
     from kafka_chaos import __version__
     from kafka_chaos.verdict import word
 
     path = run_dir / "results.json"
-    payload = {**result, "verdict": word(result), "kafka_chaos_version": __version__,
-               "run": facts or {}}
+    # a boolean or null: JSON readers need not know the analysis's "unknown"
+    valid = result.get("valid") if isinstance(result.get("valid"), bool) else None
+    payload = {**result, "valid": valid, "verdict": word(result),
+               "kafka_chaos_version": __version__, "run": facts or {}}
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str))
     tmp.replace(path)

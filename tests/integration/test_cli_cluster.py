@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -10,6 +11,7 @@ import sys
 import time
 
 import pytest
+from junitparser import JUnitXml
 from typer.testing import CliRunner
 
 from kafka_chaos.clusters import backends, dist
@@ -30,6 +32,14 @@ def test_cluster_up_status_down(tmp_path):
         # a run must not take over (or tear down) a cluster somebody else started
         clash = kafka_chaos("run", "--time-limit", "1", "--out", str(tmp_path / "runs"))
         assert clash.returncode == 255 and "already running" in clash.stdout, clash.stdout
+        # a run whose cluster never came up still leaves CI its verdict: unknown
+        crashed = tmp_path / "runs" / "latest"
+        res = json.loads((crashed / "results.json").read_text())
+        assert res["verdict"] == "unknown" and res["valid"] is None, res
+        assert "already running" in res["unknown_reasons"][0]
+        [suite] = list(JUnitXml.fromfile(str(crashed / "junit.xml")))
+        assert suite.errors >= 7 and "config=" in suite.name
+        assert (crashed / "summary.md").read_text().startswith("## kafka-chaos: unknown")
         assert kafka_chaos("cluster", "status").stdout.count("running") == 3
     finally:
         down = kafka_chaos("cluster", "down")

@@ -129,7 +129,7 @@ def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> N
     assert isinstance(cases["lost writes"].result[0], Failure)
     assert suite.name == "kafka-chaos queue nemesis=none config=unknown"
     assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
-                     "valid": "false"}
+                     "valid": "false", "verdict": "violation"}
 
 
 def test_each_fault_asked_for_is_a_case_skipped_when_it_never_ran(tmp_path) -> None:
@@ -160,7 +160,7 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     (tmp_path / "run.json").write_text(json.dumps({"seed": 7, "kafka_version": "4.4.0"}))
     write_no_verdict(tmp_path, "the run failed: broker n2 did not start")
     res = json.loads((tmp_path / "results.json").read_text())
-    assert res["valid"] == "unknown" and res["verdict"] == "unknown"
+    assert res["valid"] is None and res["verdict"] == "unknown"
     assert res["unknown_reasons"] == ["the run failed: broker n2 did not start"]
     assert res["run"]["seed"] == 7
     [suite] = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
