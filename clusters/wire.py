@@ -19,10 +19,13 @@ protocol, generated from the message schemas in Kafka's
 - ``AlterPartitionReassignments`` v0 (key 45, KIP-455): a partition's replica list, whose first
   replica is the preferred leader.
 
-Every call opens one connection, sends one request (a size-prefixed frame: header, body),
-reads one reply and closes: a monitor that polls every 500 ms cannot be left holding a socket
-to a node that a fault made silent. Errors (refused, timeout, a reply that does not parse, an
-error code in it) raise ``WireError``.
+Every call opens one connection (TLS and SASL authentication first when the cluster asks for
+them, ``clusters.security``: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN,
+or SCRAM by scramp, RFC 5802/7677 as KIP-84 uses them), sends one request (a size-prefixed
+frame: header, body), reads one reply and closes: a monitor that polls every 500 ms cannot be left holding a socket
+to a node that a fault made silent. Every call takes ``security``, how the listener is reached
+(``clusters.security.ClientSecurity``; None: plaintext). Errors (refused, timeout, TLS or SASL
+refused, a reply that does not parse, an error code in it) raise ``WireError``.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ from __future__ import annotations
 import datetime
 import io
 import socket
+import ssl
 import struct
 from typing import Any, TypeVar
+
+import scramp
 
 from kio.schema.alter_partition_reassignments.v0 import request as reassign_req
 from kio.schema.alter_partition_reassignments.v0 import response as reassign_resp
@@ -43,11 +49,16 @@ from kio.schema.describe_topic_partitions.v0 import request as dtp_req
 from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
 from kio.schema.incremental_alter_configs.v1 import request as configs_req
 from kio.schema.incremental_alter_configs.v1 import response as configs_resp
+from kio.schema.sasl_authenticate.v2 import request as auth_req
+from kio.schema.sasl_authenticate.v2 import response as auth_resp
+from kio.schema.sasl_handshake.v1 import request as handshake_req
+from kio.schema.sasl_handshake.v1 import response as handshake_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i8, i32
 
+from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.errors import KafkaChaosError
 
 
@@ -63,47 +74,117 @@ BROKER_RESOURCE, SET = 4, 0
 R = TypeVar("R")
 
 
-def frame(request: Any) -> bytes:
+def frame(request: Any, correlation: int = CORRELATION_ID) -> bytes:
     """``request`` (a kio request entity) as it goes on the wire: its size (int32), then the
     request header its version needs (v1, or v2 with tagged fields for a flexible version)
-    with ``CLIENT_ID`` and ``CORRELATION_ID``, then the body."""
+    with ``CLIENT_ID`` and ``correlation``, then the body."""
     header_type = request.__header_schema__
     out = io.BytesIO()
     entity_writer(header_type)(out, header_type(
         request_api_key=request.__api_key__, request_api_version=request.__version__,
-        correlation_id=i32(CORRELATION_ID), client_id=CLIENT_ID))
+        correlation_id=i32(correlation), client_id=CLIENT_ID))
     entity_writer(type(request))(out, request)
     return struct.pack(">i", out.tell()) + out.getvalue()
 
 
-def parse(reply: bytes, response_type: type[R]) -> R:
+def parse(reply: bytes, response_type: type[R], correlation: int = CORRELATION_ID) -> R:
     """A reply (without its size prefix) as a ``response_type`` entity, after its response
     header (v0, or v1 with tagged fields). Raises ``WireError`` when it does not parse, has
-    bytes left over, or answers another request."""
+    bytes left over, or answers another request than ``correlation``."""
     try:
         header, at = entity_reader(response_type.__header_schema__)(reply, 0)
         body, size = entity_reader(response_type)(reply, at)
     except (SerialError, ValueError, IndexError) as exc:
         raise WireError(f"reply does not parse as {response_type.__name__}: {exc}") from None
-    if header.correlation_id != CORRELATION_ID:
+    if header.correlation_id != correlation:
         raise WireError("reply to another request")
     if at + size != len(reply):
         raise WireError(f"{len(reply) - at - size} bytes after {response_type.__name__}")
     return body
 
 
-def _call(endpoint: str, request: Any, response_type: type[R], timeout_s: float) -> R:
-    host, port = endpoint.rsplit(":", 1)
+class _Connection:
+    """One socket to one node: requests in turn, each with the next correlation id."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.correlation = 0
+
+    def ask(self, request: Any, response_type: type[R]) -> R:
+        self.correlation += 1
+        self.sock.sendall(frame(request, self.correlation))
+        size = struct.unpack(">i", _recv(self.sock, 4))[0]
+        return parse(_recv(self.sock, size), response_type, self.correlation)
+
+
+def tls_context(security: ClientSecurity) -> ssl.SSLContext:
+    """The TLS context of ``security``: its CA (else the system's), its client certificate
+    and key (mTLS), and the server's name checked unless
+    ``ssl.endpoint.identification.algorithm`` is ``none`` (librdkafka's default is
+    ``https``). Raises ``WireError`` for files TLS cannot load."""
+    s = security.settings
     try:
-        with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
-            sock.settimeout(timeout_s)
-            sock.sendall(frame(request))
-            size = struct.unpack(">i", _recv(sock, 4))[0]
-            reply = _recv(sock, size)
+        context = ssl.create_default_context(cafile=s.get("ssl.ca.location"))
+        if "ssl.certificate.location" in s:
+            context.load_cert_chain(s["ssl.certificate.location"], s["ssl.key.location"],
+                                    s.get("ssl.key.password"))
+    except (OSError, ssl.SSLError) as exc:
+        raise WireError(f"{security.source}: TLS files: {exc}") from None
+    if s.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
+        context.check_hostname = False
+    return context
+
+
+def authenticate(conn: _Connection, security: ClientSecurity) -> None:
+    """SASL authentication of ``conn`` with ``security``'s mechanism, username and password
+    (KIP-152: ``SaslHandshake`` v1, then ``SaslAuthenticate`` v2 rounds). Raises
+    ``WireError`` when the broker refuses the mechanism or the credentials, or a SCRAM
+    server's proof does not verify."""
+    mechanism = security.sasl or ""
+    user, password = security.settings["sasl.username"], security.settings["sasl.password"]
+    shake = conn.ask(handshake_req.SaslHandshakeRequest(mechanism=mechanism),
+                     handshake_resp.SaslHandshakeResponse)
+    if shake.error_code:
+        raise WireError(f"SASL mechanism {mechanism} refused (error code "
+                        f"{int(shake.error_code)}); the broker offers "
+                        f"{', '.join(shake.mechanisms) or 'none'}")
+
+    def say(data: bytes) -> bytes:
+        reply = conn.ask(auth_req.SaslAuthenticateRequest(auth_bytes=data),
+                         auth_resp.SaslAuthenticateResponse)
+        if reply.error_code:
+            raise WireError(f"SASL {mechanism} authentication of {user} failed (error code "
+                            f"{int(reply.error_code)}): {reply.error_message}")
+        return reply.auth_bytes
+
+    if mechanism == "PLAIN":
+        say(b"\0" + user.encode() + b"\0" + password.encode())
+        return
+    client = scramp.ScramClient([mechanism], user, password)
+    try:
+        server_first = say(client.get_client_first().encode()).decode()
+        client.set_server_first(server_first)
+        client.set_server_final(say(client.get_client_final().encode()).decode())
+    except scramp.ScramException as exc:
+        raise WireError(f"SASL {mechanism} of {user}: {exc}") from None
+
+
+def _call(endpoint: str, request: Any, response_type: type[R], timeout_s: float,
+          security: ClientSecurity | None = None) -> R:
+    host, port = endpoint.rsplit(":", 1)
+    security = security or ClientSecurity()
+    try:
+        with socket.create_connection((host, int(port)), timeout=timeout_s) as raw:
+            raw.settimeout(timeout_s)
+            sock = (tls_context(security).wrap_socket(raw, server_hostname=host)
+                    if security.tls else raw)
+            with sock:
+                conn = _Connection(sock)
+                if security.sasl:
+                    authenticate(conn, security)
+                return conn.ask(request, response_type)
     except (OSError, struct.error) as exc:
         raise WireError(f"{endpoint}: {exc}") from exc
-    try:
-        return parse(reply, response_type)
     except WireError as exc:
         raise WireError(f"{endpoint}: {exc}") from None
 
@@ -119,11 +200,12 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def answers(endpoint: str, timeout_s: float = 0.3) -> bool:
+def answers(endpoint: str, timeout_s: float = 0.3,
+            security: ClientSecurity | None = None) -> bool:
     """True if the Kafka process at ``host:port`` replies to ``ApiVersions`` within
     ``timeout_s`` seconds (a paused, killed or cut-off node does not)."""
     try:
-        _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s)
+        _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
         return True
     except WireError:
         return False
@@ -133,8 +215,9 @@ def _ids(ids: Any) -> list[int] | None:
     return None if ids is None else [int(i) for i in ids]
 
 
-def describe_topic_partitions(endpoint: str, topics: list[str],
-                              timeout_s: float = 1.0) -> dict[str, list[dict[str, Any]]]:
+def describe_topic_partitions(endpoint: str, topics: list[str], timeout_s: float = 1.0,
+                              security: ClientSecurity | None = None
+                              ) -> dict[str, list[dict[str, Any]]]:
     """``DescribeTopicPartitions`` v0 on the broker at ``endpoint`` (Kafka 3.8+).
 
     Returns ``{topic: [{"partition", "error", "leader", "leader_epoch", "replicas", "isr",
@@ -145,7 +228,8 @@ def describe_topic_partitions(endpoint: str, topics: list[str],
     request = dtp_req.DescribeTopicPartitionsRequest(
         topics=tuple(dtp_req.TopicRequest(name=TopicName(t)) for t in topics),
         response_partition_limit=i32(2000), cursor=None)
-    reply = _call(endpoint, request, dtp_resp.DescribeTopicPartitionsResponse, timeout_s)
+    reply = _call(endpoint, request, dtp_resp.DescribeTopicPartitionsResponse, timeout_s,
+                  security)
     return {t.name: sorted(({
         "error": int(p.error_code), "partition": int(p.partition_index),
         "leader": int(p.leader_id), "leader_epoch": int(p.leader_epoch),
@@ -155,7 +239,8 @@ def describe_topic_partitions(endpoint: str, topics: list[str],
         key=lambda p: p["partition"]) for t in reply.topics if t.name is not None}
 
 
-def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: float = 10.0) -> None:
+def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: float = 10.0,
+                        security: ClientSecurity | None = None) -> None:
     """``IncrementalAlterConfigs`` v1 SET of ``settings`` on the cluster-wide dynamic broker
     default (resource BROKER ``""``), sent to the broker at ``endpoint`` (it forwards to the
     controller). Raises ``WireError`` (also for an error code in the reply)."""
@@ -165,14 +250,16 @@ def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: floa
             configs=tuple(configs_req.AlterableConfig(name=k, config_operation=i8(SET),
                                                       value=v) for k, v in settings.items())),
     ), validate_only=False)
-    reply = _call(endpoint, request, configs_resp.IncrementalAlterConfigsResponse, timeout_s)
+    reply = _call(endpoint, request, configs_resp.IncrementalAlterConfigsResponse, timeout_s,
+                  security)
     for response in reply.responses:
         if response.error_code:
             raise WireError(f"{endpoint}: IncrementalAlterConfigs error code "
                             f"{int(response.error_code)}: {response.error_message}")
 
 
-def describe_quorum(endpoint: str, timeout_s: float = 1.0) -> dict[str, Any]:
+def describe_quorum(endpoint: str, timeout_s: float = 1.0,
+                    security: ClientSecurity | None = None) -> dict[str, Any]:
     """``DescribeQuorum`` v1 for ``__cluster_metadata``-0 on the controller (or broker) at
     ``endpoint``.
 
@@ -183,7 +270,7 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0) -> dict[str, Any]:
     request = quorum_req.DescribeQuorumRequest(topics=(quorum_req.TopicData(
         topic_name=TopicName("__cluster_metadata"),
         partitions=(quorum_req.PartitionData(partition_index=i32(0)),)),))
-    reply = _call(endpoint, request, quorum_resp.DescribeQuorumResponse, timeout_s)
+    reply = _call(endpoint, request, quorum_resp.DescribeQuorumResponse, timeout_s, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: DescribeQuorum error code {int(reply.error_code)}")
     parts = [p for t in reply.topics for p in t.partitions]
@@ -196,7 +283,8 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0) -> dict[str, Any]:
 
 
 def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int, list[int]],
-                                  timeout_s: float = 10.0) -> None:
+                                  timeout_s: float = 10.0,
+                                  security: ClientSecurity | None = None) -> None:
     """``AlterPartitionReassignments`` v0: give each partition of ``topic`` in ``replicas``
     (``{partition: [broker id, ...]}``) that replica list, sent to the broker at ``endpoint``
     (it forwards to the controller). The same set in another order moves no data and changes
@@ -208,7 +296,7 @@ def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int,
                 partition_index=i32(p), replicas=tuple(BrokerId(i) for i in ids))
             for p, ids in replicas.items())),))
     reply = _call(endpoint, request, reassign_resp.AlterPartitionReassignmentsResponse,
-                  timeout_s + 5)
+                  timeout_s + 5, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: AlterPartitionReassignments error code "
                         f"{int(reply.error_code)}: {reply.error_message}")
