@@ -29,9 +29,9 @@ Sections (every key optional; absent: the ``run`` option's default)::
 
 Each key takes the values of the ``run`` option of the same meaning: sections and keys come
 from the settings table (``kafka_chaos.settings``), as the options do (``kafka-chaos plan
-schema`` prints the JSON schema, with each key's help). Unknown keys and bad values are refused; every error names
-the file, the line and the key path. Matrix keys and values are those of ``compare
---matrix`` (``kafka_chaos.compare.matrix``).
+schema`` prints the JSON schema, with each key's help). Unknown keys and bad values are
+refused; every error names the file, the line and the key path. Matrix keys and values are
+those of ``compare --matrix`` (``kafka_chaos.compare.matrix``).
 """
 
 from __future__ import annotations
