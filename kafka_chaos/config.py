@@ -236,8 +236,9 @@ class RunConfig(BaseModel):
         if self.accept_unknown_host_keys and self.backend != "ssh":
             raise ValueError("--accept-unknown-host-keys needs --backend ssh")
         for key in self.broker_properties:
-            owner = next((s for s in SETTINGS.values() if s.prop == key), None)
-            if owner is not None:  # the verdict judges by the setting's value
+            owner = next((s for s in SETTINGS.values()
+                          if s.section == "topics" and s.prop == key), None)
+            if owner is not None:  # a server property the verdict judges by
                 raise ValueError(f"broker_config {key}: set it with {owner.flag}")
             if key in _GENERATED_PROPERTIES:
                 raise ValueError(f"broker_config {key}: the cluster backend sets it per node")
