@@ -15,10 +15,6 @@ from pathlib import Path
 
 import pytest
 import scramp
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 from kio.schema.describe_quorum.v1 import response as quorum
 from kio.schema.errors import ErrorCode
 from kio.schema.request_header.v1.header import RequestHeader as HeaderV1
@@ -31,6 +27,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32, i64
 
 from kafka_chaos.clusters import security, wire
+from tests.certs import authority
 
 SECRET = "s3cr3t-Value"
 
@@ -209,36 +206,11 @@ def test_wrong_credentials_and_a_refused_mechanism_are_one_clear_error(tmp_path)
         wire.describe_quorum(broker.endpoint, timeout_s=5, security=sec)
 
 
-def _certificates(tmp_path: Path) -> tuple[Path, Path, Path]:
-    """A CA, and a certificate for ``localhost`` it signed with its key: PEM files."""
-    def name(cn: str) -> x509.Name:
-        return x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, cn)])
-    now = datetime.datetime.now(datetime.timezone.utc)
-    ca_key, key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(
-        ec.SECP256R1())
-    ca = (x509.CertificateBuilder().subject_name(name("test CA")).issuer_name(name("test CA"))
-          .public_key(ca_key.public_key()).serial_number(1).not_valid_before(now)
-          .not_valid_after(now + datetime.timedelta(days=1))
-          .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-          .sign(ca_key, hashes.SHA256()))
-    cert = (x509.CertificateBuilder().subject_name(name("localhost")).issuer_name(ca.subject)
-            .public_key(key.public_key()).serial_number(2).not_valid_before(now)
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]),
-                           critical=False).sign(ca_key, hashes.SHA256()))
-    paths = tmp_path / "ca.pem", tmp_path / "broker.pem", tmp_path / "broker.key"
-    paths[0].write_bytes(ca.public_bytes(serialization.Encoding.PEM))
-    paths[1].write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    paths[2].write_bytes(key.private_bytes(serialization.Encoding.PEM,
-                                           serialization.PrivateFormat.PKCS8,
-                                           serialization.NoEncryption()))
-    return paths
-
-
 def test_sasl_ssl_checks_the_brokers_certificate_against_the_ca(tmp_path) -> None:
-    ca, cert, key = _certificates(tmp_path)
+    files = authority(tmp_path, {"broker": ["localhost"]})
+    ca = files["ca"]
     server = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    server.load_cert_chain(cert, key)
+    server.load_cert_chain(files["broker"], files["broker.key"])
     broker = SaslBroker("SCRAM-SHA-512", server)
     sec = client_security(tmp_path, "SASL_SSL", "SCRAM-SHA-512",
                           extra=f"ssl.ca.location={ca}\n")

@@ -1,0 +1,127 @@
+"""The tool's clients against a real broker that asks for TLS and SASL: one KRaft node of
+Kafka 4.4.0 started here by hand (not by a backend: the way a user's cluster is configured),
+with a SASL_SSL listener (SCRAM-SHA-512 users formatted into its metadata, KIP-900, and
+PLAIN), an SSL listener that requires a client certificate (mTLS) and a plaintext one for
+itself. ``clusters/wire.py``'s requests and librdkafka, configured from one client
+properties file (``clusters/security.py``), must get in; wrong secrets must not."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from pathlib import Path
+
+import pytest
+from confluent_kafka.admin import AdminClient, NewTopic
+
+from kafka_chaos.clusters import dist, security, wire
+from kafka_chaos.clusters.dist import check_java
+from kafka_chaos.clusters.local import kafka_uuid
+from kafka_chaos.waiting import wait_until
+from tests.certs import authority
+from tests.integration.conftest import free_port
+
+pytestmark = pytest.mark.kafka
+
+SECRET = "Chaos-4-SCRAM"
+PLAIN_SECRET = "Chaos-4-PLAIN"
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    """The running broker: ``{"sasl_ssl": endpoint, "ssl": endpoint, "files": certs}``."""
+    d = tmp_path_factory.mktemp("secure-broker")
+    files = authority(d, {"broker": ["127.0.0.1", "localhost"], "client": ["chaos"]})
+    (d / "broker-keystore.pem").write_bytes(files["broker.key"].read_bytes()
+                                            + files["broker"].read_bytes())
+    ports = {name: free_port() for name in ("plain", "sasl_ssl", "ssl", "controller")}
+    props = f"""process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@127.0.0.1:{ports['controller']}
+controller.listener.names=CONTROLLER
+listeners=PLAINTEXT://127.0.0.1:{ports['plain']},SASL_SSL://127.0.0.1:{ports['sasl_ssl']},\
+SSL://127.0.0.1:{ports['ssl']},CONTROLLER://127.0.0.1:{ports['controller']}
+advertised.listeners=PLAINTEXT://127.0.0.1:{ports['plain']},\
+SASL_SSL://127.0.0.1:{ports['sasl_ssl']},SSL://127.0.0.1:{ports['ssl']}
+listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,SSL:SSL,\
+CONTROLLER:PLAINTEXT
+inter.broker.listener.name=PLAINTEXT
+log.dirs={d / 'data'}
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+sasl.enabled.mechanisms=SCRAM-SHA-512,PLAIN
+listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=\
+org.apache.kafka.common.security.scram.ScramLoginModule required;
+listener.name.sasl_ssl.plain.sasl.jaas.config=\
+org.apache.kafka.common.security.plain.PlainLoginModule required user_chaos="{PLAIN_SECRET}";
+ssl.keystore.type=PEM
+ssl.keystore.location={d / 'broker-keystore.pem'}
+ssl.truststore.type=PEM
+ssl.truststore.location={files['ca']}
+listener.name.ssl.ssl.client.auth=required
+"""
+    (d / "server.properties").write_text(props)
+    java, classpath = check_java(), dist.resolve().classpath
+    logs = [f"-Dkafka.logs.dir={d / 'logs'}"]
+    fmt = subprocess.run(
+        [java, *logs, "-cp", classpath, "kafka.tools.StorageTool", "format", "-t",
+         kafka_uuid(), "-c", str(d / "server.properties"),
+         "--add-scram", f"SCRAM-SHA-512=[name=chaos,password={SECRET}]"],
+        capture_output=True, text=True, timeout=120)
+    assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+    with open(d / "server.out", "wb") as out:
+        proc = subprocess.Popen([java, "-Xmx512m", *logs, "-cp", classpath, "kafka.Kafka",
+                                 str(d / "server.properties")], stdout=out,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        endpoint = f"127.0.0.1:{ports['plain']}"
+        wait_until(lambda: proc.poll() is not None or wire.answers(endpoint, 1.0), 90, 0.5,
+                   "the broker's plaintext listener")
+        assert proc.poll() is None, (d / "server.out").read_text()[-3000:]
+        yield {"sasl_ssl": f"127.0.0.1:{ports['sasl_ssl']}",
+               "ssl": f"127.0.0.1:{ports['ssl']}", "files": files, "dir": d}
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def client(tmp_path: Path, text: str, environ: dict[str, str] | None = None
+           ) -> security.ClientSecurity:
+    path = tmp_path / "client.properties"
+    path.write_text(text)
+    return security.load(path, environ or {})
+
+
+def test_wire_and_librdkafka_get_in_with_scram_plain_and_mtls_and_not_without(
+        broker, tmp_path) -> None:
+    ca = broker["files"]["ca"]
+    scram = client(tmp_path, f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                   f"sasl.username=chaos\nsasl.password=${{env:KC_SECRET}}\n"
+                   f"ssl.ca.location={ca}\n", {"KC_SECRET": SECRET})
+    plain = client(tmp_path, f"security.protocol=SASL_SSL\nsasl.mechanism=PLAIN\n"
+                   f"sasl.username=chaos\nsasl.password={PLAIN_SECRET}\n"
+                   f"ssl.ca.location={ca}\n")
+    mtls = client(tmp_path, f"security.protocol=SSL\nssl.ca.location={ca}\n"
+                  f"ssl.certificate.location={broker['files']['client']}\n"
+                  f"ssl.key.location={broker['files']['client.key']}\n")
+    # librdkafka, configured from the same file, creates the topic over SASL_SSL
+    admin = AdminClient({"bootstrap.servers": broker["sasl_ssl"], **scram.librdkafka()})
+    admin.create_topics([NewTopic("secure", 1, 1)])["secure"].result(timeout=60)
+    for sec, endpoint in ((scram, broker["sasl_ssl"]), (plain, broker["sasl_ssl"]),
+                          (mtls, broker["ssl"])):
+        assert wire.answers(endpoint, 5.0, security=sec), sec.describe()
+        parts = wait_until(lambda: wire.describe_topic_partitions(
+            endpoint, ["secure"], 5.0, security=sec).get("secure"), 30, 0.5, "the topic")
+        assert parts[0]["leader"] == 1 and parts[0]["isr"] == [1], parts
+        assert wire.describe_quorum(endpoint, 5.0, security=sec)["leader"] == 1
+    # wrong secrets, a missing client certificate, plaintext on a TLS port: refused
+    wrong = client(tmp_path, f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                   f"sasl.username=chaos\nsasl.password=nope\nssl.ca.location={ca}\n")
+    with pytest.raises(wire.WireError, match="SCRAM-SHA-512 authentication of chaos failed"):
+        wire.describe_quorum(broker["sasl_ssl"], 5.0, security=wrong)
+    no_cert = client(tmp_path, f"security.protocol=SSL\nssl.ca.location={ca}\n")
+    assert not wire.answers(broker["ssl"], 5.0, security=no_cert)
+    assert not wire.answers(broker["sasl_ssl"], 2.0)
+    assert SECRET not in str(scram.describe()) and PLAIN_SECRET not in str(plain.describe())
