@@ -9,6 +9,8 @@ final reads), so the verdict after the run is a warm check.
 
 from __future__ import annotations
 
+import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -41,6 +43,23 @@ _CONFIG = {"acks": "all", "idempotence": True, "txn": True, "retries": 214748364
            "sub_via": "assign", "auto_commit": False, "auto_offset_reset": "earliest"}
 
 
+#: The made-up history's temporary directory: ``kc-warm-up-<pid>-<random>``.
+PREFIX = "kc-warm-up-"
+
+
+def remove_stale(folder: Path | None = None) -> list[str]:
+    """Remove the warm-up directories in ``folder`` (default: the temporary directory) whose
+    process is gone: a run SIGKILLed while it warmed up cannot remove its own. Returns what
+    was removed, as text (``kafka-chaos cluster down`` prints it)."""
+    removed = []
+    for d in Path(folder or tempfile.gettempdir()).glob(f"{PREFIX}*"):
+        pid = d.name[len(PREFIX):].partition("-")[0]
+        if d.is_dir() and (not pid.isdigit() or not Path(f"/proc/{pid}").exists()):
+            shutil.rmtree(d, ignore_errors=True)
+            removed.append(f"warm-up history {d}")
+    return removed
+
+
 def warm_up(spark_master: str) -> dict[str, Any]:
     """Start the analysis session for a small history (``analysis.spark.session``) and check
     the made-up history once, in a temporary directory removed afterwards. Returns that
@@ -50,7 +69,7 @@ def warm_up(spark_master: str) -> dict[str, Any]:
     errors)."""
     from kafka_chaos.analysis import check
 
-    with tempfile.TemporaryDirectory(prefix="kc-warm-up-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=f"{PREFIX}{os.getpid()}-") as tmp:
         path = Path(tmp) / "history.jsonl"
         with HistoryWriter(path, header={"config": _CONFIG}, columnar="inline",
                            flush_each=False) as w:

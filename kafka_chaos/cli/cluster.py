@@ -103,7 +103,9 @@ def cluster_down(
 ) -> None:
     """Remove the cluster and anything a crashed run left (local: processes, namespaces,
     iptables rules; docker: labelled containers and network; ssh: remote processes, the
-    tool's iptables chains, node directories)."""
+    tool's iptables chains, node directories; and the analysis warm-up's history of a run
+    killed while it warmed up)."""
+    from kafka_chaos.analysis.warm import remove_stale
     from kafka_chaos.clusters import backends
 
     try:
@@ -112,6 +114,7 @@ def cluster_down(
                                     accept_unknown_host_keys=accept_unknown_host_keys))
     except ClusterError as exc:
         fail(str(exc), exit_of(exc))
+    removed += remove_stale()
     for item in removed:
         console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
     if not removed:

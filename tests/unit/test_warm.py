@@ -40,3 +40,18 @@ def test_a_process_ending_during_the_warm_up_leaves_no_history_behind(tmp_path) 
                           text=True, timeout=120, env={**os.environ, "TMPDIR": str(tmp_path)})
     assert proc.returncode == 0 and "made" in proc.stdout, proc.stderr[-2000:]
     assert list(tmp_path.glob("kc-warm-up-*")) == []
+
+
+def test_stale_warm_up_histories_go_and_live_ones_stay(tmp_path) -> None:
+    """A run SIGKILLed while it warmed up leaves its directory; ``cluster down`` removes
+    those whose process is gone (``remove_stale``), never a running process's."""
+    from kafka_chaos.analysis.warm import PREFIX, remove_stale
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()
+    gone, alive = tmp_path / f"{PREFIX}{dead}-abc", tmp_path / f"{PREFIX}{os.getpid()}-def"
+    for d in (gone, alive):
+        d.mkdir()
+        (d / "history.jsonl").write_text("{}\n")
+    assert remove_stale(tmp_path) == [f"warm-up history {gone}"]
+    assert not gone.exists() and alive.exists()
