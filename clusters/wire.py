@@ -1,4 +1,4 @@
-"""Five Kafka requests that confluent-kafka does not expose, spoken on a plain socket.
+"""Five Kafka requests that confluent-kafka does not expose, spoken on a socket of our own.
 
 The cluster-state monitor needs a partition's leader epoch and eligible leader replicas (ELR,
 KIP-966) and the active KRaft controller; librdkafka's admin API gives leader, replicas and ISR
@@ -19,12 +19,12 @@ protocol, generated from the message schemas in Kafka's
 - ``AlterPartitionReassignments`` v0 (key 45, KIP-455): a partition's replica list, whose first
   replica is the preferred leader.
 
-Every call opens one connection (TLS and SASL authentication first when the cluster asks for
-them, ``clusters.security``: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN,
-or SCRAM by scramp, RFC 5802/7677 as KIP-84 uses them), sends one request (a size-prefixed
-frame: header, body), reads one reply and closes: a monitor that polls every 500 ms cannot be left holding a socket
-to a node that a fault made silent. Every call takes ``security``, how the listener is reached
-(``clusters.security.ClientSecurity``; None: plaintext). Errors (refused, timeout, TLS or SASL
+Every call opens one connection (TLS and SASL authentication first when the listener asks
+for them: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN, or SCRAM by
+scramp, RFC 5802/7677 as KIP-84 uses them), sends one request (a size-prefixed frame:
+header, body), reads one reply and closes: a monitor that polls every 500 ms cannot be left
+holding a socket to a node that a fault made silent. Every call takes ``security``, how the
+listener is reached (``clusters.security.ClientSecurity``; None: plaintext). Errors (refused, timeout, TLS or SASL
 refused, a reply that does not parse, an error code in it) raise ``WireError``.
 """
 
@@ -38,7 +38,6 @@ import struct
 from typing import Any, TypeVar
 
 import scramp
-
 from kio.schema.alter_partition_reassignments.v0 import request as reassign_req
 from kio.schema.alter_partition_reassignments.v0 import response as reassign_resp
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
@@ -67,7 +66,7 @@ class WireError(KafkaChaosError, RuntimeError):
 
 
 CLIENT_ID = "kafka-chaos-monitor"
-#: The correlation id of every request (one request per connection).
+#: The correlation id of a connection's first request (the next ones count up).
 CORRELATION_ID = 1
 #: ``IncrementalAlterConfigs``: the BROKER resource type and the SET operation.
 BROKER_RESOURCE, SET = 4, 0
