@@ -24,8 +24,9 @@ for them: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN, or S
 scramp, RFC 5802/7677 as KIP-84 uses them), sends one request (a size-prefixed frame:
 header, body), reads one reply and closes: a monitor that polls every 500 ms cannot be left
 holding a socket to a node that a fault made silent. Every call takes ``security``, how the
-listener is reached (``clusters.security.ClientSecurity``; None: plaintext). Errors (refused, timeout, TLS or SASL
-refused, a reply that does not parse, an error code in it) raise ``WireError``.
+listener is reached (``clusters.security.ClientSecurity``; None: plaintext). Errors (refused,
+timeout, TLS or SASL refused, a reply that does not parse, an error code in it) raise
+``WireError``.
 """
 
 from __future__ import annotations

@@ -4,7 +4,8 @@
     planted = generate_run(run_dir, client_ops=2000, seed=1)
 
 Writes ``history.jsonl`` (format 2, ``docs/history-format.md``) and its columnar copy,
-``config.json`` and ``command.txt``; no ``results.json`` (run ``kafka-chaos analyze`` for a real verdict). What happens, by a discrete-event simulation of 3 brokers:
+``config.json`` and ``command.txt``; no ``results.json`` (run ``kafka-chaos analyze`` for a
+real verdict). What happens, by a discrete-event simulation of 3 brokers:
 
 - ``workers`` client workers (``rate`` client ops/s together) each ``assign`` every key, then
   send 1-3 values (75 %) or poll (25 %); 1 % of sends ``fail`` (``NOT_ENOUGH_REPLICAS``);
@@ -29,12 +30,12 @@ from pathlib import Path
 from typing import Any, Callable
 
 from kafka_chaos.history.simulate.core import MS, NODES, TOPIC, Simulation, nodes_header
+from kafka_chaos.history.simulate.core import S as _S
 
 #: Seconds a partition whose leader was lost has no leader.
 ELECTION_S = 1.5
 #: Seconds after a heal until the node is back in every ISR.
 REJOIN_S = 1.0
-_S = 1_000_000_000
 
 
 def generate(run_dir: Path, *, client_ops: int = 2000, seed: int = 1, rate: float = 100.0,

@@ -3,9 +3,10 @@
     from kafka_chaos.history.simulate import generate_vignettes
     expected = generate_vignettes(out_dir, 1_000_000, anomalies=3, seed=1)
 
-(``bench/history_gen.py`` is its command line.) Writes ``OUT_DIR/history.jsonl`` (format 2, ``docs/history-format.md``) and its columnar copy
-``OUT_DIR/history.parquet/`` (``history.columnar``, as the recorder writes it), and
-``OUT_DIR/expected.json``: the anomaly counts the analysis must find, exactly.
+(``bench/history_gen.py`` is its command line.) Writes ``OUT_DIR/history.jsonl`` (format 2,
+``docs/history-format.md``) and its columnar copy ``OUT_DIR/history.parquet/``
+(``history.columnar``, as the recorder writes it), and ``OUT_DIR/expected.json``: the anomaly
+counts the analysis must find, exactly.
 
 The background is a discrete-event simulation of a run that keeps every promise: producers
 sending batches of 1-4 values (``send`` ops; ~4 % ``fail``, ~2 % ``info`` with part of their
