@@ -7,8 +7,10 @@ properties file (``clusters/security.py``), must get in; wrong secrets must not.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 from pathlib import Path
 
@@ -20,12 +22,21 @@ from kafka_chaos.clusters.dist import check_java
 from kafka_chaos.clusters.local import kafka_uuid
 from kafka_chaos.waiting import wait_until
 from tests.certs import authority
-from tests.integration.conftest import free_port
 
 pytestmark = pytest.mark.kafka
 
 SECRET = "Chaos-4-SCRAM"
 PLAIN_SECRET = "Chaos-4-PLAIN"
+
+
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct free ports of 127.0.0.1: bound together, so the kernel cannot hand one
+    out twice (asked one by one, it did: two listeners on one port, refused by Kafka)."""
+    with contextlib.ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +46,7 @@ def broker(tmp_path_factory):
     files = authority(d, {"broker": ["127.0.0.1", "localhost"], "client": ["chaos"]})
     (d / "broker-keystore.pem").write_bytes(files["broker.key"].read_bytes()
                                             + files["broker"].read_bytes())
-    ports = {name: free_port() for name in ("plain", "sasl_ssl", "ssl", "controller")}
+    ports = dict(zip(("plain", "sasl_ssl", "ssl", "controller"), free_ports(4)))
     props = f"""process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@127.0.0.1:{ports['controller']}
