@@ -3,7 +3,8 @@
 # system packages, a virtualenv (.venv) with pinned dependencies, and the default Kafka jars.
 # Run as root (the local backend creates network namespaces and iptables rules; the docker
 # backend needs a Docker daemon, started here when none runs; set KAFKA_CHAOS_NO_DOCKERD=1 to
-# skip that). openssh-server and sudo are for the ssh backend's tests (an sshd per test host);
+# skip that; docker-compose brings up the secured cluster the attach tests attach to).
+# openssh-server and sudo are for the ssh backend's tests (an sshd per test host);
 # fuse3 for the lose-unfsynced fault (a FUSE filesystem under each broker's data); chromium and
 # chromium-driver for the HTML report's browser test; the JDK's compiler for the one-node HDFS
 # of the Spark cluster test (tests/integration/MiniHdfs.java, run as a source file); Go for the
@@ -14,7 +15,8 @@ cd "$(dirname "$0")"
 need=()
 for tool in ip:iproute2 iptables:iptables java:openjdk-17-jre-headless mvn:maven \
             javac:openjdk-17-jdk-headless \
-            dockerd:docker.io debootstrap:debootstrap nsenter:util-linux \
+            dockerd:docker.io docker-compose:docker-compose debootstrap:debootstrap \
+            nsenter:util-linux \
             sshd:openssh-server sudo:sudo fusermount3:fuse3 \
             chromium:chromium chromedriver:chromium-driver; do
   command -v "${tool%%:*}" >/dev/null 2>&1 || need+=("${tool#*:}")

@@ -13,7 +13,8 @@ from confluent_kafka import KafkaException, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
-from kafka_chaos.clusters.errors import ClusterError, NotReady
+from kafka_chaos.clusters.errors import ClusterError, NotReady, Refused
+from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.waiting import WaitTimeout, wait_until
 
 
@@ -27,11 +28,23 @@ class PartitionState:
     isr: tuple[int, ...]
 
 
-def client(bootstrap: str, timeout_s: float = 10.0) -> AdminClient:
-    """An ``AdminClient`` for ``bootstrap`` (``host:port,...``) with short socket timeouts."""
+def client(bootstrap: str, timeout_s: float = 10.0,
+           security: ClientSecurity | None = None) -> AdminClient:
+    """An ``AdminClient`` for ``bootstrap`` (``host:port,...``) with short socket timeouts,
+    connecting as ``security`` says (None: plaintext)."""
     return AdminClient({"bootstrap.servers": bootstrap,
                         "socket.timeout.ms": int(timeout_s * 1000),
-                        "log_level": 0})
+                        "log_level": 0, **(security.librdkafka() if security else {})})
+
+
+def _refusal(err, what: str) -> Refused | None:
+    """A ``Refused`` for an authorization error of librdkafka (``*_AUTHORIZATION_FAILED``:
+    the principal lacks an ACL), naming what was refused; None for any other error."""
+    if not err.name().endswith("_AUTHORIZATION_FAILED"):
+        return None
+    return Refused(f"{what} was refused: {err.name()}: the principal of the client "
+                   "properties lacks the permission (an ACL); grant it, or use a principal "
+                   "that has it")
 
 
 def broker_ids(admin: AdminClient, timeout_s: float = 5.0) -> set[int]:
@@ -63,20 +76,23 @@ ATTEMPT_S = 10.0
 
 
 def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_factor: int,
-                 config: dict[str, str] | None = None, timeout_s: float = 60.0) -> None:
+                 config: dict[str, str] | None = None, timeout_s: float = 60.0,
+                 security: ClientSecurity | None = None) -> None:
     """Create ``topic`` through the brokers at ``bootstrap``; an existing topic is left as it
     is (also one created by an earlier attempt whose answer was lost). Retriable errors and
     those of a settling cluster (``_SETTLING``) are retried every 0.5 s for ``timeout_s``
     seconds in all, each attempt with a client of its own and at most ``ATTEMPT_S`` seconds:
     a client whose broker handles were decommissioned kept waiting for a controller until the
     deadline (Kafka 3.9.1, ``_TIMED_OUT: Failed while waiting for controller``). Raises
-    ``ClusterError`` naming the last error otherwise."""
+    ``ClusterError`` naming the last error otherwise, ``Refused`` at once for a missing
+    permission (``CREATE`` on the topic or the cluster)."""
     deadline = time.monotonic() + timeout_s
     failed: list[ClusterError] = []
 
     def attempt() -> bool:
         left = min(max(deadline - time.monotonic(), 1.0), ATTEMPT_S)
-        handle = client(bootstrap)  # referenced until the answer: a destroyed client fails it
+        # referenced until the answer: a destroyed client fails it
+        handle = client(bootstrap, security=security)
         fut = handle.create_topics([NewTopic(topic, partitions_n, replication_factor,
                                              config=config or {})],
                                    operation_timeout=left, request_timeout=left)[topic]
@@ -87,6 +103,9 @@ def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_fact
             err = exc.args[0]
             if err.name() == "TOPIC_ALREADY_EXISTS":
                 return True
+            refused = _refusal(err, f"creating topic {topic}")
+            if refused is not None:
+                raise refused from exc
             error = ClusterError(f"creating topic {topic} failed: {err.name()}: {err.str()}")
             if not err.retriable() and err.name() not in _SETTLING:
                 raise error from exc
@@ -100,14 +119,14 @@ def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_fact
 
 
 def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: float = 120.0,
-               log_tail=None) -> float:
+               log_tail=None, security: ClientSecurity | None = None) -> float:
     """Wait until ``broker_count`` brokers are registered and every partition of ``topics`` has
     a leader and a full ISR (ISR == replicas). Returns the seconds waited.
 
     Raises ``NotReady`` after ``timeout_s`` with the last observed state, plus ``log_tail()``'s
     text (the nodes' log tails) when given.
     """
-    admin = client(bootstrap)
+    admin = client(bootstrap, security=security)
     start = time.monotonic()
     last = ["no answer yet"]
 
@@ -141,6 +160,27 @@ def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: 
     return time.monotonic() - start
 
 
+def delete_topics(bootstrap: str, topics: list[str], timeout_s: float = 30.0,
+                  security: ClientSecurity | None = None) -> list[str]:
+    """Delete ``topics``; returns those that are gone (deleted now, or already unknown).
+    Raises ``Refused`` for a missing ``DELETE`` permission, ``ClusterError`` for any other
+    failure."""
+    gone = []
+    handle = client(bootstrap, security=security)  # referenced until the answers came
+    futures = handle.delete_topics(topics, operation_timeout=timeout_s,
+                                   request_timeout=timeout_s)
+    for topic, fut in futures.items():
+        try:
+            fut.result(timeout=timeout_s + 5)
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.name() != "UNKNOWN_TOPIC_OR_PART":
+                raise _refusal(err, f"deleting topic {topic}") or ClusterError(
+                    f"deleting topic {topic} failed: {err.name()}: {err.str()}") from exc
+        gone.append(topic)
+    return gone
+
+
 def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
                      timeout_s: float = 15.0) -> None:
     """Incrementally set topic configs (KIP-339), e.g. ``unclean.leader.election.enable``.
@@ -156,8 +196,9 @@ def _alter(admin: AdminClient, kind: ResourceType, name: str, settings: dict[str
         for fut in admin.incremental_alter_configs([res], request_timeout=timeout_s).values():
             fut.result(timeout=timeout_s + 5)
     except KafkaException as exc:
-        raise ClusterError(f"altering configs of {name or 'the cluster'} failed: "
-                           f"{exc.args[0].str()}") from exc
+        what = f"altering configs of {name or 'the cluster'}"
+        raise _refusal(exc.args[0], what) or ClusterError(
+            f"{what} failed: {exc.args[0].str()}") from exc
 
 
 def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float = 10.0) -> str | None:
@@ -183,7 +224,9 @@ def _describe(admin: AdminClient, kind: ResourceType, name: str, key: str,
         entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
             timeout=timeout_s + 5)
     except KafkaException as exc:
-        raise ClusterError(f"describing configs of {name} failed: {exc.args[0].str()}") from exc
+        what = f"describing configs of {name}"
+        raise _refusal(exc.args[0], what) or ClusterError(
+            f"{what} failed: {exc.args[0].str()}") from exc
     entry = entries.get(key)
     return None if entry is None else entry.value
 

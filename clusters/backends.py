@@ -30,6 +30,11 @@ class BackendOptions:
             fsynced (``clusters.lossyfs``), for the ``LosesUnsynced`` ability; local only.
         clock: run each broker under libfaketime (``clusters.faketime``), for the
             ``Skewable`` ability.
+        bootstrap_servers: external: ``host:port,...`` of the running cluster's listener.
+        client_properties: how the tool's clients reach that listener (TLS, SASL): a client
+            properties file (``clusters.security``); None: plaintext.
+        compose_project: docker-attach: the Compose project whose containers run the brokers.
+        containers: docker-attach: or the containers, by name.
     """
 
     image: str | None = None
@@ -37,6 +42,10 @@ class BackendOptions:
     accept_unknown_host_keys: bool = False
     lossy_fs: bool = False
     clock: bool = False
+    bootstrap_servers: str | None = None
+    client_properties: Path | None = None
+    compose_project: str | None = None
+    containers: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -77,6 +86,13 @@ def _no_options(backend: str, options: BackendOptions) -> None:
         raise EnvironmentUnsupported(f"--image needs --backend docker, not {backend}")
     if options.inventory is not None:
         raise EnvironmentUnsupported(f"--inventory needs --backend ssh, not {backend}")
+    if options.bootstrap_servers is not None or options.client_properties is not None:
+        raise EnvironmentUnsupported(f"--bootstrap-servers and --client-properties attach to "
+                                     f"a running cluster (--backend external or "
+                                     f"docker-attach), not {backend}, which makes its own")
+    if options.compose_project is not None or options.containers:
+        raise EnvironmentUnsupported(f"--compose-project and --containers need --backend "
+                                     f"docker-attach, not {backend}")
 
 
 def _local() -> Backend:
@@ -151,7 +167,63 @@ def _ssh() -> Backend:
                    lambda options: ssh.status(), cleanup)
 
 
-_BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docker, "ssh": _ssh}
+def _attached(name: str, options: BackendOptions):
+    """Check the options of attaching backend ``name``; returns the client security (None:
+    plaintext). Raises ``EnvironmentUnsupported``, ``SecurityError``."""
+    from kafka_chaos.clusters import security
+
+    _no_options(name, dataclasses.replace(
+        options, bootstrap_servers=None, client_properties=None,
+        **({"compose_project": None, "containers": ()} if name == "docker-attach" else {})))
+    if not options.bootstrap_servers:
+        raise EnvironmentUnsupported(f"--backend {name} needs --bootstrap-servers "
+                                     "HOST:PORT,... (the running cluster's listener)")
+    if options.client_properties is None:
+        return None
+    return security.load(options.client_properties)  # SecurityError names file:line: key
+
+
+def _external() -> Backend:
+    from kafka_chaos.clusters import external
+
+    def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
+               broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        return external.ExternalCluster(options.bootstrap_servers or "",
+                                        _attached("external", options), work_dir)
+
+    # nothing of an external cluster is the tool's to record or remove
+    return Backend("external", lambda options, b, c: _attached("external", options), create,
+                   lambda options: None, lambda options: [])
+
+
+def _docker_attach() -> Backend:
+    from kafka_chaos.clusters import docker_attach, docker_backend
+
+    def check(options: BackendOptions, brokers: int, controllers: int) -> None:
+        _attached("docker-attach", options)
+        if (options.compose_project is None) == (not options.containers):
+            raise EnvironmentUnsupported("--backend docker-attach needs --compose-project NAME "
+                                         "or --containers NAME,... (one of the two)")
+        docker_backend.check_environment()
+
+    def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
+               broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        check(options, brokers, controllers)
+        return docker_attach.AttachedDockerCluster(
+            options.bootstrap_servers or "", _attached("docker-attach", options), work_dir,
+            options.compose_project, list(options.containers))
+
+    def cleanup(options: BackendOptions) -> list[str]:
+        if options.compose_project is None and not options.containers:
+            return ["NOT cleaned: name the cluster with --compose-project or --containers"]
+        return docker_attach.undo(options.compose_project, list(options.containers))
+
+    return Backend("docker-attach", check, create, lambda options: None, cleanup)
+
+
+_BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docker, "ssh": _ssh,
+                                               "external": _external,
+                                               "docker-attach": _docker_attach}
 
 #: ``--backend`` values, the embedded default first.
 NAMES: tuple[str, ...] = tuple(_BACKENDS)

@@ -15,6 +15,8 @@ import abc
 import dataclasses
 from pathlib import Path
 
+from kafka_chaos.clusters.security import ClientSecurity
+
 
 @dataclasses.dataclass(frozen=True)
 class Node:
@@ -70,6 +72,11 @@ class Cluster(abc.ABC):
     """
 
     nodes: list[Node]
+    #: How clients reach the brokers (TLS, SASL): a cluster of ours listens in plaintext;
+    #: an attached one as its client properties file says (``clusters.security``).
+    security: ClientSecurity | None = None
+    #: Whether the tool created this cluster (and may format, remove and reconfigure it).
+    owned: bool = True
 
     @property
     def brokers(self) -> list[Node]:

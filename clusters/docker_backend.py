@@ -59,7 +59,67 @@ def check_image(image: str) -> None:
             "registry with `kafka-chaos cluster image`, pass it as --image") from None
 
 
-class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
+class ContainerControl(Killable, Pausable):
+    """Start, stop, kill, pause and enter the container of a node (docker SDK; ``nsenter``
+    into its network namespace), for any class whose ``_container(node)`` finds that
+    container (None: gone). Listed before ``Cluster`` among a class's bases, so that these
+    methods, not its abstract ones, are found first."""
+
+    def _container(self, node: Node):
+        raise NotImplementedError
+
+    def start(self, node: Node) -> None:
+        c = self._container(node)
+        if c is not None and not self.is_running(node):
+            c.start()
+
+    def stop(self, node: Node, timeout_s: float = 30.0) -> None:
+        c = self._container(node)
+        if c is not None and self.is_running(node):
+            self._thaw(c)
+            c.stop(timeout=int(timeout_s))  # SIGTERM, SIGKILL after the timeout
+
+    def kill(self, node: Node) -> None:
+        c = self._container(node)
+        if c is not None and self.is_running(node):
+            self._thaw(c)
+            c.kill()
+            c.wait()
+
+    @staticmethod
+    def _thaw(container) -> None:
+        # dockerd refuses to signal a frozen container (409), as pause + kill nemeses may meet
+        if container.status == "paused":
+            container.unpause()
+
+    def pause(self, node: Node) -> None:
+        c = self._container(node)
+        if c is not None and self.is_running(node):
+            c.pause()  # cgroup freezer
+
+    def resume(self, node: Node) -> None:
+        c = self._container(node)
+        if c is not None:
+            self._thaw(c)
+
+    def is_running(self, node: Node) -> bool:
+        c = self._container(node)
+        return c is not None and c.status in ("running", "paused")
+
+    def exec(self, node: Node, argv: list[str], timeout_s: float = 30.0) -> ExecResult:
+        """Run host command ``argv`` in the node's network namespace (as ``ip netns exec``
+        does for the local backend), so any image works: none needs iptables or
+        ``NET_ADMIN``."""
+        c = self._container(node)
+        pid = c.attrs["State"]["Pid"] if c is not None else 0
+        if not pid:
+            return ExecResult(1, "", f"{node.name} is not running")
+        proc = subprocess.run(["nsenter", "-t", str(pid), "-n", *argv], capture_output=True,
+                              text=True, timeout=timeout_s)
+        return ExecResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+class DockerCluster(ContainerControl, Cluster, NamespaceIptables):
     """N brokers (KRaft), optionally C dedicated controllers, one container each.
 
     Args:
@@ -169,55 +229,6 @@ class DockerCluster(Cluster, Killable, Pausable, NamespaceIptables):
         c = self._container(node)
         if c is not None:
             (self.node_dir(node) / "server.out").write_bytes(c.logs())
-
-    def start(self, node: Node) -> None:
-        c = self._container(node)
-        if c is not None and not self.is_running(node):
-            c.start()
-
-    def stop(self, node: Node, timeout_s: float = 30.0) -> None:
-        c = self._container(node)
-        if c is not None and self.is_running(node):
-            self._thaw(c)
-            c.stop(timeout=int(timeout_s))  # SIGTERM, SIGKILL after the timeout
-
-    def kill(self, node: Node) -> None:
-        c = self._container(node)
-        if c is not None and self.is_running(node):
-            self._thaw(c)
-            c.kill()
-            c.wait()
-
-    @staticmethod
-    def _thaw(container) -> None:
-        # dockerd refuses to signal a frozen container (409), as pause + kill nemeses may meet
-        if container.status == "paused":
-            container.unpause()
-
-    def pause(self, node: Node) -> None:
-        c = self._container(node)
-        if c is not None and self.is_running(node):
-            c.pause()  # cgroup freezer
-
-    def resume(self, node: Node) -> None:
-        c = self._container(node)
-        if c is not None:
-            self._thaw(c)
-
-    def is_running(self, node: Node) -> bool:
-        c = self._container(node)
-        return c is not None and c.status in ("running", "paused")
-
-    def exec(self, node: Node, argv: list[str], timeout_s: float = 30.0) -> ExecResult:
-        """Run host command ``argv`` in the node's network namespace (as ``ip netns exec``
-        does for the local backend), so any image works."""
-        c = self._container(node)
-        pid = c.attrs["State"]["Pid"] if c is not None else 0
-        if not pid:
-            return ExecResult(1, "", f"{node.name} is not running")
-        proc = subprocess.run(["nsenter", "-t", str(pid), "-n", *argv], capture_output=True,
-                              text=True, timeout=timeout_s)
-        return ExecResult(proc.returncode, proc.stdout, proc.stderr)
 
     def client_host(self) -> str:
         return f"{SUBNET}.1"  # the network's gateway: this machine, where clients run

@@ -4,6 +4,7 @@
     ClusterError                 any failure to provide or control a cluster
     ├── DistributionError *      a Kafka version cannot be resolved / Java missing or too old
     ├── EnvironmentUnsupported * not root, no network namespaces, no iptables
+    ├── Refused *                an attached cluster refused the tool's secrets or permissions
     ├── NotReady                 the cluster did not become ready in time (message has log tails)
     └── CommandFailed            a command on a node exited non-zero (has .result)
 """
@@ -23,6 +24,12 @@ class DistributionError(ClusterError, BadInput):
 
 class EnvironmentUnsupported(ClusterError, BadInput):
     """This machine cannot run the backend (privileges, kernel features, tools)."""
+
+
+class Refused(ClusterError, BadInput):
+    """A cluster the tool attached to refused what the run needs: the client properties'
+    credentials, a permission (an ACL: create or delete topics, describe or alter configs),
+    or the replication the run asked for. Raised before any fault."""
 
 
 class NotReady(ClusterError):

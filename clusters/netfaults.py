@@ -9,6 +9,12 @@ from kafka_chaos.clusters.base import Node, Partitionable
 from kafka_chaos.clusters.errors import CommandFailed
 
 
+def own_chains(prefix: str = "kc") -> dict[str, str]:
+    """Built-in chain -> the tool's own chain jumped to from it (``kc-chaos-in``,
+    ``kc-chaos-out``): where partitions go on namespaces and hosts the tool did not make."""
+    return {"INPUT": f"{prefix}-chaos-in", "OUTPUT": f"{prefix}-chaos-out"}
+
+
 def drop_rules(peer: Node, port: int | None, inbound_only: bool = False) -> list[list[str]]:
     """The ``iptables -A`` argv tails that cut ``peer`` off (both directions, or only what
     arrives from it), or only TCP to and from ``port`` on either side."""
@@ -42,6 +48,54 @@ class NamespaceIptables(Partitionable):
             if not self.is_running(node):
                 continue
             for chain in ("INPUT", "OUTPUT"):
+                res = self.exec(node, ["iptables", "-S", chain])
+                left += [f"{node.name}: {line}" for line in res.out.splitlines()
+                         if line.startswith("-A ")]
+        return left
+
+
+class OwnChainIptables(NamespaceIptables):
+    """``Partitionable`` for namespaces that are not the tool's (an attached container's):
+    every rule goes into chains of ours (``own_chains``), jumped to from the top of
+    ``INPUT``/``OUTPUT``; healing removes the jumps and the chains and nothing else, so
+    rules the owner keeps in those namespaces stay as they were."""
+
+    CHAINS = own_chains()
+
+    def drop(self, node: Node, peers: list[Node], port: int | None = None,
+             inbound_only: bool = False) -> None:
+        for builtin, chain in self.CHAINS.items():
+            self.exec(node, ["iptables", "-N", chain])  # fails harmlessly when it exists
+            if self.exec(node, ["iptables", "-C", builtin, "-j", chain]).exit != 0:
+                self._must(node, ["iptables", "-I", builtin, "1", "-j", chain])
+        for peer in peers:
+            for builtin, *rule in drop_rules(peer, port, inbound_only):
+                self._must(node, ["iptables", "-A", self.CHAINS[builtin], *rule])
+
+    def _must(self, node: Node, argv: list[str]) -> None:
+        res = self.exec(node, argv)
+        if res.exit != 0:
+            raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
+
+    def heal_network(self) -> None:
+        for node in self.nodes:
+            if not self.is_running(node):
+                continue  # a stopped container's namespace went with it
+            for builtin, chain in self.CHAINS.items():
+                while self.exec(node, ["iptables", "-D", builtin, "-j", chain]).exit == 0:
+                    pass
+                self.exec(node, ["iptables", "-F", chain])
+                self.exec(node, ["iptables", "-X", chain])
+
+    def rules_left(self) -> list[str]:
+        left = []
+        for node in self.nodes:
+            if not self.is_running(node):
+                continue
+            for builtin, chain in self.CHAINS.items():
+                res = self.exec(node, ["iptables", "-S", builtin])
+                left += [f"{node.name}: {line}" for line in res.out.splitlines()
+                         if line.endswith(f"-j {chain}")]
                 res = self.exec(node, ["iptables", "-S", chain])
                 left += [f"{node.name}: {line}" for line in res.out.splitlines()
                          if line.startswith("-A ")]

@@ -31,7 +31,7 @@ from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, Distributi
 from kafka_chaos.clusters.inventory import SshHost
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
 from kafka_chaos.clusters.local import kafka_uuid, state_dir
-from kafka_chaos.clusters.netfaults import drop_rules
+from kafka_chaos.clusters.netfaults import drop_rules, own_chains as _chains
 from kafka_chaos.clusters.remote import Remote, SshError
 
 DEFAULT_PREFIX = "kc"
@@ -40,11 +40,6 @@ q = shlex.quote
 
 def _state_file(prefix: str) -> Path:
     return state_dir() / f"ssh-{prefix}.json"
-
-
-def _chains(prefix: str) -> dict[str, str]:
-    """Built-in chain -> the tool's own chain jumped to from it."""
-    return {"INPUT": f"{prefix}-chaos-in", "OUTPUT": f"{prefix}-chaos-out"}
 
 
 def _node_dir(h: SshHost, prefix: str) -> str:

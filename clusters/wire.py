@@ -117,12 +117,20 @@ class _Connection:
         return parse(_recv(self.sock, size), response_type, self.correlation)
 
 
+#: TLS contexts by the settings that make them: the monitor connects to every node every
+#: 500 ms, and loading the CA and client certificate each time would cost more than the request.
+_CONTEXTS: dict[tuple, ssl.SSLContext] = {}
+
+
 def tls_context(security: ClientSecurity) -> ssl.SSLContext:
-    """The TLS context of ``security``: its CA (else the system's), its client certificate
-    and key (mTLS), and the server's name checked unless
+    """The TLS context of ``security`` (made once, then reused): its CA (else the system's),
+    its client certificate and key (mTLS), and the server's name checked unless
     ``ssl.endpoint.identification.algorithm`` is ``none`` (librdkafka's default is
     ``https``). Raises ``WireError`` for files TLS cannot load."""
     s = security.settings
+    key = tuple(sorted(s.items()))
+    if key in _CONTEXTS:
+        return _CONTEXTS[key]
     try:
         context = ssl.create_default_context(cafile=s.get("ssl.ca.location"))
         if "ssl.certificate.location" in s:
@@ -132,7 +140,7 @@ def tls_context(security: ClientSecurity) -> ssl.SSLContext:
         raise WireError(f"{security.source}: TLS files: {exc}") from None
     if s.get("ssl.endpoint.identification.algorithm", "https").lower() == "none":
         context.check_hostname = False
-    return context
+    return _CONTEXTS.setdefault(key, context)
 
 
 def authenticate(conn: _Connection, security: ClientSecurity) -> None:
@@ -200,12 +208,21 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return b"".join(chunks)
 
 
+def api_versions(endpoint: str, timeout_s: float = 5.0,
+                 security: ClientSecurity | None = None) -> None:
+    """Connect (TLS and SASL as ``security`` says) and ask ``ApiVersions``. Raises
+    ``WireError`` saying what failed: the connection, TLS, the SASL mechanism or the
+    credentials (how an attached run refuses wrong secrets in one clear sentence, where
+    librdkafka's clients only retry)."""
+    _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+
+
 def answers(endpoint: str, timeout_s: float = 0.3,
             security: ClientSecurity | None = None) -> bool:
     """True if the Kafka process at ``host:port`` replies to ``ApiVersions`` within
     ``timeout_s`` seconds (a paused, killed or cut-off node does not)."""
     try:
-        _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+        api_versions(endpoint, timeout_s, security)
         return True
     except WireError:
         return False

@@ -36,11 +36,25 @@ def parse_range(text: str) -> tuple[int, int]:
 
 
 _SHARED = "the cells of a comparison share one cluster backend"
+#: Backends that attach to a cluster the tool did not create.
+ATTACHED = ("external", "docker-attach")
+#: Fault packages an attached cluster does not take: they change cluster-wide configs
+#: (the unclean toggle) or need what only a cluster of ours has (libfaketime, the lossy
+#: filesystem).
+_NOT_ATTACHED = ("unclean", "clock", "lose-unfsynced")
+#: Settings holding a file path: absolute in ``config.json``; relative to a plan in a plan.
+PATHS = ("inventory", "kafka_home", "client_properties")
 #: Server properties each backend writes per node (``clusters/kafka_config.server_properties``).
 _GENERATED_PROPERTIES = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
     "listener.security.protocol.map", "log.dirs", "listeners", "advertised.listeners",
     "inter.broker.listener.name"})
+
+
+def _starts(package: str) -> list[str]:
+    """The ``f`` values that start a fault of nemesis ``package``."""
+    start = PACKAGES[package]["start"]
+    return [start] if isinstance(start, str) else list(start)
 
 
 def load_scenario(spec: str) -> script.Script:
@@ -68,7 +82,9 @@ class RunConfig(BaseModel):
     backend: str = setting(
         "local", section="cluster", fixed=_SHARED, shown=True, report=True,
         help="Cluster backend: local (one broker JVM per network namespace on this machine), "
-        "docker (one container per node) or ssh (existing hosts of an --inventory).")
+        "docker (one container per node), ssh (existing hosts of an --inventory); or a "
+        "running cluster at --bootstrap-servers: external (observed, no faults of ours) or "
+        "docker-attach (its containers faulted in place).")
     image: str | None = setting(
         None, section="cluster", fixed=_SHARED,
         help="Docker backend: the Kafka image (default apache/kafka:VERSION; java 17+ and sh "
@@ -81,6 +97,25 @@ class RunConfig(BaseModel):
         False, section="cluster", fixed=_SHARED,
         help="ssh backend: accept host keys missing from known_hosts (logged); a changed key "
         "is refused.")
+    bootstrap_servers: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="external and docker-attach backends: HOST:PORT,... of the running cluster's "
+        "listener.")
+    compose_project: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="docker-attach backend: the Compose project whose containers run the brokers.")
+    containers: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="docker-attach backend: or the brokers' containers by name, NAME,...")
+    client_properties: str | None = setting(
+        None, section="cluster", fixed=_SHARED,
+        help="A Kafka client properties file (security.protocol, sasl.*, ssl.*; secrets as "
+        "${env:NAME} or ${file:PATH:KEY}) for every connection of the tool; its path is "
+        "kept, never a secret. In a plan file, relative to the plan.")
+    keep_topics: bool = setting(
+        False, section="topics", fixed=_SHARED,
+        help="On a cluster the tool did not create, keep the run's topics at the end "
+        "(they are deleted by default).")
     brokers: int = setting(3, section="cluster", shown=True, report=True, ge=1, le=9,
                            help="Number of brokers.")
     controllers: int = setting(0, section="cluster", report=True, ge=0, le=5,
@@ -235,6 +270,28 @@ class RunConfig(BaseModel):
             raise ValueError("--backend ssh and --inventory FILE go together")
         if self.accept_unknown_host_keys and self.backend != "ssh":
             raise ValueError("--accept-unknown-host-keys needs --backend ssh")
+        if (self.bootstrap_servers is not None) != (self.backend in ATTACHED):
+            raise ValueError(f"--bootstrap-servers goes with --backend {' or '.join(ATTACHED)}"
+                             " (a running cluster), and they need it")
+        if (self.compose_project or self.containers) and self.backend != "docker-attach":
+            raise ValueError("--compose-project and --containers need --backend docker-attach")
+        refused = {f: name for name in _NOT_ATTACHED for f in _starts(name)}
+        if self.backend in ATTACHED and (not_here := self.faults() & set(refused)):
+            first = sorted(not_here)[0]
+            raise ValueError(f"the {refused[first]} faults ({first}): not on a cluster the "
+                             f"tool did not create ({', '.join(_NOT_ATTACHED)} change "
+                             "cluster-wide configs or need a cluster of the tool's own)")
+        if self.client_properties is not None and self.backend not in ATTACHED:
+            raise ValueError(f"--client-properties: --backend {self.backend} makes a "
+                             f"plaintext cluster of its own; attach with "
+                             f"{' or '.join(ATTACHED)}")
+        if self.keep_topics and self.backend not in ATTACHED:
+            raise ValueError(f"--keep-topics: --backend {self.backend} removes its whole "
+                             "cluster at the end")
+        if self.backend == "external" and (self.nemesis or self.scenario):
+            raise ValueError("--backend external observes a cluster it cannot fault: use "
+                             "--nemesis none and no --scenario (attach with docker or ssh "
+                             "for faults)")
         for key in self.broker_properties:
             owner = next((s for s in SETTINGS.values()
                           if s.section == "topics" and s.prop == key), None)
@@ -296,6 +353,9 @@ class RunConfig(BaseModel):
         """The ``clusters.backends.BackendOptions`` of this run."""
         return backends.BackendOptions(
             image=self.image, inventory=Path(self.inventory) if self.inventory else None,
+            bootstrap_servers=self.bootstrap_servers, compose_project=self.compose_project,
+            containers=tuple(c.strip() for c in (self.containers or "").split(",") if c.strip()),
+            client_properties=Path(self.client_properties) if self.client_properties else None,
             accept_unknown_host_keys=self.accept_unknown_host_keys,
             lossy_fs="lose-unfsynced" in self.faults(),
             clock=bool({"clock-bump", "clock-strobe"} & self.faults()))
@@ -304,8 +364,7 @@ class RunConfig(BaseModel):
         """Every nemesis ``f`` this run may start: its packages', or its scenario's steps'."""
         if self.scenario:
             return {f for step in load_scenario(self.scenario).steps for f in step.do}
-        starts = [PACKAGES[name]["start"] for name in self.nemesis]
-        return {f for start in starts for f in ([start] if isinstance(start, str) else start)}
+        return {f for name in self.nemesis for f in _starts(name)}
 
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""

@@ -15,7 +15,8 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from kafka_chaos import plan as plan_file
-from kafka_chaos.config import SCENARIOS, SETTINGS, RunConfig, load_scenario, parse_range
+from kafka_chaos.config import (PATHS, SCENARIOS, SETTINGS, RunConfig, load_scenario,
+                                 parse_range)
 from kafka_chaos.verdict import FAIL_ON
 
 #: ``RunConfig`` fields that ``run`` has no flag for (``settings.Setting.flag`` ""): a
@@ -42,11 +43,10 @@ def fields_of(params: dict[str, Any]) -> dict[str, Any]:
         span = parse_range(params["ops_per_txn"])
     except ValueError as exc:
         raise ValueError(f"--ops-per-txn {exc}") from None
-    inventory, kafka_home = params.get("inventory"), params.get("kafka_home")
-    fields.update({
-        "kafka_home": kafka_home and str(kafka_home),
-        "inventory": inventory and str(Path(inventory).resolve()),
-        "ops_per_txn": span, "nemesis": parse_packages(params["nemesis"])})
+    fields.update({key: params.get(key) and str(Path(params[key]).resolve())
+                   for key in PATHS if key != "kafka_home"})
+    fields.update({"kafka_home": params.get("kafka_home") and str(params["kafka_home"]),
+                   "ops_per_txn": span, "nemesis": parse_packages(params["nemesis"])})
     return {k: v for k, v in fields.items() if v is not None}
 
 

@@ -45,7 +45,7 @@ from pydantic.fields import FieldInfo
 from kafka_chaos.compare import matrix as matrices
 from kafka_chaos.analysis.names import ANOMALIES
 from kafka_chaos.clusters import yamlfile
-from kafka_chaos.config import SETTINGS, RunConfig
+from kafka_chaos.config import PATHS, SETTINGS, RunConfig
 from kafka_chaos.settings import SECTIONS
 
 
@@ -81,6 +81,7 @@ class ClusterPlan(_section("ClusterBase", "cluster", "")):  # type: ignore[misc]
 
     inventory: Optional[Path] = Field(None, description="relative to the plan file")
     kafka_home: Optional[Path] = Field(None, description="relative to the plan file")
+    client_properties: Optional[Path] = Field(None, description="relative to the plan file")
     broker_config: dict[str, str | int | float | bool] = {}
 
 
@@ -180,7 +181,7 @@ def run_fields(plan: Plan, plan_path: Path) -> dict[str, Any]:
         keys = keys_of(name)
         dumped = getattr(plan, name).model_dump(exclude_none=True)
         fields.update({keys[k]: v for k, v in dumped.items() if k in keys})
-    for key in ("inventory", "kafka_home"):
+    for key in PATHS:
         if key in fields:
             fields[key] = str((base / fields[key]).resolve())
     fields.pop("broker_properties", None)

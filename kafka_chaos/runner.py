@@ -21,7 +21,7 @@ from kafka_chaos.clusters import admin, backends
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.history import HistoryWriter
-from kafka_chaos import __version__
+from kafka_chaos import __version__, attach
 from kafka_chaos.config import RunConfig, load_scenario
 from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
@@ -33,7 +33,8 @@ from kafka_chaos.workloads.final_reads import final_reads
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.queue import QueueWorkload
 
-#: Topic 0 of every run; faults aimed at "the leader" aim at its partition 0 (key 0).
+#: Topic 0 of every run on a cluster of its own (on an attached cluster, the run's name
+#: follows it); faults aimed at "the leader" aim at its partition 0 (key 0).
 TOPIC = "kafka-chaos"
 
 
@@ -94,25 +95,33 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
         (command or shlex.join(["kafka-chaos", *sys.argv[1:]])) + "\n")
     facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version,
                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
-    keys = KeySpace(TOPIC, cfg.keys, cfg.topics)
-    broker_config = cfg.broker_config()
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
-                                               cfg.controllers, broker_config,
+                                               cfg.controllers, cfg.broker_config(),
                                                cfg.backend_options())
+    # on a cluster that is not ours, the run's topics, groups and transactional ids carry
+    # the run's name: never another run's or application's
+    keys = KeySpace(TOPIC if cluster.owned else f"{TOPIC}-{run_dir.name}", cfg.keys,
+                    cfg.topics)
     rng = random.Random(cfg.seed)
     stop = threading.Event()
+    created: list[str] = []
     t0 = time.monotonic()
     try:
-        log(f"starting {cfg.brokers} Kafka {kafka.version} brokers"
-            + (f" + {cfg.controllers} controllers" if cfg.controllers else " (KRaft combined mode)"))
+        if cluster.owned:
+            log(f"starting {cfg.brokers} Kafka {kafka.version} brokers"
+                + (f" + {cfg.controllers} controllers" if cfg.controllers
+                   else " (KRaft combined mode)"))
+        else:
+            log(f"attaching to {cluster.bootstrap_servers} ({cfg.backend})")
         cluster.setup()
-        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, [], timeout_s=120,
-                         log_tail=lambda: _log_tail(cluster))
-        for topic, partitions in keys.topic_partitions.items():
-            admin.create_topic(cluster.bootstrap_servers, topic, partitions,
-                               cfg.replication_factor)
-        admin.wait_ready(cluster.bootstrap_servers, cfg.brokers, list(keys.topic_partitions),
-                         timeout_s=60, log_tail=lambda: _log_tail(cluster))
+        if not cluster.owned:
+            facts["attached"] = attach.describe(cfg, cluster)
+        admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers), [], timeout_s=120,
+                         log_tail=lambda: _log_tail(cluster), security=cluster.security)
+        attach.create_topics(cfg, cluster, keys, created, log)
+        admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers),
+                         list(keys.topic_partitions), timeout_s=60,
+                         log_tail=lambda: _log_tail(cluster), security=cluster.security)
         facts["cluster_ready_s"] = round(time.monotonic() - t0, 2)
         log(f"cluster ready in {facts['cluster_ready_s']} s at {cluster.bootstrap_servers}")
         if on_ready:
@@ -132,6 +141,8 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
         raise
     finally:
         stop.set()
+        if not cluster.owned:
+            facts["topics"] = attach.drop_topics(cfg, cluster, created, log)
         cluster.teardown()
         facts["total_s"] = round(time.monotonic() - t0, 2)
         (run_dir / "run.json").write_text(json.dumps(facts, indent=2))
@@ -160,13 +171,14 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
         # any a script may ask for
         packages = ["kill", "stop", "pause", "partition", "clock", "leader"]
     nemesis = build_nemesis(cluster, packages, rng, extra=(
-        UncleanElectionNemesis(cluster, rng, TOPIC, cfg.unclean_leader_election),))
+        UncleanElectionNemesis(cluster, rng, keys.base, cfg.unclean_leader_election),))
     monitor = Monitor(cluster, history, list(keys.topic_partitions))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
-                          cfg.nemesis_interval_s, schedule_rng(cfg.seed), TOPIC,
+                          cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                           targets=parse_targets(cfg.nemesis_targets, packages), log=log,
                           after_op=lambda f: _sample(monitor, f"after {f}", log))
-    workload = QueueWorkload(cluster.bootstrap_servers, history, cfg.workload_settings(), keys,
+    workload = QueueWorkload(cluster.bootstrap_servers, history,
+                             attach.workload_settings(cfg, cluster, keys), keys,
                              seed=rng.randrange(2**32))
     monitor.start()
     try:
@@ -191,7 +203,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         if cfg.scenario:
             scenario = load_scenario(cfg.scenario)
             log(f"scenario {scenario.name}: {scenario.about}")
-            facts["scenario"] = Runner(cluster, scheduler.run_op, monitor, TOPIC, stop,
+            facts["scenario"] = Runner(cluster, scheduler.run_op, monitor, keys.base, stop,
                                        log).run(scenario)
         else:
             while not stop.wait(0.5):
@@ -220,15 +232,17 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     log(f"workload done: {facts['ops']} ({facts['ops_per_s']} ops/s, "
         f"{facts['acked_sends_per_s']} acknowledged sends/s); waiting for full ISRs")
     try:
-        waited = admin.wait_ready(cluster.bootstrap_servers, cfg.brokers,
-                                  list(keys.topic_partitions), timeout_s=90)
+        waited = admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers),
+                                  list(keys.topic_partitions), timeout_s=90,
+                                  security=cluster.security)
         facts["recovery_s"] = round(waited, 2)
     except Exception as exc:  # final reads are still tried; the verdict may become unknown
         facts["recovery_error"] = str(exc)
         log(f"cluster did not fully recover: {exc}")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
-                                       isolation_level=cfg.isolation_level)
+                                       isolation_level=cfg.isolation_level,
+                                       connection=workload.s.connection, ids=workload.s.ids)
     # the record must see the partitions up to the end of the final reads: an election
     # between the last periodic sample and a final read would otherwise go unseen, and the
     # analysis would call that stretch blind (analysis.evidence)

@@ -178,7 +178,8 @@ class ProcessNemesis(Nemesis):
             try:
                 waited[n.name] = round(admin.wait_ready(
                     self.cluster.bootstrap_servers, len(self.cluster.brokers),
-                    [value["topic"]] if value.get("topic") else [], timeout_s=60.0), 2)
+                    [value["topic"]] if value.get("topic") else [], timeout_s=60.0,
+                    security=self.cluster.security), 2)
             except ClusterError as exc:
                 raise NemesisError(f"rolling restart stopped at {n.name}: {exc}") from None
         return {"rolled": [n.name for n in nodes], "waited_s": waited}
@@ -189,8 +190,8 @@ class ProcessNemesis(Nemesis):
         if not topic:
             return []
         try:
-            states = admin.partitions(admin.client(self.cluster.bootstrap_servers, 3.0), topic,
-                                      3.0)
+            client = admin.client(self.cluster.bootstrap_servers, 3.0, self.cluster.security)
+            states = admin.partitions(client, topic, 3.0)
         except Exception:
             return []
         return [f"{topic}-{s.partition}" for s in states if list(s.isr) == [node.node_id]]
@@ -348,7 +349,8 @@ class UncleanElectionNemesis(Nemesis):
 
     def _admin(self, timeout_s: float = 5.0):
         live = ",".join(n.client_endpoint for n in self._live())
-        return admin.client(live or self.cluster.bootstrap_servers, timeout_s)
+        return admin.client(live or self.cluster.bootstrap_servers, timeout_s,
+                            self.cluster.security)
 
     def _set_and_read_back(self, scope: str, want: str) -> str:
         """Set the config at ``scope`` to ``want`` and return the value a broker then reports;
@@ -363,7 +365,8 @@ class UncleanElectionNemesis(Nemesis):
             try:
                 if scope == "cluster":
                     live = self._live() or self.cluster.brokers
-                    wire.set_cluster_default(live[0].client_endpoint, {self.KEY: want})
+                    wire.set_cluster_default(live[0].client_endpoint, {self.KEY: want},
+                                             security=self.cluster.security)
                 else:
                     admin.set_topic_config(a, self.topic, {self.KEY: want}, timeout_s=10.0)
             except (ClusterError, wire.WireError) as exc:

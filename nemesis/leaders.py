@@ -67,13 +67,14 @@ class LeaderNemesis(Nemesis):
         errors = []
         for node in (n for n in self.cluster.brokers if self.cluster.is_running(n)):
             try:
-                wire.alter_partition_reassignments(node.client_endpoint, topic, {p: replicas})
+                wire.alter_partition_reassignments(node.client_endpoint, topic, {p: replicas},
+                                                   security=self.cluster.security)
                 break
             except wire.WireError as exc:
                 errors.append(str(exc))
         else:
             raise NemesisError(f"no broker took the reassignment of {topic}-{p}: {errors}")
-        client = admin.client(self.cluster.bootstrap_servers, 5.0)
+        client = admin.client(self.cluster.bootstrap_servers, 5.0, self.cluster.security)
         last: list = [None]
 
         def elected() -> bool:

@@ -20,7 +20,9 @@ answering broker, per partition the answer with the highest leader epoch (a brok
 the controllers keeps an old view), ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
 no eligible leader replicas. ``controller``: the KRaft quorum as its leader (the active
 controller) reports it through ``DescribeQuorum``, ``null`` when no controller answered as
-leader. Sources: ``clusters.wire``.
+leader (a cluster without known controller nodes, an external one, is asked through its
+brokers). Every request connects as ``cluster.security`` says (TLS, SASL). Sources:
+``clusters.wire``.
 
 Later analyses explain anomalies from these samples (which election or truncation lost a
 write); scenarios wait on them (``Monitor.wait_for``).
@@ -35,6 +37,7 @@ from typing import Any, Callable
 
 from kafka_chaos.clusters import wire
 from kafka_chaos.history import MONITOR, HistoryWriter, OpType
+from kafka_chaos.nemesis.targets import quorum_endpoints
 
 #: Seconds between samples (the issue asks for at most 500 ms).
 PERIOD_S = 0.5
@@ -135,16 +138,19 @@ class Monitor:
     def _observe(self) -> dict[str, Any]:
         start = time.monotonic()
         nodes = list(self.cluster.nodes)
+        sec = self.cluster.security
         up = dict(zip([n.node_id for n in nodes],
-                      self._pool.map(lambda n: wire.answers(_endpoint(n)), nodes)))
+                      self._pool.map(lambda n: wire.answers(_endpoint(n), security=sec), nodes)))
         brokers = [n for n in nodes if n.is_broker and up[n.node_id]]
         views = [(n.node_id, v) for n, v in zip(brokers, self._pool.map(self._describe, brokers))
                  if v is not None]
         partitions = _freshest(views) if views else None
         controller = None
-        for node in (n for n in nodes if n.is_controller and up[n.node_id]):
+        for node, endpoint in quorum_endpoints(nodes):
+            if not up[node.node_id]:
+                continue
             try:
-                quorum = wire.describe_quorum(f"{node.host}:{node.controller_port}")
+                quorum = wire.describe_quorum(endpoint, security=sec)
             except wire.WireError:
                 continue  # not the quorum leader, or cut from it
             controller = {**quorum, "voters": {str(k): v for k, v in quorum["voters"].items()}}
@@ -155,7 +161,8 @@ class Monitor:
 
     def _describe(self, node) -> dict | None:
         try:
-            return wire.describe_topic_partitions(node.client_endpoint, self.topics)
+            return wire.describe_topic_partitions(node.client_endpoint, self.topics,
+                                                  security=self.cluster.security)
         except wire.WireError:
             return None
 

@@ -38,16 +38,29 @@ LONE_POLL_S = 0.5
 LONE_HOLD_S = 1.0
 
 
+def quorum_endpoints(nodes: list[Node]) -> list[tuple[Node, str]]:
+    """Where to ask ``DescribeQuorum`` among ``nodes``: each controller's listener; when no
+    node is known as a controller (an attached cluster), each broker's listener (brokers
+    forward the request to the quorum leader)."""
+    asked = [(n, f"{n.host}:{n.controller_port}") for n in nodes if n.is_controller]
+    return asked or [(n, n.client_endpoint) for n in nodes if n.is_broker]
+
+
 def active_controller(cluster) -> Node | None:
     """The KRaft quorum leader (the active controller), asked of each controller in turn
-    (``DescribeQuorum``, ``clusters.wire``); None if none answers as leader."""
-    for node in (n for n in cluster.nodes if n.is_controller):
+    (``DescribeQuorum``, ``clusters.wire``); None if none answers as leader.
+
+    A cluster whose controllers the tool does not know (an attached one: Metadata names
+    brokers only) is asked through its brokers, which forward the request; the leader is
+    then a known node only in combined mode (node ids are unique in a cluster, so a broker
+    with the leader's id is the same process), else None."""
+    for node, endpoint in quorum_endpoints(cluster.nodes):
         try:
-            leader = wire.describe_quorum(f"{node.host}:{node.controller_port}")["leader"]
+            leader = wire.describe_quorum(endpoint, security=cluster.security)["leader"]
         except wire.WireError:
             continue
         if leader >= 0:
-            return cluster.node(leader)
+            return next((n for n in cluster.nodes if n.node_id == leader), None)
     return None
 
 
@@ -85,7 +98,8 @@ def pick(cluster, rng, live: list[Node], value: dict | None) -> list[Node]:
 def partition_of(cluster, topic: str, partition: int) -> admin.PartitionState | None:
     """Leader, replicas and ISR of ``topic``-``partition`` as the metadata reports them."""
     try:
-        states = admin.partitions(admin.client(cluster.bootstrap_servers, 3.0), topic, 3.0)
+        client = admin.client(cluster.bootstrap_servers, 3.0, cluster.security)
+        states = admin.partitions(client, topic, 3.0)
     except Exception:
         return None
     return next((s for s in states if s.partition == partition), None)

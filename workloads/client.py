@@ -47,7 +47,7 @@ class Client:
         self._tps = [keys.tp(k) for k in range(keys.keys)]
         self.dead = False
         self.producer = Producer(settings.producer_config(
-            bootstrap, f"kc-txn-{slot}" if settings.txn else None))
+            bootstrap, f"{settings.ids}-txn-{slot}" if settings.txn else None))
         self._txn_ready = False
         self.consumer: Consumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
@@ -187,7 +187,7 @@ class Client:
         return self.consumer
 
     def _assign(self, value: dict) -> Completion:
-        consumer = self.consumer or self._new_consumer(f"kc-assign-{self.process}")
+        consumer = self.consumer or self._new_consumer(f"{self.s.ids}-assign-{self.process}")
         tps = [TopicPartition(*self.keys.tp(k)) for k in value["keys"]]
         consumer.assign(self._start_offsets(tps, value.get("seek") == "beginning"))
         self.uncommitted.clear()

@@ -21,23 +21,25 @@ from kafka_chaos.workloads.keys import KeySpace
 
 def final_reads(bootstrap: str, history: HistoryWriter, keys: KeySpace,
                 new_process: Callable[[], int], isolation_level: str = "read_committed",
-                timeout_s: float = 60.0, chunk: int = 10_000) -> dict[str, str]:
+                timeout_s: float = 60.0, chunk: int = 10_000,
+                connection: dict[str, str] | None = None, ids: str = "kc") -> dict[str, str]:
     """Read every key of ``keys`` fully; returns ``{"key": "ok"|"info"}``.
 
     The end is where the consumer reports end of partition (the high watermark, or the last
     stable offset under ``read_committed``) at or past the high watermark taken when the read
     starts; a key that cannot be read to there within ``timeout_s`` gets an ``info`` op for the
     chunk it was in (and its records are not recorded: a partial chunk must not count as read).
-    Each key is read by a process id from ``new_process()``.
+    Each key is read by a process id from ``new_process()``. ``connection``: librdkafka's
+    security settings (``WorkloadSettings.connection``); ``ids`` prefixes the group ids.
     """
     results: dict[str, str] = {}
     for key in range(keys.keys):
         process = new_process()
         consumer = Consumer({"bootstrap.servers": bootstrap,
-                             "group.id": f"kc-final-{uuid.uuid4()}",
+                             "group.id": f"{ids}-final-{uuid.uuid4()}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "enable.partition.eof": True, "isolation.level": isolation_level,
-                             "log_level": 0})
+                             "log_level": 0, **(connection or {})})
         try:
             results[str(key)] = _read_key(consumer, history, keys, key, process, timeout_s, chunk)
         finally:

@@ -98,7 +98,7 @@ class QueueWorkload:
             return next(self._processes)
 
     def _fence(self, slot: int) -> None:
-        p = Producer(self.s.producer_config(self.bootstrap, f"kc-txn-{slot}"))
+        p = Producer(self.s.producer_config(self.bootstrap, f"{self.s.ids}-txn-{slot}"))
         try:
             p.init_transactions(self.s.txn_timeout_ms / 1000)
         except KafkaException:

@@ -24,6 +24,11 @@ class WorkloadSettings:
     ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
     (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
     ``subscribe`` clients.
+
+    Every client: ``ids`` prefixes its consumer groups and transactional ids (a run on a
+    shared cluster takes ids of its own); ``connection`` holds librdkafka's security
+    settings (``clusters.security.ClientSecurity.librdkafka``: TLS, SASL), kept out of
+    ``repr`` because it holds secrets.
     """
 
     clients: int = 4
@@ -52,6 +57,8 @@ class WorkloadSettings:
     poll_max: int = 500
     poll_timeout_ms: int = 100
     group: str = "kc-group"
+    ids: str = "kc"
+    connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
 
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""
@@ -68,6 +75,7 @@ class WorkloadSettings:
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 2000,
             "log_level": 0,
+            **self.connection,
         }
         if transactional_id is not None:
             conf["transactional.id"] = transactional_id
@@ -91,4 +99,5 @@ class WorkloadSettings:
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 2000,
             "log_level": 0,
+            **self.connection,
         }

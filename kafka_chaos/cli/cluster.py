@@ -100,18 +100,23 @@ def cluster_down(
     inventory: Optional[Path] = typer.Option(None, help="ssh backend: also clean these hosts "
                                              "when no cluster is recorded on this machine."),
     accept_unknown_host_keys: bool = option("accept_unknown_host_keys"),
+    compose_project: Optional[str] = option("compose_project"),
+    containers: Optional[str] = option("containers"),
 ) -> None:
     """Remove the cluster and anything a crashed run left (local: processes, namespaces,
     iptables rules; docker: labelled containers and network; ssh: remote processes, the
     tool's iptables chains, node directories; and the analysis warm-up's history of a run
-    killed while it warmed up)."""
+    killed while it warmed up). On attached containers (docker-attach), only the tool's own
+    faults are undone: its iptables chains, a pause; nothing is removed."""
     from kafka_chaos.analysis.warm import remove_stale
     from kafka_chaos.clusters import backends
 
     try:
         removed = backends.get(backend).cleanup(
-            backends.BackendOptions(inventory=inventory,
-                                    accept_unknown_host_keys=accept_unknown_host_keys))
+            backends.BackendOptions(
+                inventory=inventory, accept_unknown_host_keys=accept_unknown_host_keys,
+                compose_project=compose_project,
+                containers=tuple(c for c in (containers or "").split(",") if c)))
     except ClusterError as exc:
         fail(str(exc), exit_of(exc))
     removed += remove_stale()

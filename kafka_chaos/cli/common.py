@@ -8,6 +8,7 @@ from typing import NoReturn
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from kafka_chaos import verdict
 from kafka_chaos.errors import KafkaChaosError
@@ -24,7 +25,9 @@ def exit_of(exc: BaseException) -> int:
 def fail(message: str, code: int = verdict.EXIT_BAD_INPUT) -> NoReturn:
     """Print ``error: message`` and exit ``code``: 254 (bad input) unless the tool failed
     while it ran (``verdict.EXIT_ERROR``) or the verdict is unknown (``EXIT_UNKNOWN``)."""
-    console.print(f"[red]error:[/] {message}")
+    # soft_wrap: a path or a name in the message stays whole on one line, for grep and logs;
+    # escape: "[n1]" in a message is text, not Rich markup.
+    console.print(f"[red]error:[/] {escape(message)}", soft_wrap=True)
     raise typer.Exit(code)
 
 

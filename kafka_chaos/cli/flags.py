@@ -15,7 +15,7 @@ from typing import Any, Callable, Optional
 
 import typer
 
-from kafka_chaos.config import SETTINGS, RunConfig
+from kafka_chaos.config import PATHS, SETTINGS, RunConfig
 
 
 def default_of(field: str) -> Any:
@@ -33,7 +33,7 @@ def _kind(field: str) -> Any:
     """The type typer parses the flag as: text for choices, ranges and lists (``RunConfig``
     checks them and names the flag), paths for paths, else the field's own."""
     annotation = RunConfig.model_fields[field].annotation
-    if field in ("inventory", "kafka_home"):
+    if field in PATHS:
         return Optional[Path]
     if annotation in (bool, int, float, str):
         return annotation

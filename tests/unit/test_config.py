@@ -243,3 +243,33 @@ def test_clock_faults_ask_for_libfaketime_which_only_local_preloads():
         backends.get("docker").check_environment(backends.BackendOptions(clock=True), 3, 0)
     with pytest.raises(ValueError, match="unknown fault 'nope'"):
         RunConfig(nemesis=["nope"])
+
+
+def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_path):
+    """``--backend external`` needs ``--bootstrap-servers`` and takes no fault; the attach
+    options are refused on backends that make their own plaintext cluster; the workload's
+    clients carry the security settings and the run's ids."""
+    import dataclasses
+
+    ok = RunConfig(backend="external", bootstrap_servers="h:9092", client_properties="/p",
+                   keep_topics=True)
+    assert ok.backend_options().bootstrap_servers == "h:9092"
+    attach = {"backend": "docker-attach", "bootstrap_servers": "h:1", "compose_project": "p"}
+    assert RunConfig(**attach, nemesis=["kill", "partition"]).backend_options() \
+        .compose_project == "p"
+    for fields, words in (({"backend": "external"}, "--bootstrap-servers goes with"),
+                          ({"bootstrap_servers": "h:9092"}, "--bootstrap-servers goes with"),
+                          ({"containers": "a,b"}, "need --backend docker-attach"),
+                          ({**attach, "nemesis": ["unclean"]}, "the unclean faults"),
+                          ({**attach, "scenario": "isr-shrink-unclean"}, "the unclean faults"),
+                          ({"client_properties": "/p"}, "--client-properties"),
+                          ({"keep_topics": True}, "--keep-topics"),
+                          ({"backend": "external", "bootstrap_servers": "h:1",
+                            "nemesis": ["kill"]}, "cannot fault")):
+        with pytest.raises(ValueError, match=words):
+            RunConfig(**fields)
+    s = dataclasses.replace(RunConfig().workload_settings(), ids="kafka-chaos-r1",
+                            connection={"security.protocol": "SSL", "sasl.password": "pw"})
+    assert s.producer_config("b:9092", "x")["security.protocol"] == "SSL"
+    assert s.consumer_config("b:9092", "g")["sasl.password"] == "pw"
+    assert "pw" not in repr(s)

@@ -59,6 +59,8 @@ class _Cluster:
     """Two nodes on ports of this host: one answers nothing (a closed port), one accepts TCP
     but never replies (like a paused JVM, whose kernel still completes handshakes)."""
 
+    security = None  # plaintext, as Cluster's default
+
     def __init__(self, silent_port: int, closed_port: int) -> None:
         self.nodes = [Node(1, "n1", "127.0.0.1", ("broker", "controller"), closed_port, 1),
                       Node(2, "n2", "127.0.0.1", ("broker",), silent_port)]

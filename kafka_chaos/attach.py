@@ -1,0 +1,108 @@
+"""A run's manners on a cluster it did not create (``Cluster.owned`` false): its own topics,
+named after the run, made with the replication and topic configs the verdict judges by and
+read back; its own consumer groups and transactional ids; the topics deleted at the end
+unless ``--keep-topics``; every refusal (a permission, a replication factor the cluster
+cannot honour) one clear error before the workload and any fault.
+
+On a cluster of its own (``owned``), the runner creates its topics here too, with the broker
+defaults it set itself.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+from kafka_chaos.clusters import admin
+from kafka_chaos.clusters.base import Cluster
+from kafka_chaos.clusters.errors import ClusterError, Refused
+from kafka_chaos.config import RunConfig
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.settings import WorkloadSettings
+
+
+def describe(cfg: RunConfig, cluster: Cluster) -> dict:
+    """What ``run.json`` says of the attached cluster: backend, bootstrap servers, the
+    brokers found, the client properties file and its settings with secrets hidden
+    (``ClientSecurity.describe``)."""
+    security = cluster.security
+    return {"backend": cfg.backend, "bootstrap_servers": cluster.bootstrap_servers,
+            "brokers": {n.name: n.client_endpoint for n in cluster.brokers},
+            "client_properties": cfg.client_properties,
+            "security": security.describe() if security else {"security.protocol": "PLAINTEXT"}}
+
+
+def topic_config(cfg: RunConfig) -> dict[str, str]:
+    """The topic configs an attached run sets on its topics: those of the broker defaults a
+    cluster of ours would have (``RunConfig.broker_config``) that Kafka also keeps per topic.
+    The cluster's own defaults may differ; the verdict judges by these."""
+    return {"min.insync.replicas": str(cfg.min_insync_replicas),
+            "unclean.leader.election.enable": str(cfg.unclean_leader_election).lower()}
+
+
+def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: list[str],
+                  log: Callable[[str], None]) -> None:
+    """Create the topics of ``keys``, appending each name to ``created`` once it exists
+    (what ``drop_topics`` removes, also after a failure half-way).
+
+    On an attached cluster: refuses (``Refused``) a replication factor above its broker
+    count; sets ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
+    missing permission or a value the cluster overrides (a create-topic policy) is refused
+    here, before the workload. ``admin.create_topic`` raises ``Refused`` for a missing
+    ``CREATE`` permission."""
+    config = None
+    if not cluster.owned:
+        if cfg.replication_factor > len(cluster.brokers):
+            raise Refused(f"--replication-factor {cfg.replication_factor}: the cluster at "
+                          f"{cluster.bootstrap_servers} has {len(cluster.brokers)} brokers")
+        config = topic_config(cfg)
+    for topic, partitions in keys.topic_partitions.items():
+        admin.create_topic(cluster.bootstrap_servers, topic, partitions, cfg.replication_factor,
+                           config=config, security=cluster.security)
+        created.append(topic)
+    if config is None:
+        return
+    log(f"created {', '.join(created)} with {config}")
+    client = admin.client(cluster.bootstrap_servers, 10.0, cluster.security)
+    for topic in created:
+        for key, want in config.items():
+            got = admin.topic_config(client, topic, key)
+            if got != want:
+                raise Refused(f"topic {topic}: {key} is {got}, not {want} as created: the "
+                              "cluster overrides it (a create-topic policy?), and the verdict "
+                              "would judge by a promise the cluster does not make")
+
+
+def drop_topics(cfg: RunConfig, cluster: Cluster, created: list[str],
+                log: Callable[[str], None]) -> dict:
+    """Delete the run's topics from an attached cluster unless ``--keep-topics``; never
+    raises (the run's end must go on). Returns ``{"created": [...], "deleted": [...],
+    "kept": [...], "error": str | None}`` for ``run.json``."""
+    out: dict = {"created": list(created), "deleted": [], "kept": [], "error": None}
+    if cfg.keep_topics or not created:
+        out["kept"] = list(created)
+        if created:
+            log(f"keeping topics {', '.join(created)} (--keep-topics)")
+        return out
+    try:
+        out["deleted"] = admin.delete_topics(cluster.bootstrap_servers, created,
+                                             security=cluster.security)
+    except ClusterError as exc:
+        out["error"] = str(exc)
+        log(f"could not delete the run's topics {', '.join(created)}: {exc}")
+    out["kept"] = [t for t in created if t not in out["deleted"]]
+    if out["deleted"]:
+        log(f"deleted topics {', '.join(out['deleted'])}")
+    return out
+
+
+def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> WorkloadSettings:
+    """The run's workload settings with the cluster's security settings for every client and,
+    on an attached cluster, consumer groups and transactional ids named after the run's
+    topics (``keys.base``)."""
+    settings = cfg.workload_settings()
+    if cluster.security is not None:
+        settings = dataclasses.replace(settings, connection=cluster.security.librdkafka())
+    if not cluster.owned:
+        settings = dataclasses.replace(settings, ids=keys.base, group=f"{keys.base}-group")
+    return settings
