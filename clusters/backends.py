@@ -35,6 +35,8 @@ class BackendOptions:
             properties file (``clusters.security``); None: plaintext.
         compose_project: docker-attach: the Compose project whose containers run the brokers.
         containers: docker-attach: or the containers, by name.
+        fault_last_broker: docker-attach, ssh-attach: let a fault take the last running
+            broker (refused by default: ``external.spare_last_broker``).
     """
 
     image: str | None = None
@@ -46,6 +48,7 @@ class BackendOptions:
     client_properties: Path | None = None
     compose_project: str | None = None
     containers: tuple[str, ...] = ()
+    fault_last_broker: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,6 +93,9 @@ def _no_options(backend: str, options: BackendOptions) -> None:
         raise EnvironmentUnsupported(f"--bootstrap-servers and --client-properties attach to "
                                      f"a running cluster (--backend external or "
                                      f"docker-attach), not {backend}, which makes its own")
+    if options.fault_last_broker:
+        raise EnvironmentUnsupported(f"--fault-last-broker: --backend {backend} makes its own "
+                                     "cluster, whose brokers every fault may take")
     if options.compose_project is not None or options.containers:
         raise EnvironmentUnsupported(f"--compose-project and --containers need --backend "
                                      f"docker-attach, not {backend}")
@@ -173,7 +179,7 @@ def _attached(name: str, options: BackendOptions):
     from kafka_chaos.clusters import security
 
     _no_options(name, dataclasses.replace(
-        options, bootstrap_servers=None, client_properties=None,
+        options, bootstrap_servers=None, client_properties=None, fault_last_broker=False,
         **({"compose_project": None, "containers": ()} if name == "docker-attach" else {})))
     if not options.bootstrap_servers:
         raise EnvironmentUnsupported(f"--backend {name} needs --bootstrap-servers "
@@ -209,9 +215,11 @@ def _docker_attach() -> Backend:
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         check(options, brokers, controllers)
-        return docker_attach.AttachedDockerCluster(
+        cluster = docker_attach.AttachedDockerCluster(
             options.bootstrap_servers or "", _attached("docker-attach", options), work_dir,
             options.compose_project, list(options.containers))
+        cluster.spare_last_broker = not options.fault_last_broker
+        return cluster
 
     def cleanup(options: BackendOptions) -> list[str]:
         if options.compose_project is None and not options.containers:
@@ -221,12 +229,52 @@ def _docker_attach() -> Backend:
     return Backend("docker-attach", check, create, lambda options: None, cleanup)
 
 
+def _ssh_attach() -> Backend:
+    from kafka_chaos.clusters import attach_inventory, ssh_attach
+
+    def hosts(options: BackendOptions) -> list:
+        if options.inventory is None:
+            raise EnvironmentUnsupported("--backend ssh-attach needs --inventory FILE (the "
+                                         "hosts and their start/stop commands; docs/attach.md)")
+        return attach_inventory.load(options.inventory)
+
+    def check(options: BackendOptions, brokers: int, controllers: int) -> None:
+        _attached("ssh-attach", dataclasses.replace(options, inventory=None))
+        hosts(options)
+
+    def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
+               broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        sec = _attached("ssh-attach", dataclasses.replace(options, inventory=None))
+        cluster = ssh_attach.AttachedSshCluster(options.bootstrap_servers or "", sec, work_dir,
+                                                hosts(options),
+                                                options.accept_unknown_host_keys)
+        cluster.spare_last_broker = not options.fault_last_broker
+        return cluster
+
+    def cleanup(options: BackendOptions) -> list[str]:
+        try:
+            found = hosts(options)
+        except EnvironmentUnsupported as exc:
+            return [f"NOT cleaned: {exc}"]
+        return ssh_attach.undo(found, options.accept_unknown_host_keys)
+
+    return Backend("ssh-attach", check, create, lambda options: None, cleanup)
+
+
 _BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docker, "ssh": _ssh,
                                                "external": _external,
-                                               "docker-attach": _docker_attach}
+                                               "docker-attach": _docker_attach,
+                                               "ssh-attach": _ssh_attach}
 
+#: Backends that make a cluster of their own and remove it, the embedded default first
+#: (each passes ``tests/integration/test_conformance.py``).
+OWN: tuple[str, ...] = ("local", "docker", "ssh")
+#: Backends that attach to a running cluster the tool did not create (``Cluster.owned``
+#: false): they remove nothing of it.
+ATTACHING: tuple[str, ...] = ("external", "docker-attach", "ssh-attach")
 #: ``--backend`` values, the embedded default first.
-NAMES: tuple[str, ...] = tuple(_BACKENDS)
+NAMES: tuple[str, ...] = OWN + ATTACHING
+assert set(NAMES) == set(_BACKENDS)
 
 
 def get(name: str) -> Backend:

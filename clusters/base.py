@@ -143,6 +143,11 @@ class Pausable(abc.ABC):
     def resume(self, node: Node) -> None:
         """SIGCONT the node's Kafka process."""
 
+    @abc.abstractmethod
+    def is_paused(self, node: Node) -> bool:
+        """Whether the node's Kafka process is frozen now: how a heal is verified, not
+        assumed (a frozen process still counts as running)."""
+
 
 class Partitionable(abc.ABC):
     """Ability: drop traffic between nodes with iptables rules on the nodes themselves."""

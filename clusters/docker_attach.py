@@ -87,6 +87,8 @@ class AttachedDockerCluster(ContainerControl, Cluster, OwnChainIptables):
     """
 
     owned = False
+    #: refuse a fault that would leave no broker serving (``external.spare_last_broker``)
+    spare_last_broker = True
 
     def __init__(self, bootstrap: str, security: ClientSecurity | None, work_dir: Path,
                  project: str | None = None, names: list[str] | None = None) -> None:
@@ -131,23 +133,16 @@ class AttachedDockerCluster(ContainerControl, Cluster, OwnChainIptables):
         except (KeyError, docker.errors.NotFound):
             return None
 
-    def _guard(self, node: Node, what: str) -> None:
-        serving = [n for n in self.brokers if n != node and (c := self._container(n))
-                   is not None and c.status == "running"]
-        if node.is_broker and not serving:
-            raise ClusterError(f"refused to {what} {node.name}: it is the last running broker "
-                               "of a cluster the tool did not create")
-
     def stop(self, node: Node, timeout_s: float = 30.0) -> None:
-        self._guard(node, "stop")
+        external.spare_last_broker(self, node, "stop")
         super().stop(node, timeout_s)
 
     def kill(self, node: Node) -> None:
-        self._guard(node, "kill")
+        external.spare_last_broker(self, node, "kill")
         super().kill(node)
 
     def pause(self, node: Node) -> None:
-        self._guard(node, "pause")
+        external.spare_last_broker(self, node, "pause")
         super().pause(node)
 
     def client_host(self) -> str:

@@ -102,6 +102,10 @@ class ContainerControl(Killable, Pausable):
         if c is not None:
             self._thaw(c)
 
+    def is_paused(self, node: Node) -> bool:
+        c = self._container(node)
+        return c is not None and c.status == "paused"
+
     def is_running(self, node: Node) -> bool:
         c = self._container(node)
         return c is not None and c.status in ("running", "paused")

@@ -57,6 +57,19 @@ def discover(bootstrap: str, security: ClientSecurity | None) -> list[Node]:
             for b in sorted(brokers.values(), key=lambda b: b.id)]
 
 
+def spare_last_broker(cluster, node: Node, what: str) -> None:
+    """Refuse (``ClusterError``) to ``what`` (kill, stop, pause) ``node`` of an attached
+    ``cluster`` when no other broker would still serve (running and not paused), unless the
+    run allows it (``cluster.spare_last_broker`` false: ``--fault-last-broker``)."""
+    if not getattr(cluster, "spare_last_broker", True) or not node.is_broker:
+        return
+    serving = [n for n in cluster.brokers if n != node and cluster.is_running(n)
+               and not cluster.is_paused(n)]
+    if not serving:
+        raise ClusterError(f"refused to {what} {node.name}: it is the last running broker of "
+                           "a cluster the tool did not create (--fault-last-broker allows it)")
+
+
 class ExternalCluster(Cluster):
     """A cluster the tool neither made nor controls.
 

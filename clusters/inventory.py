@@ -36,8 +36,18 @@ DEFAULTS: dict[str, object] = {
 }
 
 
-class _Settings(BaseModel):
-    """Host settings; None means "inherit" (from ``defaults``, then ``DEFAULTS``)."""
+def unique(nodes: list, fields: tuple[str, ...]) -> None:
+    """Raise ``ValueError`` naming the first of ``fields`` whose value (None aside) two
+    ``nodes`` share."""
+    for what in fields:
+        values = [getattr(n, what) for n in nodes if getattr(n, what) is not None]
+        if dups := sorted({v for v in values if values.count(v) > 1}, key=str):
+            raise ValueError(f"nodes: {what} {dups[0]} appears more than once")
+
+
+class Login(BaseModel):
+    """How to reach a host; None means "inherit" (from ``defaults``, then the defaults of
+    the inventory's kind)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -46,10 +56,6 @@ class _Settings(BaseModel):
     key_file: str | None = Field(None, description="private key; else ssh-agent, ~/.ssh/id_*")
     known_hosts: str | None = Field(None, description="host keys to verify against")
     sudo: bool | None = Field(None, description="run iptables and exec via `sudo -n`")
-    kafka_home: str | None = Field(None, description='"upload" or a remote Kafka directory')
-    work_dir: str | None = Field(None, description="remote directory for node dirs and jars")
-    java: str | None = Field(None, description="remote java 17+ executable")
-    heap_mb: int | None = Field(None, ge=128, description="broker JVM heap, MiB")
 
     @model_validator(mode="before")
     @classmethod
@@ -57,6 +63,15 @@ class _Settings(BaseModel):
         if isinstance(data, dict) and any("pass" in str(k).lower() for k in data):
             raise ValueError("passwords are not accepted: use key_file or ssh-agent")
         return data
+
+
+class _Settings(Login):
+    """Host settings of a node the ssh backend installs and runs."""
+
+    kafka_home: str | None = Field(None, description='"upload" or a remote Kafka directory')
+    work_dir: str | None = Field(None, description="remote directory for node dirs and jars")
+    java: str | None = Field(None, description="remote java 17+ executable")
+    heap_mb: int | None = Field(None, ge=128, description="broker JVM heap, MiB")
 
     @field_validator("kafka_home", "work_dir")
     @classmethod
@@ -85,11 +100,7 @@ class _InventoryFile(BaseModel):
     @model_validator(mode="after")
     def _consistent(self) -> "_InventoryFile":
         # one node per host: the tool's iptables chains (partitions) are per host
-        for what in ("node_id", "name", "host"):
-            values = [getattr(n, what) for n in self.nodes if getattr(n, what) is not None]
-            dups = sorted({v for v in values if values.count(v) > 1}, key=str)
-            if dups:
-                raise ValueError(f"nodes: {what} {dups[0]} appears more than once")
+        unique(self.nodes, ("node_id", "name", "host"))
         roles = {r for n in self.nodes for r in n.roles}
         if roles != {"broker", "controller"}:
             raise ValueError("nodes: need at least one broker and one controller")

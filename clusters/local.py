@@ -261,6 +261,15 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         if self.is_running(node):
             os.kill(self._procs[node.node_id].pid, signal.SIGCONT)
 
+    def is_paused(self, node: Node) -> bool:
+        if not self.is_running(node):
+            return False
+        status = Path(f"/proc/{self._procs[node.node_id].pid}/status")
+        try:
+            return any(line.startswith("State:\tT") for line in status.read_text().splitlines())
+        except OSError:  # exited meanwhile
+            return False
+
     def is_running(self, node: Node) -> bool:
         proc = self._procs.get(node.node_id)
         return proc is not None and proc.poll() is None

@@ -1,9 +1,13 @@
-"""Partitions for backends whose every node has a network namespace of its own (a Linux
-namespace of the local backend, a container's namespace): iptables rules in that namespace's
-INPUT and OUTPUT chains, run through ``Cluster.exec``. Nothing else lives in those chains, so
-healing flushes them."""
+"""Partitions by iptables. The rules that cut a peer off (``drop_rules``); for namespaces of
+the tool's own (the local backend's, its containers'), rules straight in INPUT and OUTPUT,
+run through ``Cluster.exec`` and flushed by the heal, since nothing else lives there
+(``NamespaceIptables``); for namespaces and hosts that are not the tool's (attached
+containers, ssh hosts), rules in chains of its own that the heal removes
+(``OwnChainIptables``, ``chains_script``)."""
 
 from __future__ import annotations
+
+import shlex
 
 from kafka_chaos.clusters.base import Node, Partitionable
 from kafka_chaos.clusters.errors import CommandFailed
@@ -13,6 +17,26 @@ def own_chains(prefix: str = "kc") -> dict[str, str]:
     """Built-in chain -> the tool's own chain jumped to from it (``kc-chaos-in``,
     ``kc-chaos-out``): where partitions go on namespaces and hosts the tool did not make."""
     return {"INPUT": f"{prefix}-chaos-in", "OUTPUT": f"{prefix}-chaos-out"}
+
+
+def chains_script(prefix: str, action: str) -> str:
+    """A ``sh`` script for the tool's chains (``own_chains``) and the jumps to them on a host:
+    ``"reset"`` makes them, emptied; ``"ensure"`` makes what is missing and keeps the rules
+    in place; ``"delete"`` removes jumps and chains and echoes each chain it deleted."""
+    q = shlex.quote
+    parts = []
+    for builtin, chain in own_chains(prefix).items():
+        jump = f"{builtin} -j {q(chain)}"
+        make = (f"{{ iptables -N {q(chain)} 2>/dev/null || iptables -F {q(chain)}; }}"
+                if action == "reset" else
+                f"{{ iptables -S {q(chain)} >/dev/null 2>&1 || iptables -N {q(chain)}; }}")
+        if action == "delete":
+            parts.append(f"while iptables -D {jump} 2>/dev/null; do :; done; "
+                         f"iptables -F {q(chain)} 2>/dev/null; iptables -X {q(chain)} "
+                         f"2>/dev/null && echo {q('iptables chain ' + chain)}")
+        else:
+            parts.append(f"{make} && {{ iptables -C {jump} 2>/dev/null || iptables -I {jump}; }}")
+    return ("; " if action == "delete" else " && ").join(parts)
 
 
 def drop_rules(peer: Node, port: int | None, inbound_only: bool = False) -> list[list[str]]:

@@ -31,7 +31,7 @@ from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, Distributi
 from kafka_chaos.clusters.inventory import SshHost
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
 from kafka_chaos.clusters.local import kafka_uuid, state_dir
-from kafka_chaos.clusters.netfaults import drop_rules, own_chains as _chains
+from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains as _chains
 from kafka_chaos.clusters.remote import Remote, SshError
 
 DEFAULT_PREFIX = "kc"
@@ -59,21 +59,6 @@ def _wait_dead(tenths: int) -> str:
 
 
 _KILL = "alive || exit 0; kill -KILL $p; " + _wait_dead(100) + "alive && exit 1; exit 0"
-
-
-def _chains_script(prefix: str, create: bool) -> str:
-    """Create (empty) or delete the tool's chains and the jumps to them; echoes deletions."""
-    parts = []
-    for builtin, chain in _chains(prefix).items():
-        jump = f"{builtin} -j {q(chain)}"
-        if create:
-            parts.append(f"{{ iptables -N {q(chain)} 2>/dev/null || iptables -F {q(chain)}; }} && "
-                         f"{{ iptables -C {jump} 2>/dev/null || iptables -I {jump}; }}")
-        else:
-            parts.append(f"while iptables -D {jump} 2>/dev/null; do :; done; "
-                         f"iptables -F {q(chain)} 2>/dev/null; "
-                         f"iptables -X {q(chain)} 2>/dev/null && echo {q('iptables chain ' + chain)}")
-    return (" && " if create else "; ").join(parts)
 
 
 class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
@@ -170,7 +155,7 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
             if self.clock:
                 self._find_faketime(node, r)
                 self.set_clock(node, 0.0)
-            self._check(r, r.script(_chains_script(self.prefix, create=True), sudo=h.sudo),
+            self._check(r, r.script(chains_script(self.prefix, "reset"), sudo=h.sudo),
                         "creating iptables chains (is iptables installed? sudo needed?)")
             local = self.node_dir(node)
             (local / "logs").mkdir(parents=True, exist_ok=True)
@@ -287,6 +272,9 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
     def resume(self, node: Node) -> None:
         self._pid(node, "alive && kill -CONT $p; exit 0")
 
+    def is_paused(self, node: Node) -> bool:
+        return self._pid(node, 'alive && grep -q "^State:.T" /proc/$p/status').exit == 0
+
     def is_running(self, node: Node) -> bool:
         return self._pid(node, "alive").exit == 0
 
@@ -394,7 +382,7 @@ def cleanup_leftovers(prefix: str = DEFAULT_PREFIX, hosts: list[SshHost] | None 
                             for p in killed.out.split()]
                 gone = r.script(f"test -d {q(d)} && rm -rf {q(d)} && echo yes").out.strip()
                 removed += [f"directory {h.host}:{d}"] if gone else []
-                chains = r.script(_chains_script(prefix, create=False), sudo=h.sudo)
+                chains = r.script(chains_script(prefix, "delete"), sudo=h.sudo)
                 removed += [f"{line} on {h.host}" for line in chains.out.splitlines()]
             finally:
                 r.close()

@@ -48,7 +48,9 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     On an attached cluster: refuses (``Refused``) a replication factor above its broker
     count; sets ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
     missing permission or a value the cluster overrides (a create-topic policy) is refused
-    here, before the workload. ``admin.create_topic`` raises ``Refused`` for a missing
+    here, before the workload; with the unclean toggle among the faults, sets the topic's
+    ``unclean.leader.election.enable`` to its own value (``ALTER_CONFIGS`` refused here, not
+    at the first toggle). ``admin.create_topic`` raises ``Refused`` for a missing
     ``CREATE`` permission."""
     config = None
     if not cluster.owned:
@@ -71,6 +73,9 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
                 raise Refused(f"topic {topic}: {key} is {got}, not {want} as created: the "
                               "cluster overrides it (a create-topic policy?), and the verdict "
                               "would judge by a promise the cluster does not make")
+    if "unclean-on" in cfg.faults():  # the toggle's permission, by a SET to the same value
+        admin.set_topic_config(client, keys.base, {key: config[key] for key in
+                                                   ("unclean.leader.election.enable",)})
 
 
 def drop_topics(cfg: RunConfig, cluster: Cluster, created: list[str],

@@ -37,11 +37,10 @@ def parse_range(text: str) -> tuple[int, int]:
 
 _SHARED = "the cells of a comparison share one cluster backend"
 #: Backends that attach to a cluster the tool did not create.
-ATTACHED = ("external", "docker-attach")
-#: Fault packages an attached cluster does not take: they change cluster-wide configs
-#: (the unclean toggle) or need what only a cluster of ours has (libfaketime, the lossy
-#: filesystem).
-_NOT_ATTACHED = ("unclean", "clock", "lose-unfsynced")
+ATTACHED = backends.ATTACHING
+#: Fault packages an attached cluster does not take: they need what only a cluster of ours
+#: has (libfaketime, the lossy filesystem).
+_NOT_ATTACHED = ("clock", "lose-unfsynced")
 #: Settings holding a file path: absolute in ``config.json``; relative to a plan in a plan.
 PATHS = ("inventory", "kafka_home", "client_properties")
 #: Server properties each backend writes per node (``clusters/kafka_config.server_properties``).
@@ -83,8 +82,9 @@ class RunConfig(BaseModel):
         "local", section="cluster", fixed=_SHARED, shown=True, report=True,
         help="Cluster backend: local (one broker JVM per network namespace on this machine), "
         "docker (one container per node), ssh (existing hosts of an --inventory); or a "
-        "running cluster at --bootstrap-servers: external (observed, no faults of ours) or "
-        "docker-attach (its containers faulted in place).")
+        "running cluster at --bootstrap-servers: external (observed, no faults of ours), "
+        "docker-attach (its containers faulted in place) or ssh-attach (its hosts, with the "
+        "start/stop commands of an --inventory).")
     image: str | None = setting(
         None, section="cluster", fixed=_SHARED,
         help="Docker backend: the Kafka image (default apache/kafka:VERSION; java 17+ and sh "
@@ -92,7 +92,8 @@ class RunConfig(BaseModel):
     inventory: str | None = setting(
         None, section="cluster", fixed=_SHARED,
         help="ssh backend: the inventory YAML (hosts, SSH users and keys, node ids, roles, "
-        "Kafka home or upload); in a plan file, relative to the plan.")
+        "Kafka home or upload); ssh-attach: the hosts and their start, stop, kill and pid "
+        "commands. In a plan file, relative to the plan.")
     accept_unknown_host_keys: bool = setting(
         False, section="cluster", fixed=_SHARED,
         help="ssh backend: accept host keys missing from known_hosts (logged); a changed key "
@@ -213,6 +214,10 @@ class RunConfig(BaseModel):
         10.0, section="nemesis", key="interval_s", flag="--nemesis-interval",
         label="nemesis_interval", unit="s", report=True, gt=0,
         help="Seconds between fault start and stop.")
+    fault_last_broker: bool = setting(
+        False, section="nemesis", report=True,
+        help="On a cluster the tool did not create (docker-attach, ssh-attach), let kill, "
+        "stop and pause take its last serving broker (refused by default).")
     #: ``--nemesis-targets`` as given ("" = each fault's default targets)
     nemesis_targets: str = setting(
         "", section="nemesis", key="targets", report=True,
@@ -266,25 +271,22 @@ class RunConfig(BaseModel):
             raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
         if self.image is not None and self.backend != "docker":
             raise ValueError("--image needs --backend docker")
-        if (self.inventory is not None) != (self.backend == "ssh"):
-            raise ValueError("--backend ssh and --inventory FILE go together")
-        if self.accept_unknown_host_keys and self.backend != "ssh":
-            raise ValueError("--accept-unknown-host-keys needs --backend ssh")
+        if (self.inventory is not None) != (self.backend in ("ssh", "ssh-attach")):
+            raise ValueError("--backend ssh or ssh-attach and --inventory FILE go together")
+        if self.accept_unknown_host_keys and self.backend not in ("ssh", "ssh-attach"):
+            raise ValueError("--accept-unknown-host-keys needs --backend ssh or ssh-attach")
         if (self.bootstrap_servers is not None) != (self.backend in ATTACHED):
             raise ValueError(f"--bootstrap-servers goes with --backend {' or '.join(ATTACHED)}"
                              " (a running cluster), and they need it")
         if (self.compose_project or self.containers) and self.backend != "docker-attach":
             raise ValueError("--compose-project and --containers need --backend docker-attach")
-        refused = {f: name for name in _NOT_ATTACHED for f in _starts(name)}
-        if self.backend in ATTACHED and (not_here := self.faults() & set(refused)):
-            first = sorted(not_here)[0]
-            raise ValueError(f"the {refused[first]} faults ({first}): not on a cluster the "
-                             f"tool did not create ({', '.join(_NOT_ATTACHED)} change "
-                             "cluster-wide configs or need a cluster of the tool's own)")
         if self.client_properties is not None and self.backend not in ATTACHED:
             raise ValueError(f"--client-properties: --backend {self.backend} makes a "
                              f"plaintext cluster of its own; attach with "
                              f"{' or '.join(ATTACHED)}")
+        if self.fault_last_broker and self.backend not in ATTACHED:
+            raise ValueError(f"--fault-last-broker: --backend {self.backend} makes its own "
+                             "cluster, whose brokers every fault may take")
         if self.keep_topics and self.backend not in ATTACHED:
             raise ValueError(f"--keep-topics: --backend {self.backend} removes its whole "
                              "cluster at the end")
@@ -333,10 +335,31 @@ class RunConfig(BaseModel):
             load_scenario(self.scenario)
         if self.scenario is not None and self.nemesis:
             raise ValueError("--scenario runs its own faults: use it with --nemesis none")
+        if self.backend in ATTACHED:
+            self._attachable()
         if (self.scenario in ("isr-shrink-unclean", "last-replica-standing")
                 and (self.brokers < 3 or self.acks != "all")):
             raise ValueError(f"--scenario {self.scenario} needs --brokers >= 3 and --acks all")
         return self
+
+    def _attachable(self) -> None:
+        """Refuse faults a cluster the tool did not create must not get: those needing a
+        cluster of ours (libfaketime, the lossy filesystem), and any cluster-wide config
+        change: the unclean toggle only on the run's own topics, asked for explicitly."""
+        for name in _NOT_ATTACHED:
+            if set(_starts(name)) & self.faults():
+                raise ValueError(f"the {name} faults need a cluster of the tool's own, not "
+                                 f"--backend {self.backend}")
+        if "unclean-on" not in self.faults():
+            return
+        if self.scenario:
+            raise ValueError(f"--scenario {self.scenario} toggles unclean elections: not on "
+                             f"--backend {self.backend} (its steps may change cluster-wide "
+                             "configs)")
+        if "cluster" in parse_targets(self.nemesis_targets, self.nemesis)["unclean"]:
+            raise ValueError(f"--nemesis unclean on --backend {self.backend}: its cluster "
+                             "target changes a cluster-wide config of a cluster the tool did "
+                             "not create; give --nemesis-targets topic (the run's own topics)")
 
     @property
     def follows_live(self) -> bool:
@@ -354,6 +377,7 @@ class RunConfig(BaseModel):
         return backends.BackendOptions(
             image=self.image, inventory=Path(self.inventory) if self.inventory else None,
             bootstrap_servers=self.bootstrap_servers, compose_project=self.compose_project,
+            fault_last_broker=self.fault_last_broker,
             containers=tuple(c.strip() for c in (self.containers or "").split(",") if c.strip()),
             client_properties=Path(self.client_properties) if self.client_properties else None,
             accept_unknown_host_keys=self.accept_unknown_host_keys,

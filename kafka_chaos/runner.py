@@ -85,7 +85,10 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
 
     Files written: ``config.json``, ``command.txt``, ``history.jsonl``, ``nodes/<name>/`` (broker
     config, data and logs), ``run.json`` (timings and counts). Raises ``ClusterError`` subclasses
-    for cluster trouble; faults are healed and the cluster removed in every case.
+    for cluster trouble; faults are healed and the cluster removed in every case. A cluster
+    the tool attached to (``Cluster.owned`` false) keeps everything but the run's topics,
+    which are deleted unless ``--keep-topics`` (``kafka_chaos.attach``; ``run.json`` has
+    ``attached`` and ``topics``).
     """
     (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
     if cfg.scenario:  # the steps as run, whatever happens to the file later
@@ -102,6 +105,8 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     # the run's name: never another run's or application's
     keys = KeySpace(TOPIC if cluster.owned else f"{TOPIC}-{run_dir.name}", cfg.keys,
                     cfg.topics)
+    if not cluster.owned:  # no Kafka request tells a broker's version
+        facts["kafka_version"] = "unknown (attached)"
     rng = random.Random(cfg.seed)
     stop = threading.Event()
     created: list[str] = []
@@ -126,7 +131,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
         log(f"cluster ready in {facts['cluster_ready_s']} s at {cluster.bootstrap_servers}")
         if on_ready:
             on_ready()
-        header = {"kafka_chaos": __version__, "kafka_version": kafka.version,
+        header = {"kafka_chaos": __version__, "kafka_version": facts["kafka_version"],
                   "config": cfg.model_dump(mode="json"), "keys": keys.header(),
                   "nodes": {str(n.node_id): {"name": n.name, "roles": list(n.roles)}
                             for n in cluster.nodes}}

@@ -13,7 +13,7 @@ import random
 import threading
 from typing import Any, Callable, Iterator
 
-from kafka_chaos.clusters.base import Partitionable, Skewable
+from kafka_chaos.clusters.base import Partitionable, Pausable, Skewable
 from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
 from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
@@ -134,12 +134,14 @@ def schedule_rng(seed: int) -> random.Random:
 def unhealed(cluster, healed: dict[str, Any]) -> list[str]:
     """What the final heal left behind, read back from the cluster, as sentences: each nemesis
     whose teardown raised (``Composed.teardown`` records ``"error: ..."``), each node whose
-    process is not running, each iptables rule of ours still in place, each clock still
+    process is not running or is paused, each iptables rule of ours still in place, each clock still
     skewed. Empty when the heal is verified."""
     left = [f"{name}: {what}" for name, what in (healed or {}).items()
             if isinstance(what, str) and what.startswith("error: ")]
     left += [f"{n.name} is not running" for n in cluster.nodes if not cluster.is_running(n)]
     try:
+        if isinstance(cluster, Pausable):
+            left += [f"{n.name} is paused" for n in cluster.nodes if cluster.is_paused(n)]
         if isinstance(cluster, Partitionable):
             left += [f"rule left on {rule}" for rule in cluster.rules_left()]
         if isinstance(cluster, Skewable):

@@ -25,7 +25,7 @@ import yaml
 from kafka_chaos.clusters.local import kafka_uuid
 from tests.certs import authority
 
-SUBNET = "10.79.0"
+SUBNET = "10.81.0"
 SECRET = "Compose-SCRAM-4-chaos"
 LIMITED_SECRET = "Compose-SCRAM-4-limited"
 NODES = (1, 2, 3)

@@ -53,6 +53,9 @@ def cluster_up(
     from kafka_chaos.clusters import admin, backends
 
     cluster = None
+    if backend in backends.ATTACHING:
+        fail(f"--backend {backend} attaches to a running cluster: there is nothing to bring "
+             f"up (choose one of {', '.join(backends.OWN)})")
     try:
         chosen = backends.get(backend)
         options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)

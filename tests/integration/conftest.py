@@ -76,11 +76,11 @@ def leftovers() -> list[str]:
 def nothing_left_behind():
     if os.geteuid() != 0:
         pytest.skip("real-cluster tests need root (network namespaces, iptables)")
-    for name in backends.NAMES:
+    for name in backends.OWN:
         backends.get(name).cleanup(BackendOptions())
     yield
     left = leftovers()
-    for name in backends.NAMES:
+    for name in backends.OWN:
         backends.get(name).cleanup(BackendOptions())
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     left += [f"ssh test host {line}" for line in ns.splitlines() if line.startswith(SSH_PREFIX)]
@@ -128,6 +128,27 @@ def results_of(run_dir: Path, proc: subprocess.CompletedProcess | None = None) -
     path = run_dir / "results.json"
     assert path.exists(), f"no {path}" + (f": {proc.stdout}{proc.stderr}" if proc else "")
     return json.loads(path.read_text())
+
+
+def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
+                    faults: set[str]) -> dict:
+    """Check a run on a cluster that must keep its promises under ``faults`` (the nemesis
+    ``f`` values): valid; every fault ran and healed; the monitor saw a broker stop
+    answering and an ISR shrink. Returns ``run.json``."""
+    results = results_of(run_dir, proc)
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert results["valid"] is True, proc.stdout[-4000:]
+    assert not facts["faults_not_run"] and not facts["heal_left"], facts
+    ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()
+           if '"index"' in line]
+    done = {op["f"] for op in ops if op["process"] == "nemesis" and op["type"] == "ok"}
+    assert faults <= done, done
+    samples = [op["value"] for op in ops if op.get("f") == "cluster-state"
+               and op["type"] == "ok"]
+    assert any(not all(s["answering"].values()) for s in samples)
+    assert any(len(p["isr"]) < len(p["replicas"]) for s in samples if s["partitions"]
+               for parts in s["partitions"].values() for p in parts)
+    return facts
 
 
 def free_port() -> int:

@@ -48,7 +48,7 @@ def test_cluster_up_status_down(tmp_path):
     assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
 
 
-@pytest.mark.parametrize("name", backends.NAMES)
+@pytest.mark.parametrize("name", backends.OWN)
 def test_a_sigkilled_run_leaves_what_cluster_down_removes(request, tmp_path, name):
     """SIGKILL the runner mid-run (no teardown at all): brokers, containers, networks, remote
     processes, chains and node directories stay; `cluster down` alone removes every one."""

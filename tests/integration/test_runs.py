@@ -261,7 +261,7 @@ def test_consumer_group_crashes_are_reported_consumer_side(tmp_path):
 
 # the loss on every backend; its absence with min.insync.replicas=2 on the embedded one (CI time)
 @pytest.mark.parametrize("name,min_isr,expect_lost",
-                         [(name, 1, True) for name in backends.NAMES] + [("local", 2, False)])
+                         [(name, 1, True) for name in backends.OWN] + [("local", 2, False)])
 def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lost):
     """Jepsen's 2013 case through the CLI on every backend: replication cut, the ISR shrunk
     to the leader, the leader killed, an out-of-sync follower elected by an unclean election.

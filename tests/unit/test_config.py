@@ -257,13 +257,16 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
     attach = {"backend": "docker-attach", "bootstrap_servers": "h:1", "compose_project": "p"}
     assert RunConfig(**attach, nemesis=["kill", "partition"]).backend_options() \
         .compose_project == "p"
+    RunConfig(**attach, nemesis=["unclean"], nemesis_targets="topic")  # explicit: own topics
     for fields, words in (({"backend": "external"}, "--bootstrap-servers goes with"),
                           ({"bootstrap_servers": "h:9092"}, "--bootstrap-servers goes with"),
                           ({"containers": "a,b"}, "need --backend docker-attach"),
-                          ({**attach, "nemesis": ["unclean"]}, "the unclean faults"),
-                          ({**attach, "scenario": "isr-shrink-unclean"}, "the unclean faults"),
+                          ({**attach, "nemesis": ["unclean"]}, "--nemesis-targets topic"),
+                          ({**attach, "nemesis": ["clock"]}, "the clock faults need"),
+                          ({**attach, "scenario": "isr-shrink-unclean"}, "toggles unclean"),
                           ({"client_properties": "/p"}, "--client-properties"),
                           ({"keep_topics": True}, "--keep-topics"),
+                          ({"fault_last_broker": True}, "--fault-last-broker"),
                           ({"backend": "external", "bootstrap_servers": "h:1",
                             "nemesis": ["kill"]}, "cannot fault")):
         with pytest.raises(ValueError, match=words):

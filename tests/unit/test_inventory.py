@@ -88,3 +88,59 @@ def test_a_missing_key_file_and_a_wrong_shape_are_named(tmp_path):
         ssh.check_environment(backends.BackendOptions(), 3, 0)
     with pytest.raises(EnvironmentUnsupported, match="--inventory needs --backend ssh"):
         backends.get("local").check_environment(options, 3, 0)
+
+
+def test_an_attach_inventory_takes_commands_per_host_and_names_what_is_missing(tmp_path):
+    """ssh-attach: defaults and per-node commands merge; a node without a start or stop
+    command, a repeated node id, a kafka_home (nothing is installed) or a password is one
+    error naming the file and the key."""
+    from kafka_chaos.clusters import attach_inventory
+
+    path = _write(tmp_path, "defaults: {start: systemctl start kafka, stop: systemctl stop "
+                  "kafka, sudo: true, logs: [/var/log/kafka/server.log]}\nnodes:\n"
+                  "  - {host: a, node_id: 1}\n  - {host: b, node_id: 2, stop: ./stop.sh, "
+                  "pid: cat /run/kafka.pid}\n")
+    a, b = attach_inventory.load(path)
+    assert (a.start, a.stop, a.sudo, a.kill, a.logs) == \
+        ("systemctl start kafka", "systemctl stop kafka", True, None,
+         ("/var/log/kafka/server.log",))
+    assert (b.stop, b.pid, a.pid) == ("./stop.sh", "cat /run/kafka.pid",
+                                      attach_inventory.DEFAULTS["pid"])
+    for text, words in (("nodes: [{host: a, node_id: 1, stop: x}]\n", "nodes.0: no start"),
+                        ("defaults: {start: x, stop: y}\nnodes: [{host: a, node_id: 1}, "
+                         "{host: b, node_id: 1}]\n", "node_id 1 appears more than once"),
+                        ("nodes: [{host: a, node_id: 1, start: x, stop: y, kafka_home: /k}]\n",
+                         "kafka_home"),
+                        ("nodes: [{host: a, node_id: 1, start: x, stop: y, password: p}]\n",
+                         "passwords are not accepted")):
+        with pytest.raises(EnvironmentUnsupported, match=words):
+            attach_inventory.load(_write(tmp_path, text))
+
+
+def test_a_fault_that_would_leave_no_broker_serving_is_refused_unless_allowed():
+    """``external.spare_last_broker``: a paused broker does not serve; a stopped one neither;
+    with another serving broker, or ``spare_last_broker`` false, the fault may go on."""
+    from kafka_chaos.clusters import external
+    from kafka_chaos.clusters.base import Node
+    from kafka_chaos.clusters.errors import ClusterError
+
+    class Fake:
+        spare_last_broker = True
+        nodes = [Node(i, f"n{i}", "h", ("broker",)) for i in (1, 2, 3)]
+        brokers = nodes
+        running, paused = {1, 2, 3}, set()
+
+        def is_running(self, n):
+            return n.node_id in self.running
+
+        def is_paused(self, n):
+            return n.node_id in self.paused
+
+    c = Fake()
+    c.running, c.paused = {1, 2, 3}, {2}
+    external.spare_last_broker(c, c.nodes[0], "kill")  # n3 still serves
+    c.running = {1, 2}
+    with pytest.raises(ClusterError, match="refused to kill n1: it is the last running"):
+        external.spare_last_broker(c, c.nodes[0], "kill")
+    c.spare_last_broker = False
+    external.spare_last_broker(c, c.nodes[0], "kill")

@@ -1,0 +1,105 @@
+"""ssh-attach against brokers the test started itself, as an operator would: three KRaft
+brokers on three of the session's sshd hosts (network namespaces), each with a start script,
+a stop script and a pid file of the operator's. The tool runs those commands over SSH, and
+iptables through its own chains; it must install, upload and delete nothing."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kafka_chaos.clusters import admin, dist
+from kafka_chaos.clusters.base import Node
+from kafka_chaos.clusters.kafka_config import LOG4J2, server_properties
+from kafka_chaos.clusters.local import kafka_uuid
+from tests.integration.conftest import faults_observed, kafka_chaos
+from tests.integration.sshd_hosts import PREFIX
+
+pytestmark = pytest.mark.kafka
+
+
+def _files(d: Path) -> set[str]:
+    """The operator's files of a broker directory (not its data or logs, which Kafka writes)."""
+    return {str(p.relative_to(d)) for p in d.rglob("*")
+            if p.parts[len(d.parts)] not in ("data", "logs")}
+
+
+@pytest.fixture
+def operator_brokers(ssh_hosts, tmp_path):
+    """Three brokers on hosts h1..h3, started with their start scripts outside the tool;
+    stopped at the end whatever happened. Yields ``(dirs, bootstrap)``."""
+    kafka, java = dist.resolve(), dist.check_java()
+    nodes = [Node(i, f"n{i}", ssh_hosts.addresses[i - 1], ("broker", "controller"))
+             for i in (1, 2, 3)]
+    cluster_id, dirs = kafka_uuid(), []
+    for node in nodes:
+        d = tmp_path / "opt" / node.name
+        (d / "logs").mkdir(parents=True)
+        (d / "server.properties").write_text(server_properties(node, nodes, str(d / "data"), {}))
+        (d / "log4j2.properties").write_text(LOG4J2)
+        jvm = (f"{java} -Xmx384m -XX:+UseSerialGC -Dkafka.logs.dir={d}/logs "
+               f"-Dlog4j2.configurationFile={d}/log4j2.properties -cp '{kafka.classpath}'")
+        (d / "start.sh").write_text(
+            f"cd {d} || exit 1\nnohup setsid {jvm} kafka.Kafka server.properties >server.out "
+            f"2>&1 </dev/null &\necho $! > {d}/kafka.pid\n")
+        (d / "stop.sh").write_text(
+            f'p=$(cat {d}/kafka.pid); kill -TERM "$p" 2>/dev/null; kill -CONT "$p"; n=0; '
+            'while kill -0 "$p" 2>/dev/null && [ $n -lt 300 ]; do sleep 0.1; n=$((n+1)); '
+            'done; kill -KILL "$p" 2>/dev/null; true\n')
+        fmt = subprocess.run(f"{jvm} kafka.tools.StorageTool format -t {cluster_id} "
+                             f"-c {d}/server.properties", shell=True, capture_output=True,
+                             text=True, timeout=120)
+        assert fmt.returncode == 0, fmt.stdout + fmt.stderr
+        dirs.append(d)
+    try:
+        for i, d in enumerate(dirs, 1):
+            subprocess.run(["ip", "netns", "exec", f"{PREFIX}-h{i}", "sh", str(d / "start.sh")],
+                           check=True, timeout=30)
+        bootstrap = ",".join(n.client_endpoint for n in nodes)
+        admin.wait_ready(bootstrap, 3, [], timeout_s=120)
+        yield dirs, bootstrap
+    finally:
+        for d in dirs:
+            subprocess.run(["sh", str(d / "stop.sh")], timeout=60)
+            # whatever the pid file says: no JVM of this test may outlive it
+            subprocess.run(["pkill", "-KILL", "-f", f"-Dkafka.logs.dir={d}/logs"])
+
+
+def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(
+        ssh_hosts, operator_brokers, tmp_path):
+    """Kill and partition faults through the operator's commands: each ran, the monitor saw a
+    broker stop answering and an ISR shrink, the verdict is valid (acks=all,
+    min.insync.replicas=2); afterwards every broker runs, no chain of the tool is left on any
+    host, the operator's files are as they were and nothing came into the hosts' directory
+    where the ssh backend would upload (nothing uploaded)."""
+    dirs, bootstrap = operator_brokers
+    before = {d: _files(d) for d in dirs}
+    remote = ssh_hosts.root / "remote"
+    uploads = sorted(remote.rglob("*")) if remote.exists() else []
+    inventory = tmp_path / "hosts.yaml"
+    inventory.write_text(yaml.safe_dump({
+        "defaults": {"user": "root", "key_file": str(ssh_hosts.client_key),
+                     "known_hosts": str(ssh_hosts.known_hosts)},
+        "nodes": [{"host": ssh_hosts.addresses[i], "node_id": i + 1,
+                   "start": f"sh {d}/start.sh", "stop": f"sh {d}/stop.sh",
+                   "pid": f"cat {d}/kafka.pid", "logs": [f"{d}/logs/server.log"]}
+                  for i, d in enumerate(dirs)]}))
+    proc = kafka_chaos("run", "--backend", "ssh-attach", "--inventory", str(inventory),
+                       "--bootstrap-servers", bootstrap, "--nemesis", "kill,partition",
+                       "--nemesis-interval", "6", "--time-limit", "60",
+                       "--out", str(tmp_path / "runs"))
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    faults_observed(run_dir, proc, {"kill", "partition"})
+    assert (run_dir / "nodes" / "n1" / "server.log").stat().st_size > 0
+    for i, d in enumerate(dirs, 1):
+        pid = (d / "kafka.pid").read_text().strip()
+        assert subprocess.run(["kill", "-0", pid]).returncode == 0, f"n{i} is not running"
+        assert _files(d) == before[d], d
+    assert ssh_hosts.chain_rules() == []
+    assert (sorted(remote.rglob("*")) if remote.exists() else []) == uploads
+    down = kafka_chaos("cluster", "down", "--backend", "ssh-attach", "--inventory",
+                       str(inventory))
+    assert down.returncode == 0 and "nothing to remove" in down.stdout, down.stdout
