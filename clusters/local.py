@@ -256,6 +256,12 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
     def pause(self, node: Node) -> None:
         if self.is_running(node):
             os.kill(self._procs[node.node_id].pid, signal.SIGSTOP)
+            # the stop reaches every thread of the JVM a moment later: pause returns once the
+            # process is frozen, so what follows sees it so
+            try:
+                wait_until(lambda: self.is_paused(node), 5.0, 0.01, f"{node.name} frozen")
+            except WaitTimeout:
+                pass  # is_paused says so to whoever checks
 
     def resume(self, node: Node) -> None:
         if self.is_running(node):

@@ -31,14 +31,21 @@ from kafka_chaos.errors import BadInput
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: SASL mechanisms the tool's own protocol requests speak (``clusters/wire.py``); librdkafka
 #: speaks these too.
-MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
 #: Settings that hold secrets: never shown, never written.
-SECRETS = frozenset({"sasl.password", "ssl.key.password"})
+SECRETS = frozenset({"sasl.password", "ssl.key.password", "sasl.oauthbearer.client.secret"})
+#: OAUTHBEARER's settings (librdkafka's names; ``clusters.oauth``).
+OAUTHBEARER_KEYS = frozenset({
+    "sasl.oauthbearer.method", "sasl.oauthbearer.config",
+    "enable.sasl.oauthbearer.unsecure.jwt", "sasl.oauthbearer.client.id",
+    "sasl.oauthbearer.client.secret", "sasl.oauthbearer.token.endpoint.url",
+    "sasl.oauthbearer.scope", "sasl.oauthbearer.extensions"})
 #: The settings a client properties file may hold, librdkafka's names; the Java client's
 #: spelling of the same setting -> librdkafka's.
 KEYS = frozenset({"security.protocol", "sasl.mechanism", "sasl.username", "sasl.password",
                   "ssl.ca.location", "ssl.certificate.location", "ssl.key.location",
-                  "ssl.key.password", "ssl.endpoint.identification.algorithm"})
+                  "ssl.key.password", "ssl.endpoint.identification.algorithm"}
+                 | OAUTHBEARER_KEYS)
 JAVA_NAMES = {"sasl.mechanisms": "sasl.mechanism"}
 _REFERENCE = re.compile(r"\$\{(env|file|dir):([^}]*)\}")
 
@@ -160,12 +167,37 @@ def _check(settings: dict[str, str], where: dict[str, int], path: Path) -> None:
         mechanism = settings.get("sasl.mechanism", "")
         if mechanism not in MECHANISMS:
             raise fail("sasl.mechanism", f"{mechanism!r}: choose from {', '.join(MECHANISMS)}")
-        for key in ("sasl.username", "sasl.password"):
-            if not settings.get(key):
-                raise fail(key, f"{protocol} with {mechanism} needs it")
+        if mechanism == "OAUTHBEARER":
+            _check_oauthbearer(settings, fail)
+        else:
+            for key in ("sasl.username", "sasl.password"):
+                if not settings.get(key):
+                    raise fail(key, f"{protocol} with {mechanism} needs it")
     for key in ("ssl.ca.location", "ssl.certificate.location", "ssl.key.location"):
         if key in settings and not os.access(settings[key], os.R_OK):
             raise fail(key, f"{settings[key]} cannot be read")
     if ("ssl.certificate.location" in settings) != ("ssl.key.location" in settings):
         raise fail("ssl.certificate.location" if "ssl.key.location" in settings
                    else "ssl.key.location", "a client certificate needs its key, and back")
+
+
+def _check_oauthbearer(settings: dict[str, str], fail) -> None:
+    """OAUTHBEARER needs a way to a token that both librdkafka and ``clusters.oauth`` take:
+    ``sasl.oauthbearer.method=oidc`` with a client id, secret and token endpoint, or an
+    unsecured token (``sasl.oauthbearer.config=principal=...`` with
+    ``enable.sasl.oauthbearer.unsecure.jwt=true``, librdkafka's switch for it)."""
+    method = settings.get("sasl.oauthbearer.method", "default").lower()
+    if method == "oidc":
+        for key in ("sasl.oauthbearer.client.id", "sasl.oauthbearer.client.secret",
+                    "sasl.oauthbearer.token.endpoint.url"):
+            if not settings.get(key):
+                raise fail(key, "sasl.oauthbearer.method=oidc needs it")
+        return
+    if method != "default":
+        raise fail("sasl.oauthbearer.method", f"{method!r}: choose default or oidc")
+    if "principal=" not in settings.get("sasl.oauthbearer.config", ""):
+        raise fail("sasl.oauthbearer.config", "OAUTHBEARER without oidc needs "
+                   "principal=NAME (an unsecured token; or set sasl.oauthbearer.method=oidc)")
+    if settings.get("enable.sasl.oauthbearer.unsecure.jwt", "").lower() != "true":
+        raise fail("enable.sasl.oauthbearer.unsecure.jwt", "must be true for an unsecured "
+                   "token (librdkafka builds none without it)")

@@ -142,7 +142,9 @@ class AttachedSshCluster(Cluster, Killable, Pausable, Partitionable):
         if pid is None:
             return
         external.spare_last_broker(self, node, "pause")
-        self._run(node, f"kill -STOP {pid}", "SIGSTOP")
+        self._run(node, f'kill -STOP {pid} && n=0 && while ! grep -q "^State:.T" '
+                  f'/proc/{pid}/status && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done; true',
+                  "SIGSTOP")
 
     def resume(self, node: Node) -> None:
         pid = self._pid(node)

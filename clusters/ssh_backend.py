@@ -267,7 +267,9 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
         self._check(self._remote(node), self._pid(node, _KILL), f"killing {node.name}")
 
     def pause(self, node: Node) -> None:
-        self._pid(node, "alive && kill -STOP $p; exit 0")
+        # returns once the process is frozen (a stop reaches all its threads a moment later)
+        self._pid(node, 'alive && kill -STOP $p && n=0 && while ! grep -q "^State:.T" '
+                  '/proc/$p/status && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done; exit 0')
 
     def resume(self, node: Node) -> None:
         self._pid(node, "alive && kill -CONT $p; exit 0")

@@ -20,13 +20,13 @@ protocol, generated from the message schemas in Kafka's
   replica is the preferred leader.
 
 Every call opens one connection (TLS and SASL authentication first when the listener asks
-for them: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN, or SCRAM by
-scramp, RFC 5802/7677 as KIP-84 uses them), sends one request (a size-prefixed frame:
-header, body), reads one reply and closes: a monitor that polls every 500 ms cannot be left
-holding a socket to a node that a fault made silent. Every call takes ``security``, how the
-listener is reached (``clusters.security.ClientSecurity``; None: plaintext). Errors (refused,
-timeout, TLS or SASL refused, a reply that does not parse, an error code in it) raise
-``WireError``.
+for them: ``SaslHandshake`` v1 and ``SaslAuthenticate`` v2, KIP-152; PLAIN, SCRAM by
+scramp, RFC 5802/7677 as KIP-84 uses them, or OAUTHBEARER, KIP-255, ``clusters.oauth``),
+sends one request (a size-prefixed frame: header, body), reads one reply and closes: a
+monitor that polls every 500 ms cannot be left holding a socket to a node that a fault made
+silent. Every call takes ``security``, how the listener is reached
+(``clusters.security.ClientSecurity``; None: plaintext). Errors (refused, timeout, TLS or
+SASL refused, a reply that does not parse, an error code in it) raise ``WireError``.
 """
 
 from __future__ import annotations
@@ -58,6 +58,7 @@ from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
 from kio.static.primitive import i8, i32
 
+from kafka_chaos.clusters import oauth
 from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.errors import KafkaChaosError
 
@@ -144,18 +145,19 @@ def tls_context(security: ClientSecurity) -> ssl.SSLContext:
 
 
 def authenticate(conn: _Connection, security: ClientSecurity) -> None:
-    """SASL authentication of ``conn`` with ``security``'s mechanism, username and password
-    (KIP-152: ``SaslHandshake`` v1, then ``SaslAuthenticate`` v2 rounds). Raises
-    ``WireError`` when the broker refuses the mechanism or the credentials, or a SCRAM
-    server's proof does not verify."""
+    """SASL authentication of ``conn`` with ``security``'s mechanism: username and password,
+    or an OAUTHBEARER token (KIP-152: ``SaslHandshake`` v1, then ``SaslAuthenticate`` v2
+    rounds). Raises ``WireError`` when the broker refuses the mechanism, the credentials or
+    the token, a SCRAM server's proof does not verify, or no token can be had."""
     mechanism = security.sasl or ""
-    user, password = security.settings["sasl.username"], security.settings["sasl.password"]
     shake = conn.ask(handshake_req.SaslHandshakeRequest(mechanism=mechanism),
                      handshake_resp.SaslHandshakeResponse)
     if shake.error_code:
         raise WireError(f"SASL mechanism {mechanism} refused (error code "
                         f"{int(shake.error_code)}); the broker offers "
                         f"{', '.join(shake.mechanisms) or 'none'}")
+
+    user = security.settings.get("sasl.username", "the token's principal")
 
     def say(data: bytes) -> bytes:
         reply = conn.ask(auth_req.SaslAuthenticateRequest(auth_bytes=data),
@@ -165,6 +167,19 @@ def authenticate(conn: _Connection, security: ClientSecurity) -> None:
                             f"{int(reply.error_code)}): {reply.error_message}")
         return reply.auth_bytes
 
+    if mechanism == "OAUTHBEARER":
+        try:
+            refused = say(oauth.initial_response(security))
+        except oauth.OAuthError as exc:
+            raise WireError(f"SASL OAUTHBEARER: {exc}") from None
+        if refused:  # RFC 7628 §3.2.2: the server's error; the client answers %x01
+            try:
+                say(b"\x01")
+            except WireError:
+                pass  # the broker ends the exchange with its error code
+            raise WireError(f"SASL OAUTHBEARER token refused: {refused.decode(errors='replace')}")
+        return
+    password = security.settings["sasl.password"]
     if mechanism == "PLAIN":
         say(b"\0" + user.encode() + b"\0" + password.encode())
         return

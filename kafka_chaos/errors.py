@@ -9,10 +9,13 @@
     │   ├── ReportError              a missing or malformed results.json (report/html.py)
     │   ├── DistributionError        a Kafka version or Java that cannot be used (also a ClusterError)
     │   ├── EnvironmentUnsupported   not root, no network namespaces, no iptables (also a ClusterError)
+    │   ├── Refused, SecurityError   an attached cluster refused the secrets or a permission; a
+    │   │                            client properties file that cannot be used (clusters/)
     │   └── ServerBusy               a Spark Connect server already runs, or its port is taken
     ├── ClusterError                 a cluster could not be provided or controlled (clusters/errors.py)
     │   ├── NotReady, CommandFailed, SshError
     │   └── WireError                a broker did not answer a request, or its reply was unreadable
+    ├── OAuthError                   no OAUTHBEARER token could be had (clusters/oauth.py)
     ├── NemesisError                 a fault that cannot be injected (nemesis/base.py)
     ├── AnalysisError                Spark failed outside a checker (analysis/__init__.py)
     ├── RemoteError                  a URL that cannot be used (analysis/remote.py)

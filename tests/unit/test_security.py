@@ -5,8 +5,11 @@ attach backends' cluster tests (issue 35)."""
 
 from __future__ import annotations
 
+import base64
 import datetime
+import http.server
 import io
+import json
 import socket
 import ssl
 import struct
@@ -64,7 +67,8 @@ def test_a_properties_file_resolves_kafkas_config_providers_and_hides_secrets(
 
 @pytest.mark.parametrize("text, environ, message", [
     ("security.protocol=SASL_SSL\nsasl.mechanism=GSSAPI\n", {},
-     ":2: sasl.mechanism: 'GSSAPI': choose from PLAIN, SCRAM-SHA-256, SCRAM-SHA-512"),
+     ":2: sasl.mechanism: 'GSSAPI': choose from PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "
+     "OAUTHBEARER"),
     ("security.protocol=TLS\n", {}, ":1: security.protocol: 'TLS': choose from"),
     ("bootstrap.servers=x:9092\n", {}, ":1: bootstrap.servers: not a client security"),
     ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\nsasl.username=u\n", {},
@@ -72,6 +76,13 @@ def test_a_properties_file_resolves_kafkas_config_providers_and_hides_secrets(
     ("sasl.password=${env:NOPE}\n", {}, ":1: sasl.password: environment variable NOPE"),
     ("ssl.ca.location=/no/such/ca.pem\n", {}, ":1: ssl.ca.location: /no/such/ca.pem cannot"),
     ("just words\n", {}, ":1: 'just words' is no key=value"),
+    ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n", {},
+     ": sasl.oauthbearer.config: OAUTHBEARER without oidc needs principal=NAME"),
+    ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.oauthbearer.config="
+     "principal=p\n", {}, ": enable.sasl.oauthbearer.unsecure.jwt: must be true"),
+    ("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\nsasl.oauthbearer.method=oidc\n"
+     "sasl.oauthbearer.client.id=kc\nsasl.oauthbearer.client.secret=s\n", {},
+     ": sasl.oauthbearer.token.endpoint.url: sasl.oauthbearer.method=oidc needs it"),
 ])
 def test_a_bad_properties_file_is_one_error_naming_line_and_key(tmp_path, text, environ,
                                                                  message) -> None:
@@ -121,7 +132,7 @@ class SaslBroker:
     def __init__(self, mechanism: str, context: ssl.SSLContext | None = None) -> None:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.endpoint = f"localhost:{self.listener.getsockname()[1]}"
-        self.mechanism, self.context, self.seen = mechanism, context, []
+        self.mechanism, self.context, self.seen, self.tokens = mechanism, context, [], []
         threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self) -> None:
@@ -164,6 +175,16 @@ class SaslBroker:
             return auth_resp.SaslAuthenticateResponse(
                 error_code=error, error_message=message, auth_bytes=data,
                 session_lifetime=datetime.timedelta(0))
+        if self.mechanism == "OAUTHBEARER":  # RFC 7628: a bad token gets an error first
+            if token == b"\x01":
+                return reply(error=ErrorCode.sasl_authentication_failed, message="bad token")
+            fields = dict(f.split("=", 1) for f in token.decode()[3:].split("\x01") if f)
+            self.tokens.append(fields)
+            bearer = fields["auth"].removeprefix("Bearer ")
+            sub = json.loads(base64.urlsafe_b64decode(bearer.split(".")[1] + "==")).get("sub") \
+                if bearer.count(".") == 2 else None
+            ok = bearer == OIDC_TOKEN or sub == "chaos"
+            return reply() if ok else reply(b'{"status":"invalid_token"}')
         if scram is None:  # PLAIN: authzid NUL user NUL password
             _, user, password = token.split(b"\0")
             return reply() if (user, password) == (b"chaos", SECRET.encode()) else reply(
@@ -220,3 +241,70 @@ def test_sasl_ssl_checks_the_brokers_certificate_against_the_ca(tmp_path) -> Non
     sec = client_security(tmp_path, "SASL_SSL", "SCRAM-SHA-512")
     with pytest.raises(wire.WireError, match="CERTIFICATE_VERIFY_FAILED"):
         wire.describe_quorum(broker.endpoint, timeout_s=5, security=sec)
+
+
+OIDC_TOKEN = "token-of-the-endpoint"
+
+
+class _TokenEndpoint(http.server.BaseHTTPRequestHandler):
+    """An OAuth 2 token endpoint: client ``kc`` with secret ``SECRET`` gets ``OIDC_TOKEN``
+    by the client-credentials grant; anyone else HTTP 401."""
+
+    asked: list = []
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers["Content-Length"])).decode()
+        basic = base64.b64encode(f"kc:{SECRET}".encode()).decode()
+        _TokenEndpoint.asked.append(body)
+        if self.headers["Authorization"] != f"Basic {basic}":
+            self.send_response(401)
+            self.end_headers()
+            self.wfile.write(b'{"error":"invalid_client"}')
+            return
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(json.dumps({"access_token": OIDC_TOKEN, "expires_in": 600}).encode())
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_oauthbearer_sends_an_unsecured_token_or_one_of_the_token_endpoint(tmp_path) -> None:
+    """RFC 7628's first message with librdkafka's unsecured JWT (its principal and SASL
+    extensions), or with the token of an OIDC endpoint (client credentials, fetched once
+    for many connections); a refused token or a refused client is one clear error."""
+    unsecured = "sasl.oauthbearer.config=principal={} extension_traceId=42\n" \
+        "enable.sasl.oauthbearer.unsecure.jwt=true\n"
+    broker = SaslBroker("OAUTHBEARER")
+    sec = security.load(props(tmp_path, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism="
+                              "OAUTHBEARER\n" + unsecured.format("chaos")), {})
+    assert wire.describe_quorum(broker.endpoint, timeout_s=5, security=sec)["leader"] == 3
+    assert broker.tokens[0]["traceId"] == "42"
+    broker = SaslBroker("OAUTHBEARER")
+    sec = security.load(props(tmp_path, "security.protocol=SASL_PLAINTEXT\nsasl.mechanism="
+                              "OAUTHBEARER\n" + unsecured.format("mallory")), {})
+    with pytest.raises(wire.WireError, match="OAUTHBEARER token refused.*invalid_token"):
+        wire.describe_quorum(broker.endpoint, timeout_s=5, security=sec)
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), _TokenEndpoint)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/token"
+    try:
+        oidc = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=kc\n"
+                f"sasl.oauthbearer.client.secret={{}}\nsasl.oauthbearer.scope=kafka\n"
+                f"sasl.oauthbearer.token.endpoint.url={url}\n")
+        sec = security.load(props(tmp_path, oidc.format("${env:KC_SECRET}")),
+                            {"KC_SECRET": SECRET})
+        for _ in range(2):
+            broker = SaslBroker("OAUTHBEARER")
+            assert wire.describe_quorum(broker.endpoint, timeout_s=5, security=sec)["epoch"] \
+                == 2
+        assert _TokenEndpoint.asked == ["grant_type=client_credentials&scope=kafka"]
+        assert SECRET not in str(sec.describe())
+        broker = SaslBroker("OAUTHBEARER")
+        bad = security.load(props(tmp_path, oidc.format("wrong")), {})
+        with pytest.raises(wire.WireError, match="HTTP 401.*invalid_client"):
+            wire.describe_quorum(broker.endpoint, timeout_s=5, security=bad)
+    finally:
+        server.shutdown()
