@@ -2,8 +2,10 @@
 the ``Cluster`` interface back; nothing else imports a backend module.
 
 A backend is a ``Backend`` record of four callables, each given the user's ``BackendOptions``.
-Adding one means writing its module in ``clusters/`` and one entry in ``_BACKENDS``;
-``tests/integration/test_conformance.py`` then runs the shared conformance checks against it.
+Adding one means writing its module in ``clusters/``, one entry in ``_BACKENDS`` and its
+name in ``OWN`` or ``ATTACHING``; ``tests/integration/test_conformance.py`` then runs the
+shared conformance checks against each of ``OWN``. An attaching backend makes and removes
+nothing of the cluster (``Cluster.owned`` false; ``docs/attach.md``).
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ def _no_options(backend: str, options: BackendOptions) -> None:
         raise EnvironmentUnsupported(f"--inventory needs --backend ssh, not {backend}")
     if options.bootstrap_servers is not None or options.client_properties is not None:
         raise EnvironmentUnsupported(f"--bootstrap-servers and --client-properties attach to "
-                                     f"a running cluster (--backend external or "
-                                     f"docker-attach), not {backend}, which makes its own")
+                                     f"a running cluster (--backend {' or '.join(ATTACHING)}), "
+                                     f"not {backend}, which makes its own")
     if options.fault_last_broker:
         raise EnvironmentUnsupported(f"--fault-last-broker: --backend {backend} makes its own "
                                      "cluster, whose brokers every fault may take")
@@ -274,7 +276,6 @@ OWN: tuple[str, ...] = ("local", "docker", "ssh")
 ATTACHING: tuple[str, ...] = ("external", "docker-attach", "ssh-attach")
 #: ``--backend`` values, the embedded default first.
 NAMES: tuple[str, ...] = OWN + ATTACHING
-assert set(NAMES) == set(_BACKENDS)
 
 
 def get(name: str) -> Backend:

@@ -65,7 +65,7 @@ def operator_brokers(ssh_hosts, tmp_path):
         for d in dirs:
             subprocess.run(["sh", str(d / "stop.sh")], timeout=60)
             # whatever the pid file says: no JVM of this test may outlive it
-            subprocess.run(["pkill", "-KILL", "-f", f"-Dkafka.logs.dir={d}/logs"])
+            subprocess.run(["pkill", "-KILL", "-f", "--", f"-Dkafka.logs.dir={d}/logs"])
 
 
 def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(

@@ -276,3 +276,8 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
     assert s.producer_config("b:9092", "x")["security.protocol"] == "SSL"
     assert s.consumer_config("b:9092", "g")["sasl.password"] == "pw"
     assert "pw" not in repr(s)
+
+
+def test_every_backend_is_either_ours_or_attaching():
+    assert set(backends.OWN) | set(backends.ATTACHING) == set(backends._BACKENDS)
+    assert not set(backends.OWN) & set(backends.ATTACHING)
