@@ -100,8 +100,8 @@ class RunConfig(BaseModel):
         "is refused.")
     bootstrap_servers: str | None = setting(
         None, section="cluster", fixed=_SHARED,
-        help="external and docker-attach backends: HOST:PORT,... of the running cluster's "
-        "listener.")
+        help="external, docker-attach and ssh-attach backends: HOST:PORT,... of the running "
+        "cluster's listener.")
     compose_project: str | None = setting(
         None, section="cluster", fixed=_SHARED,
         help="docker-attach backend: the Compose project whose containers run the brokers.")
@@ -316,7 +316,8 @@ class RunConfig(BaseModel):
             raise ValueError("--abort-p needs --txn")
         if self.topics > self.keys:
             raise ValueError(f"--topics {self.topics} exceeds --keys {self.keys}")
-        if self.replication_factor > self.brokers:
+        # an attached cluster's brokers are counted once it answers (kafka_chaos.attach)
+        if self.replication_factor > self.brokers and self.backend not in ATTACHED:
             raise ValueError(f"--replication-factor {self.replication_factor} exceeds "
                              f"--brokers {self.brokers}")
         if self.min_insync_replicas > self.replication_factor:
