@@ -13,7 +13,6 @@ formatted or deleted; a fault that would leave no broker running is refused.
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import Path
 
 from kafka_chaos.clusters import attach_inventory, external
@@ -22,6 +21,7 @@ from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains
 from kafka_chaos.clusters.remote import Remote
 from kafka_chaos.clusters.security import ClientSecurity
+from kafka_chaos.waiting import WaitTimeout, wait_until
 
 q = shlex.quote
 #: Seconds a kill or stop may take before the broker counts as still running.
@@ -110,11 +110,11 @@ class AttachedSshCluster(Cluster, Killable, Pausable, Partitionable):
         return self._pid(node) is not None
 
     def _wait_gone(self, node: Node, what: str) -> None:
-        deadline = time.monotonic() + GONE_S
-        while self.is_running(node):
-            if time.monotonic() > deadline:
-                raise ClusterError(f"{node.name} still runs {GONE_S:.0f} s after its {what}")
-            time.sleep(0.2)
+        try:
+            wait_until(lambda: not self.is_running(node), GONE_S, 0.2, f"{node.name} gone")
+        except WaitTimeout:
+            raise ClusterError(f"{node.name} still runs {GONE_S:.0f} s after its {what}") \
+                from None
 
     def start(self, node: Node) -> None:
         if not self.is_running(node):

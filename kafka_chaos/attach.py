@@ -74,8 +74,8 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
                               "cluster overrides it (a create-topic policy?), and the verdict "
                               "would judge by a promise the cluster does not make")
     if "unclean-on" in cfg.faults():  # the toggle's permission, by a SET to the same value
-        admin.set_topic_config(client, keys.base, {key: config[key] for key in
-                                                   ("unclean.leader.election.enable",)})
+        unclean = "unclean.leader.election.enable"
+        admin.set_topic_config(client, keys.base, {unclean: config[unclean]})
 
 
 def drop_topics(cfg: RunConfig, cluster: Cluster, created: list[str],
