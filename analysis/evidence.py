@@ -112,8 +112,9 @@ class Record:
     ``"*"`` for the cluster-wide default) -> ``[lo, hi]`` stretches in which a nemesis had
     unclean leader election on (from its
     ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
-    it); ``unclean_maybe`` likewise for toggles that completed ``info`` (they may have taken
-    effect). ``unclean_config``: the run's own topic config enabled it throughout. ``names``:
+    it); ``unclean_maybe`` likewise for toggles that completed ``info`` or never completed
+    (they may have taken effect); ``forced_maybe``: topic -> ``[lo, hi]`` of forced unclean
+    elections (KIP-460) whose outcome is unknown. ``unclean_config``: the run's own topic config enabled it throughout. ``names``:
     node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``. ``clock``:
     ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
     """
@@ -123,6 +124,7 @@ class Record:
     unclean: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     unclean_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     unclean_config: bool = False
+    forced_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     names: dict[int, str] = dataclasses.field(default_factory=dict)
     power_losses: bool = False
     clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
@@ -162,18 +164,20 @@ class Record:
     def unclean_on(self, topic: str, lo: int, hi: int, *, maybe: bool = False) -> bool:
         """Unclean leader election was on for ``topic`` at some time within ``[lo, hi]``: by
         the run's config, or by a nemesis toggle of the topic or of the cluster default
-        (``maybe``: also by a toggle whose outcome is unknown)."""
+        (``maybe``: also by a toggle, or a forced election, whose outcome is unknown)."""
         if self.unclean_config:
             return True
         spans = [*self.unclean.get(topic, ()), *self.unclean.get("*", ())]
         if maybe:
-            spans += [*self.unclean_maybe.get(topic, ()), *self.unclean_maybe.get("*", ())]
+            spans += [*self.unclean_maybe.get(topic, ()), *self.unclean_maybe.get("*", ()),
+                      *self.forced_maybe.get(topic, ()), *self.forced_maybe.get("*", ())]
         return any(a <= hi and lo <= b for a, b in spans)
 
     @property
     def unclean_possible(self) -> bool:
         """Unclean leader election may have been on at some time, or was forced."""
         return (self.unclean_config or bool(self.unclean) or bool(self.unclean_maybe)
+                or bool(self.forced_maybe)
                 or any(e.kind == FORCED_UNCLEAN for es in self.events.values() for e in es))
 
 
@@ -285,7 +289,9 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     by_op = sorted(ops, key=lambda r: r["op"])
     for i, r in enumerate(by_op):
         f, typ, done = r["f"], r["type"], r["done"]
-        if f == "unclean-on" and typ in ("ok", "info"):
+        # a toggle or an election whose outcome the record lacks (``info``, or ``pending``:
+        # a live check's prefix, a crashed run) may have taken effect: doubt, never nothing
+        if f == "unclean-on" and typ in ("ok", "info", "pending"):
             scope = "*" if ((r["inv"] or {}).get("target") == "cluster") else \
                 ((done if typ == "ok" else r["inv"]) or {}).get("topic") or "*"
             end = next((x["index"] for x in by_op[i + 1:] if x["type"] == "ok" and (
@@ -301,6 +307,9 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                     rec.events.setdefault(tp, []).append(Event(
                         FORCED_UNCLEAN, tp, r["op"], r["index"], r["invoke_time"], r["time"],
                         {"result": result}))
+        elif f == "elect-unclean" and typ != "fail":
+            rec.forced_maybe.setdefault((r["inv"] or {}).get("topic") or "*", []).append(
+                (r["op"], END if r["index"] is None else r["index"]))
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
             _power_loss(rec, r, done, ids, states)
