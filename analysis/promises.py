@@ -207,13 +207,25 @@ RULES: tuple[Rule, ...] = (
          "the retried message in the stream.",
          writer=_plain_producer),
     Rule("reordering-retries", ("nonmonotonic-send", "int-nonmonotonic-send"),
-         _retrying_without_idempotence,
+         lambda c: _retrying_without_idempotence(c) and c.get("client") != "java",
          "the producer retried without idempotence: librdkafka re-queues a failed batch while "
          "a later one may already be accepted, whatever max.in.flight.requests.per.connection "
          "is (unlike the Java client, which promises order with max.in.flight=1)",
          "librdkafka CONFIGURATION.md, `retries`; INTRODUCTION.md, Reordering",
          "How many times to retry sending a failing Message. **Note:** retrying may cause "
          "reordering unless `enable.idempotence` is set to true.",
+         writer=_plain_producer),
+    Rule("reordering-retries-java", ("nonmonotonic-send", "int-nonmonotonic-send"),
+         lambda c: (_retrying_without_idempotence(c) and c.get("client") == "java"
+                    and int(c.get("max_in_flight", 5)) > 1),
+         "the Java producer retried without idempotence with more than one request in flight "
+         "per connection, so a retried batch may land after a later one",
+         "Kafka producer configs, `retries`",
+         "Allowing retries while setting enable.idempotence to false and "
+         "max.in.flight.requests.per.connection to greater than 1 will potentially change the "
+         "ordering of records because if two batches are sent to a single partition, and the "
+         "first fails and is retried but the second succeeds, then the records in the second "
+         "batch may appear first.",
          writer=_plain_producer),
     Rule("interleaved-writes", ("int-send-skip", "G0", "G0-process", "G0-realtime"),
          lambda c: True,

@@ -67,6 +67,15 @@ def load_scenario(spec: str) -> script.Script:
     return script.load(Path(spec))
 
 
+def client_idempotence(client: str, acks: str, retries: int, max_in_flight: int) -> bool:
+    """What ``enable.idempotence`` is when a run leaves it unset: librdkafka's default is
+    off (CONFIGURATION.md); the Java client's is on since 3.0 (KIP-679), and off again
+    where a setting it would conflict with is given (``acks`` not all, ``retries`` 0,
+    ``max.in.flight.requests.per.connection`` over 5: ProducerConfig since 3.2). The Java
+    driver reports what its producer resolved (``JavaDriver.default_idempotence``)."""
+    return client == "java" and acks == "all" and retries > 0 and max_in_flight <= 5
+
+
 class RunConfig(BaseModel):
     """Everything that determines a run (with ``seed``, enough to rerun it).
 
@@ -193,8 +202,19 @@ class RunConfig(BaseModel):
     acks: Literal["0", "1", "all"] = setting("all", section="workload", prop="acks",
                                              shown=True, report=True,
                                              help="Producer acks: 0, 1 or all.")
-    idempotence: bool = setting(False, section="workload", prop="enable.idempotence",
-                                shown=True, report=True, help="enable.idempotence (KIP-98).")
+    client: Literal["librdkafka", "java"] = setting(
+        "librdkafka", section="workload", shown=True, report=True,
+        help="The client library of the workload's processes: librdkafka (confluent-kafka) "
+        "or java (kafka-clients on the JVM, --client-version).")
+    client_version: str | None = setting(
+        None, section="workload", label="client.version",
+        help="--client java: the kafka-clients version (a Kafka release on Maven Central; "
+        "default: --kafka-version's).")
+    idempotence: bool | None = setting(
+        None, section="workload", prop="enable.idempotence", shown=True, report=True,
+        help="enable.idempotence (KIP-98); unset: the client's own default, recorded as "
+        "resolved (librdkafka: off; Java client: on unless acks, retries or max.in.flight "
+        "conflict, KIP-679).")
     retries: int = setting(2147483647, section="workload", prop="retries", report=True, ge=0,
                            help="Producer retries.")
     max_in_flight: int = setting(
@@ -267,6 +287,19 @@ class RunConfig(BaseModel):
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
+        if self.idempotence is None:
+            self.idempotence = client_idempotence(self.client, self.acks, self.retries,
+                                                  self.max_in_flight)
+        if self.client != "java" and self.client_version is not None:
+            raise ValueError("--client-version needs --client java")
+        if self.client == "java" and self.client_properties is not None:
+            raise ValueError("--client java with --client-properties: the Java client's "
+                             "TLS and SASL settings are not mapped yet; use --client "
+                             "librdkafka")
+        if self.client == "java" and self.delivery_timeout_ms < self.linger_ms + 3000:
+            raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the Java "
+                             "producer needs at least linger.ms + request.timeout.ms "
+                             f"({self.linger_ms + 3000})")
         if self.backend not in backends.NAMES:
             raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
         if self.image is not None and self.backend != "docker":
@@ -371,7 +404,7 @@ class RunConfig(BaseModel):
     @property
     def idempotent(self) -> bool:
         """Whether producers are idempotent: ``--idempotence``, or implied by ``--txn``."""
-        return self.idempotence or self.txn
+        return bool(self.idempotence) or self.txn
 
     def backend_options(self):
         """The ``clusters.backends.BackendOptions`` of this run."""
@@ -411,7 +444,8 @@ class RunConfig(BaseModel):
             mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
             sub_p=self.sub_p, txn=self.txn, abort_p=self.abort_p,
             crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
-            acks=self.acks, idempotence=self.idempotence, retries=self.retries,
+            client=self.client, client_version=self.client_version or self.kafka_version,
+            acks=self.acks, idempotence=bool(self.idempotence), retries=self.retries,
             max_in_flight=self.max_in_flight, delivery_timeout_ms=self.delivery_timeout_ms,
             linger_ms=self.linger_ms, auto_commit=self.auto_commit,
             auto_offset_reset=self.auto_offset_reset, isolation_level=self.isolation_level)

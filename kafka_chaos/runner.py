@@ -189,6 +189,7 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     try:
         _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler, workload,
                 facts, live)
+        facts["client"] = workload.client_info()
     finally:
         # before the history closes: no sample may be left open in it
         monitor.stop()

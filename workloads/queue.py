@@ -14,11 +14,13 @@ import random
 import threading
 import time
 
+import confluent_kafka
 from confluent_kafka import KafkaException, Producer
 
 from kafka_chaos.history import HistoryWriter, OpType
 from kafka_chaos.workloads.client import Client
 from kafka_chaos.workloads.generator import Generator
+from kafka_chaos.workloads.java_client import JavaClient, JavaDriver
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -47,6 +49,25 @@ class QueueWorkload:
         self._crash: set[int] = set()
         self._live: dict[int, Client] = {}
         self.counts = {"ok": 0, "fail": 0, "info": 0, "acked": 0}
+        self.java: JavaDriver | None = None
+        if settings.client == "java":
+            self.java = JavaDriver(bootstrap, settings, keys, settings.client_version,
+                                   history.path.with_name("java-client.log"),
+                                   history.now_ns)
+
+    def client_info(self) -> dict:
+        """``{"name", "version"}`` of the client library the processes run (the Java
+        driver's after ``start``, with what its producer resolved ``enable.idempotence`` to
+        with and without the run's setting, KIP-679, and ``failed`` if the driver failed
+        while the workload ran)."""
+        if self.java is None:
+            return {"name": "librdkafka", "version": confluent_kafka.libversion()[0]}
+        info = {"name": "java", "version": self.java.version,
+                "idempotence": self.java.idempotence,
+                "default_idempotence": self.java.default_idempotence}
+        if self.java.failed:
+            info["failed"] = self.java.failed
+        return info
 
     def start(self) -> None:
         """Start the workers (processes 0..K-1) and, with ``crash_interval_s``, the crasher.
@@ -56,6 +77,8 @@ class QueueWorkload:
         triggered every 700 allocations cost a quarter of the workload's CPU at 100,000+
         sends/s (``bench/workload_bench.py``).
         """
+        if self.java is not None:
+            self.java.start()
         self._gc_threshold = gc.get_threshold()
         gc.set_threshold(200_000, *self._gc_threshold[1:])
         for slot in range(self.s.clients):
@@ -83,6 +106,8 @@ class QueueWorkload:
             gc.set_threshold(*self._gc_threshold)
         for client in list(self._live.values()):
             client.drop()
+        if self.java is not None:
+            self.java.close()
         if self.s.txn:
             fences = [threading.Thread(target=self._fence, args=(slot,), daemon=True)
                       for slot in range(self.s.clients)]
@@ -111,9 +136,12 @@ class QueueWorkload:
             with self._lock:
                 self._crash.add(rng.randrange(self.s.clients))
 
-    def _client(self, process: int, slot: int, rng: random.Random) -> Client:
-        client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
-                        clock=self.history.now_ns)
+    def _client(self, process: int, slot: int, rng: random.Random) -> Client | JavaClient:
+        if self.java is not None:
+            client: Client | JavaClient = JavaClient(self.java, process, slot, rng)
+        else:
+            client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
+                            clock=self.history.now_ns)
         self._live[slot] = client
         return client
 

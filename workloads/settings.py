@@ -1,4 +1,5 @@
-"""Client settings of the queue workload and the librdkafka configurations they produce."""
+"""Client settings of the queue workload and the librdkafka and Java client configurations
+they produce."""
 
 from __future__ import annotations
 
@@ -24,6 +25,10 @@ class WorkloadSettings:
     ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
     (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
     ``subscribe`` clients.
+
+    Client library: ``client`` is ``librdkafka`` (confluent-kafka, ``workloads/client.py``)
+    or ``java`` (kafka-clients ``client_version`` on the JVM, ``workloads/java_client.py``);
+    ``idempotence`` is already resolved to what the client runs with (``RunConfig``).
 
     Every client: ``ids`` prefixes its consumer groups and transactional ids (a run on a
     shared cluster takes ids of its own); ``connection`` holds librdkafka's security
@@ -59,6 +64,8 @@ class WorkloadSettings:
     group: str = "kc-group"
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    client: str = "librdkafka"
+    client_version: str = ""
 
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""
@@ -100,4 +107,37 @@ class WorkloadSettings:
             "topic.metadata.refresh.interval.ms": 2000,
             "log_level": 0,
             **self.connection,
+        }
+
+    def java_producer_config(self, bootstrap: str) -> dict:
+        """The Java producer's configuration (the process adds ``transactional.id``): the
+        same settings under the Java client's names, and ``max.block.ms`` bounded by
+        ``txn_timeout_ms`` as librdkafka's transactional calls are (Java's default, 60 s,
+        would hold an op a minute on a metadata or coordinator wait)."""
+        conf: dict = {
+            "bootstrap.servers": bootstrap, "acks": self.acks,
+            "enable.idempotence": self.idempotence or self.txn, "retries": self.retries,
+            "max.in.flight.requests.per.connection": self.max_in_flight,
+            "delivery.timeout.ms": self.delivery_timeout_ms,
+            "request.timeout.ms": self.request_timeout_ms, "linger.ms": self.linger_ms,
+            "metadata.max.age.ms": 5000, "max.block.ms": self.txn_timeout_ms,
+        }
+        if self.txn:
+            conf["transaction.timeout.ms"] = self.txn_timeout_ms
+        return conf
+
+    def java_consumer_config(self, bootstrap: str) -> dict:
+        """The Java consumer's configuration (the process adds ``group.id``)."""
+        return {
+            "bootstrap.servers": bootstrap,
+            "enable.auto.commit": self.auto_commit and not self.txn,
+            "auto.offset.reset": self.auto_offset_reset,
+            "isolation.level": self.isolation_level,
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": max(500, self.session_timeout_ms // 3),
+            "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),
+            "max.poll.records": self.poll_max,
+            "request.timeout.ms": max(self.request_timeout_ms, self.session_timeout_ms),
+            "default.api.timeout.ms": self.txn_timeout_ms,
+            "metadata.max.age.ms": 5000,
         }

@@ -35,6 +35,8 @@ def _kind(field: str) -> Any:
     annotation = RunConfig.model_fields[field].annotation
     if field in PATHS:
         return Optional[Path]
+    if annotation == bool | None:  # a switch that may be left unset (``--idempotence``)
+        return Optional[bool]
     if annotation in (bool, int, float, str):
         return annotation
     if typing.get_origin(annotation) is typing.Union:  # ``str | None``
@@ -48,7 +50,7 @@ def option(field: str) -> Any:
     s = SETTINGS[field]
     if not s.flag:
         raise KeyError(f"{field} has no flag")
-    if RunConfig.model_fields[field].annotation is bool:
+    if RunConfig.model_fields[field].annotation in (bool, bool | None):
         # no metavar: ``--txn`` takes no value (typer would print <bool>)
         return typer.Option(default_of(field), f"{s.flag}/--no-{s.flag[2:]}", metavar="",
                             help=s.help)

@@ -37,13 +37,18 @@ def report_cmd(
 @app.command("fetch-kafka")
 def fetch_kafka(versions: list[str] = typer.Argument(
         None, help="Versions (default: the pinned one).")) -> None:
-    """Download Kafka broker jars from Maven Central into the cache (done by setup.sh)."""
+    """Download Kafka broker jars from Maven Central into the cache and compile the Java
+    client driver against them (``--client java``; done by setup.sh)."""
+    from kafka_chaos.workloads import java_client
+
     try:
         dist.check_java()
         for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
             kafka = dist.resolve(version)
             console.print(f"Kafka {kafka.version}: {kafka.libs}")
-    except ClusterError as exc:
+            classes, _ = java_client.build(version)
+            console.print(f"Java client driver (kafka-clients {version}): {classes}")
+    except (ClusterError, java_client.JavaClientError) as exc:
         fail(str(exc), exit_of(exc))
 
 

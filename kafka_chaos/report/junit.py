@@ -17,10 +17,10 @@ suite of the same tests. Its test cases:
   precondition was not met; ``final heal``: an ``<error>`` when the heal did not complete.
 
 So the suite has a failure exactly when the exit code is 1 (``verdict.exit_code``), and
-an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's ``<properties>`` carry the facts that decide
-what the run may show: seed, Kafka version, backend, acks, min.insync.replicas, idempotence,
-transactions, unclean leader election, nemesis or scenario, ``fail_on``, ``valid`` and the
-``verdict`` word.
+an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's
+``<properties>`` carry the facts that decide what the run may show: seed, Kafka version,
+backend, client, acks, min.insync.replicas, idempotence, transactions, unclean leader
+election, nemesis or scenario, ``fail_on``, ``valid`` and the ``verdict`` word.
 
 Results are data first; this module only renders them (``docs/report.md``).
 """
@@ -65,6 +65,8 @@ def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[s
         "seed": _seed(results, config),
         "kafka_version": facts.get("kafka_version") or config.get("kafka_version"),
         "backend": config.get("backend"),
+        "client": " ".join(filter(None, ((facts.get("client") or {}).get(k) for k in (
+            "name", "version")))) or config.get("client"),
         "acks": config.get("acks"),
         "min.insync.replicas": config.get("min_insync_replicas"),
         "replication_factor": config.get("replication_factor"),

@@ -36,7 +36,8 @@ def judge_run(result: dict, facts: dict) -> dict:
     (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
     violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
-    that could not be undone, a node not running). The faults asked for that never ran
+    that could not be undone, a node not running), and a client driver that failed while
+    the workload ran (``facts["client"]["failed"]``). The faults asked for that never ran
     (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
     stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
@@ -44,6 +45,8 @@ def judge_run(result: dict, facts: dict) -> dict:
         reasons.append(f"scenario precondition not met: {unmet}")
     if left := facts.get("heal_left"):
         reasons.append(f"the final heal did not complete: {'; '.join(left)}")
+    if failed := (facts.get("client") or {}).get("failed"):
+        reasons.append(f"the client driver failed while the workload ran: {failed}")
     if facts.get("faults_not_run"):
         result["faults_not_run"] = list(facts["faults_not_run"])
     for reason in reasons:
@@ -57,7 +60,8 @@ def judge_run(result: dict, facts: dict) -> dict:
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
     """Write ``results.json`` atomically: the analysis (``valid`` true, false or null when
     unknown), its ``verdict`` word (``verdict.word``), the ``kafka_chaos_version`` that judged
-    it and the run's facts under ``run``. Returns its path."""
+    it, the ``client`` library the workload ran (``{"name", "version"}``, when the run
+    recorded it) and the run's facts under ``run``. Returns its path."""
     from kafka_chaos import __version__
     from kafka_chaos.verdict import word
 
@@ -66,6 +70,8 @@ def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Pat
     valid = result.get("valid") if isinstance(result.get("valid"), bool) else None
     payload = {**result, "valid": valid, "verdict": word(result),
                "kafka_chaos_version": __version__, "run": facts or {}}
+    if (facts or {}).get("client"):
+        payload["client"] = facts["client"]
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(payload, indent=2, default=str))
     tmp.replace(path)

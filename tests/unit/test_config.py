@@ -33,10 +33,29 @@ from kafka_chaos.workloads.outcomes import classify
     ({"ops_per_txn": (3, 2)}, "need 1 <= MIN <= MAX"),
     ({"isolation_level": "serializable"}, "read_committed"),
     ({"sub_via": "both"}, "assign"),
+    ({"client": "rust"}, "librdkafka"),
+    ({"client_version": "3.9.1"}, "--client-version needs --client java"),
+    ({"client": "java", "delivery_timeout_ms": 2000}, "linger.ms \\+ request.timeout.ms"),
+    ({"client": "java", "backend": "external", "bootstrap_servers": "b:9092",
+      "client_properties": "/x"}, "not mapped yet"),
 ])
 def test_invalid_combinations_are_refused(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         RunConfig(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs, idempotent", [
+    ({}, False), ({"client": "java"}, True), ({"client": "java", "acks": "1"}, False),
+    ({"client": "java", "retries": 0}, False), ({"client": "java", "max_in_flight": 6}, False),
+    ({"client": "java", "idempotence": False}, False), ({"idempotence": True}, True)])
+def test_an_unset_idempotence_is_recorded_as_the_client_resolves_it(kwargs, idempotent):
+    """librdkafka's default is off; the Java client's on unless a setting conflicts
+    (KIP-679); what the run records is what the producer ran with, for the verdict."""
+    cfg = RunConfig(**kwargs)
+    assert cfg.idempotence is idempotent and cfg.model_dump()["idempotence"] is idempotent
+    java = cfg.workload_settings().java_producer_config("b:9092")
+    assert java["enable.idempotence"] is idempotent
+    assert cfg.workload_settings().client_version == (cfg.client_version or cfg.kafka_version)
 
 
 def test_ops_per_txn_ranges_parse():

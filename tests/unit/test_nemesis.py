@@ -135,6 +135,16 @@ def test_a_heal_that_leaves_something_is_never_valid():
     assert result["unknown_reasons"][0].startswith("the final heal did not complete: ")
 
 
+def test_a_client_driver_that_failed_during_the_workload_makes_the_verdict_unknown():
+    """A JVM of the Java client that died leaves every later op info: "valid" would be a
+    verdict on a workload that stopped writing."""
+    facts = {"client": {"name": "java", "failed": "the Java client JVM ended"}}
+    result = judge_run({"valid": True, "unknown_reasons": []}, facts)
+    assert result["valid"] == "unknown" and exit_code(result) == 2
+    assert "the Java client JVM ended" in result["unknown_reasons"][0]
+    assert judge_run({"valid": False}, facts)["valid"] is False  # violations stay
+
+
 def test_the_heal_is_read_back_rules_and_clocks_included():
     from kafka_chaos.clusters.base import Skewable
 

@@ -30,7 +30,8 @@ def test_the_wheel_installs_only_kafka_chaos_and_works_from_it(tmp_path):
         assert f"kafka_chaos/{package}/__init__.py" in names, package
     for data in ("kafka_chaos/templates/report.html.j2", "kafka_chaos/templates/compare.html.j2",
                  "kafka_chaos/analysis/conf/log4j2.properties",
-                 "kafka_chaos/nemesis/scenarios/isr-shrink-unclean.yaml"):
+                 "kafka_chaos/nemesis/scenarios/isr-shrink-unclean.yaml",
+                 "kafka_chaos/workloads/java/kafkachaos/Worker.java"):
         assert data in names, data
 
     target = tmp_path / "site"

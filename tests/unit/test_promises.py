@@ -54,6 +54,18 @@ def test_librdkafka_may_reorder_retries_even_with_max_in_flight_1():
     assert rule("duplicate", max_in_flight=1) == "retries-without-idempotence"
 
 
+def test_the_java_client_reorders_retries_only_with_more_than_one_request_in_flight():
+    """Kafka's producer configs, `retries`: reordering needs idempotence off and
+    max.in.flight.requests.per.connection > 1; unset, idempotence is the Java client's
+    default, on (KIP-679)."""
+    java = {"client": "java", "idempotence": False}
+    assert rule("nonmonotonic-send", **java, max_in_flight=1) is None
+    assert rule("nonmonotonic-send", **java, max_in_flight=2) == "reordering-retries-java"
+    assert rule("duplicate", **java, max_in_flight=1) == "retries-without-idempotence"
+    assert rule("nonmonotonic-send", client="java") is None
+    assert rule("duplicate", client="java") is None
+
+
 def test_duplicates_are_judged_per_writer():
     f = facts()
     plain = Case(None, 0, 10, writer_f="send")

@@ -1,0 +1,98 @@
+"""The Java client beside librdkafka, on real clusters (``--client java``,
+``workloads/java_client.py``): the same ops and history format, so every checker judges both.
+
+One comparison whose two cells differ only in the client (one seed, transactions with aborts
+under kills and pauses), and one Java run of the other code paths: plain sends, a consumer
+group with manual commits, and processes crashed without closing."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from kafka_chaos.compare import core as compare
+from kafka_chaos.history import read_history
+from tests.integration.conftest import faults_observed, kafka_chaos, leftovers, results_of
+
+pytestmark = pytest.mark.kafka
+
+
+def _ops(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()
+            if '"index"' in line]
+
+
+def _acked_with_time(ops: list[dict]) -> int:
+    """Sends whose result carries the time of their delivery report (``ack_ns``)."""
+    return sum(1 for op in ops if op["type"] in ("ok", "info") and op["f"] in ("send", "txn")
+               for m in op["value"] or [] if m[0] == "send" and len(m[2]) == 3)
+
+
+def test_one_seed_on_both_clients_transactions_under_kills_and_pauses(tmp_path):
+    proc = kafka_chaos("compare", "--matrix", "client=librdkafka,java", "--txn",
+                       "--abort-p", "0.1", "--nemesis", "kill,pause", "--nemesis-interval", "4",
+                       "--time-limit", "20", "--seed", "36", "--out", str(tmp_path),
+                       timeout_s=900)
+    [directory] = [p.parent for p in tmp_path.glob("compare-*/compare.json")]
+    done = compare.load(directory)
+    assert not done.pending(), proc.stdout[-3000:]
+    rows = {r["cell"]: r for r in csv.DictReader((directory / "compare.csv").open())}
+    assert set(rows) == {"client=librdkafka", "client=java"}, rows
+    for cell in done.cells:
+        run_dir = done.run_dir(cell, 36)
+        res = results_of(run_dir)
+        config = json.loads((run_dir / "config.json").read_text())
+        ops = _ops(run_dir)
+        # both processes ran the same kinds of ops on one seed: transactions, some aborted
+        # on purpose, around kills and pauses that really happened
+        txns = [op for op in ops if op["f"] == "txn" and op["type"] != "invoke"]
+        assert sum(op["type"] == "ok" for op in txns) >= 50, cell["label"]
+        assert any(op["error"] == "ABORTED" for op in txns), cell["label"]
+        nemesis = {op["f"] for op in ops if op["process"] == "nemesis" and op["type"] == "ok"}
+        assert {"kill", "pause"} <= nemesis, (cell["label"], nemesis)
+        assert _acked_with_time(ops) >= 100, cell["label"]
+        assert res["client"]["name"] == config["client"]
+        assert res["stats"]["acked_sends"] > 0 and rows[cell["label"]]["verdicts"]
+        if config["client"] == "java":
+            # kafka-clients of the cluster's version; its producer is idempotent by default
+            assert res["client"]["version"] == config["kafka_version"] == "4.4.0"
+            assert res["client"]["default_idempotence"] is True and config["idempotence"]
+            faults_observed(run_dir, proc, {"kill", "pause"})
+            # read_committed readers saw no aborted write and no committed write was lost
+            assert res["anomalies"]["G1a"]["count"] == 0
+            assert res["anomalies"]["lost-write"]["count"] == 0
+            assert res["valid"] is True, proc.stdout[-3000:]
+        else:
+            assert res["client"]["version"].startswith("2.")
+    assert leftovers() == []
+
+
+def test_the_java_client_in_a_consumer_group_with_crashed_processes(tmp_path):
+    proc = kafka_chaos("run", "--client", "java", "--sub-via", "subscribe", "--crash-clients",
+                       "--crash-client-interval", "3", "--nemesis", "kill",
+                       "--nemesis-interval", "5", "--time-limit", "20", "--seed", "5",
+                       "--out", str(tmp_path))
+    run_dir = (tmp_path / "latest").resolve()
+    faults_observed(run_dir, proc, {"kill"})
+    ops = read_history(run_dir / "history.jsonl")
+    done = [op for op in ops if op.type.value != "invoke" and isinstance(op.process, int)]
+    # processes crashed without closing, and their successors took over their slots
+    crashed = [op for op in done if op.f == "crash"]
+    assert len(crashed) >= 3 and all(op.type.value == "info" for op in crashed)
+    # the group's members were assigned partitions by the coordinator and committed offsets
+    events = [m[0] for op in done if op.f == "poll" for m in op.value or []]
+    assert "assigned" in events, sorted(set(events))
+    commits = [op for op in done if op.f == "commit"]
+    assert sum(op.type.value == "ok" for op in commits) >= 10
+    assert sum(op.type.value == "ok" for op in done if op.f == "send") >= 100
+    res = results_of(run_dir, proc)
+    # delivery to the group: checked, and what a crashed member's successor reads again is
+    # at-least-once, above the committed offset
+    for name in ("group-skip", "group-rewind", "lost-write", "duplicate"):
+        assert res["anomalies"][name]["count"] == 0, name
+    assert res["client"] == json.loads((run_dir / "run.json").read_text())["client"]
+    assert (run_dir / "java-client.log").exists()
+    assert leftovers() == []
