@@ -114,7 +114,8 @@ class Record:
     ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
     it); ``unclean_maybe`` likewise for toggles that completed ``info`` or never completed
     (they may have taken effect); ``forced_maybe``: topic -> ``[lo, hi]`` of forced unclean
-    elections (KIP-460) whose outcome is unknown. ``unclean_config``: the run's own topic config enabled it throughout. ``names``:
+    elections (KIP-460) whose outcome is unknown. ``unclean_config``: the run's own topic
+    config enabled it throughout. ``names``:
     node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``. ``clock``:
     ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
     """

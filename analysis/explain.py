@@ -54,6 +54,10 @@ def _g1a(ex: dict) -> str:
             f"written by op {ex['writer']}, which {ex['writer_type']}ed")
 
 
+_ENDED = {"revoked": "until it revoked it", "lost": "until it reported it lost",
+          "gone": "until its process ended (a crash, or an op ending info)",
+          "still-owned": "without ever giving it up"}
+
 _RENDER: dict[str, Callable[[dict], str]] = {
     "lost-write": _lost,
     "unseen": _unseen,
@@ -83,6 +87,10 @@ _RENDER: dict[str, Callable[[dict], str]] = {
     "eos-duplicate": lambda ex: (f"group {ex['group']} consumed key {ex['key']} offset "
                                  f"{ex['offset']} (value {ex['value']}) in two committed "
                                  f"transactions{_ops(ex)}"),
+    "group-overlap": lambda ex: (f"group {ex['group']}: processes "
+                                 f"{' and '.join(map(str, ex['processes']))} both owned key "
+                                 f"{ex['key']} at once, the first "
+                                 f"{_ENDED.get(ex['ended_by'], ex['ended_by'])}{_ops(ex)}"),
     "garbage-read": lambda ex: (f"key {ex['key']} offset {ex['offset']} holds value "
                                 f"{ex['value']}, which no send wrote to that key"),
 }
@@ -139,6 +147,9 @@ def explain_judged(name: str, example: dict[str, Any]) -> str:
         return f"{text}; permitted by {example.get('rule')}: {why}"
     if example.get("outcome") == "permitted" and example.get("rule"):
         return f"{text}; permitted by {example['rule']}"
+    if example.get("outcome") == "unexplained" and example.get("why") and \
+            not example.get("blind"):
+        return f"{text}; unexplained: {example['why']}"
     if example.get("outcome") == "unexplained":
         b = example.get("blind") or {}
         lo, hi = (b.get("at_s") or [None, None])

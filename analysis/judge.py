@@ -176,6 +176,7 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
     if blind:
         tp, stretch, why = blind[0]
         where = ("its key maps to no partition" if tp is None else
+                 why if stretch is None else
                  _blind_text(tp, stretch) if why is None else _doubt_text(tp, stretch, why))
         rule_names = [r.name for r in promises.candidates(name, facts) if r.evidence]
         reasons.append(f"{len(blind)} {name} finding(s) unexplained: "
@@ -214,6 +215,11 @@ def _blind_text(tp, stretch) -> str:
     return f"the monitor did not see {s['partition']} from {lo} s to {until}"
 
 
+#: How the earlier owner's stretch of a ``group-overlap`` ended -> whether it was fenced
+#: (``checkers.owners``; None: its record cannot tell).
+_FENCED = {"lost": True, "gone": True, "revoked": False, "still-owned": None}
+
+
 def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
           rec: evidence.Record) -> promises.Case:
     """The ``promises.Case`` of one collected case (``at``: ``checkers.common.AT``). A lost
@@ -238,7 +244,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
     if at.get("write_inv") is not None:
         write = (at["write_inv"], at.get("write_done") or evidence.END)
     return promises.Case(tuple(tp) if tp else None, lo, hi, write=write,
-                         writer_f=f.get(at.get("writer")))
+                         writer_f=f.get(at.get("writer")),
+                         fenced=_FENCED.get(ex.get("ended_by"), False))
 
 
 def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:

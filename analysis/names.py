@@ -12,14 +12,16 @@ GARBAGE_READ = "garbage-read"
 GROUP_REWIND = "group-rewind"
 #: A record consumed by two committed read-process-write transactions of one group.
 EOS_DUPLICATE = "eos-duplicate"
+#: A partition owned by two members of one group at once, by their own rebalance callbacks.
+GROUP_OVERLAP = "group-overlap"
 #: Anomaly names in report order; the consumer-side ones last.
 ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAGE_READ,
              "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
              "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "G1a",
              "precommitted-read", *CYCLE_ANOMALIES, "group-skip", "group-redelivery",
-             GROUP_REWIND, EOS_DUPLICATE]
+             GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP]
 #: Anomalies of a consumer group's delivery, not of the log.
-CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE)
+CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP)
 #: The properties a run checks, each with the anomalies that break it (every name of
 #: ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
 PROPERTIES = {

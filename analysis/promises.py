@@ -8,7 +8,8 @@ what must hold for one finding to be *permitted* by it:
 - nothing more (``Rule.evidence`` and ``Rule.writer`` None): e.g. Jepsen's writes are never
   isolated, so every ``int-send-skip`` is permitted;
 - a fact of the finding itself (``Rule.writer``): the value's writer was a producer without
-  idempotence, the aborted write was a transaction's, the cycle has a ww step;
+  idempotence, the aborted write was a transaction's, the cycle has a ww step, the earlier
+  owner of a partition two group members held at once had been fenced;
 - an event in the run's own record (``Rule.evidence``, ``analysis.evidence``) on the finding's
   own topic-partition within its own window: a leader change after the write was
   acknowledged and before the read that misses it, an unclean election while the setting was
@@ -27,7 +28,7 @@ import dataclasses
 from typing import Any, Callable
 
 from kafka_chaos.analysis import evidence as ev
-from kafka_chaos.analysis.names import GROUP_REWIND, EOS_DUPLICATE
+from kafka_chaos.analysis.names import EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND
 
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that
@@ -40,6 +41,10 @@ TRUNCATION = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonm
 PERMITTED, VIOLATION, UNEXPLAINED = "permitted", "violation", "unexplained"
 #: Why a finding the record is not blind on is still unexplained (``judge_case``'s ``why``).
 UNSETTLED = "the record holds an event there whose outcome it cannot settle"
+#: Why a finding is unexplained when a rule's condition on the finding itself cannot be told
+#: from the record (``Rule.writer`` returned None), e.g. an earlier owner that may have been
+#: fenced without learning it.
+UNSETTLED_FACT = "the record cannot tell whether the finding meets the rule's condition"
 #: A write is acknowledged at some time between its send's invoke and the moment its delivery
 #: report was served (``ack_ns``; the op's completion in histories without it): an event in
 #: that stretch may have come before the acknowledgement (and lost nothing of it) or after.
@@ -57,7 +62,9 @@ class Case:
     must lie there (e.g. a lost write's acknowledgement and the invoke of the read that
     misses it). ``write``: ``(invoke, completion)`` indexes of the send it concerns, when it
     concerns one. ``writer_f``: ``send`` or ``txn``, the writing op's ``f`` (None unknown).
-    ``ww``: a cycle with a ww step (cycle anomalies only).
+    ``ww``: a cycle with a ww step (cycle anomalies only). ``fenced``: the earlier owner of
+    a ``group-overlap`` was fenced (it reported the partition lost, or it died), not (it
+    revoked it), or None when its own record cannot tell.
     """
 
     tp: tuple[str, int] | None
@@ -66,6 +73,7 @@ class Case:
     write: tuple[int, int] | None = None
     writer_f: str | None = None
     ww: bool = False
+    fenced: bool | None = False
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -75,7 +83,8 @@ Evidence = Callable[[ev.Record, Case], "list[ev.Event]"]
 @dataclasses.dataclass(frozen=True)
 class Rule:
     """One row: ``anomalies`` are possible when ``when(facts)`` holds (``facts_of``); a
-    finding is permitted by it when ``writer(case)`` holds (if given) and ``evidence(record,
+    finding is permitted by it when ``writer(case)`` holds (if given; None: the finding
+    cannot tell, which leaves it unexplained) and ``evidence(record,
     case)`` finds an event (if given; ``mechanism`` names such an event in a phrase, for a
     run in which none happened). ``because`` says why, ``quote`` is the sentence of
     ``source`` the rule relies on. ``doubt(record, case)``: the stretch of an event that may
@@ -278,6 +287,17 @@ RULES: tuple[Rule, ...] = (
          "the process that took over consumption would consume from last committed offset and "
          "would repeat the insert of the last batch of data. Used in this way Kafka provides "
          "what is often called \"at-least-once\" delivery guarantees"),
+    Rule("fenced-member", (GROUP_OVERLAP,), lambda c: True,
+         "the earlier owner was fenced (it reported the partition lost, or it crashed): the "
+         "coordinator gave the partition to another member once its session expired, before "
+         "the old member learnt it",
+         "ConsumerRebalanceListener javadoc, onPartitionsLost; KIP-848",
+         "A callback method you can implement to provide handling of cleaning up resources for "
+         "partitions that have already been reassigned to other consumers. This method will "
+         "not be called during normal execution as the owned partitions would first be revoked "
+         "by calling the onPartitionsRevoked, before being reassigned to other consumers "
+         "during a rebalance event.",
+         writer=lambda case: case.fenced),
     Rule("reset-to-latest", ("group-skip",), lambda c: c.get("auto_offset_reset") == "latest",
          "a member without a committed offset starts at the log end (auto.offset.reset=latest)",
          "Kafka consumer configs, `auto.offset.reset`",
@@ -347,11 +367,14 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     only within a blind stretch does not count). Otherwise unexplained when some candidate
     needs an event and the record is blind on that partition somewhere in the window, holds
     an event it cannot settle (``Rule.doubt``), holds the rule's event between the send's
-    invoke and its acknowledgement (``ACK_UNKNOWN``), or the finding has no partition; else a
-    violation. ``why``: for an unexplained finding that is not blind, which doubt it is."""
-    waiting, doubt, why = False, None, None
+    invoke and its acknowledgement (``ACK_UNKNOWN``), or the finding has no partition, or a
+    writer condition the finding cannot settle (``UNSETTLED_FACT``); else a violation.
+    ``why``: for an unexplained finding that is not blind, which doubt it is."""
+    waiting, doubt, why, unsettled = False, None, None, False
     for rule in candidates(name, facts):
-        if rule.writer is not None and not rule.writer(case):
+        holds = True if rule.writer is None else rule.writer(case)
+        unsettled = unsettled or holds is None
+        if not holds:
             continue
         if rule.evidence is None:
             return {"outcome": PERMITTED, "rule": rule.name, "evidence": None, "blind": None,
@@ -379,6 +402,9 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
         if doubt is not None:
             return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": doubt,
                     "why": why}
+    if unsettled:
+        return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": None,
+                "why": UNSETTLED_FACT}
     return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None, "why": None}
 
 

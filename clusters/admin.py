@@ -262,3 +262,14 @@ def elect(admin: AdminClient, topic: str, partition_ids: list[int], kind: str,
     except KafkaException as exc:
         return {p: name(exc) for p in partition_ids}
     return {tp.partition: None if err is None else name(err) for tp, err in result.items()}
+
+
+def group_type(bootstrap: str, group: str, timeout_s: float = 10.0,
+               security: ClientSecurity | None = None) -> str:
+    """The protocol consumer group ``group`` runs as its coordinator describes it
+    (DescribeGroups, or ConsumerGroupDescribe on 4.x): ``consumer`` (KIP-848), ``classic``,
+    or ``unknown``. Raises ``KafkaException`` when the cluster does not answer."""
+    admin = client(bootstrap, timeout_s, security)
+    [future] = admin.describe_consumer_groups([group],
+                                              request_timeout=timeout_s).values()
+    return future.result(timeout_s).type.name.lower()

@@ -224,12 +224,13 @@ def _recv(sock: socket.socket, n: int) -> bytes:
 
 
 def api_versions(endpoint: str, timeout_s: float = 5.0,
-                 security: ClientSecurity | None = None) -> None:
-    """Connect (TLS and SASL as ``security`` says) and ask ``ApiVersions``. Raises
-    ``WireError`` saying what failed: the connection, TLS, the SASL mechanism or the
-    credentials (how an attached run refuses wrong secrets in one clear sentence, where
-    librdkafka's clients only retry)."""
-    _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+                 security: ClientSecurity | None = None) -> dict[int, tuple[int, int]]:
+    """Connect (TLS and SASL as ``security`` says) and ask ``ApiVersions``: API key ->
+    ``(min, max)`` version the broker serves. Raises ``WireError`` saying what failed: the
+    connection, TLS, the SASL mechanism or the credentials (how an attached run refuses
+    wrong secrets in one clear sentence, where librdkafka's clients only retry)."""
+    reply = _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+    return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in reply.api_keys}
 
 
 def answers(endpoint: str, timeout_s: float = 0.3,

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from kafka_chaos.clusters import admin
+from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
 from kafka_chaos.config import RunConfig
@@ -32,6 +32,22 @@ def describe(cfg: RunConfig, cluster: Cluster) -> dict:
             "security": security.describe() if security else {"security.protocol": "PLAINTEXT"}}
 
 
+#: ConsumerGroupHeartbeat, the request of KIP-848's consumer group protocol.
+CONSUMER_GROUP_HEARTBEAT = 68
+
+
+def _serves_consumer_groups(cluster: Cluster) -> None:
+    """Refuse (``Refused``) ``--group-protocol consumer`` on a cluster whose brokers do not
+    serve KIP-848's ConsumerGroupHeartbeat (before Kafka 4.0, or not enabled), instead of
+    clients that fail their first poll."""
+    for node in cluster.brokers:
+        apis = wire.api_versions(node.client_endpoint, security=cluster.security)
+        if CONSUMER_GROUP_HEARTBEAT not in apis:
+            raise Refused(f"--group-protocol consumer: broker {node.name} at "
+                          f"{node.client_endpoint} does not serve ConsumerGroupHeartbeat "
+                          "(KIP-848, Kafka 4.0+)")
+
+
 def topic_config(cfg: RunConfig) -> dict[str, str]:
     """The topic configs an attached run sets on its topics: those of the broker defaults a
     cluster of ours would have (``RunConfig.broker_config``) that Kafka also keeps per topic.
@@ -46,7 +62,8 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     (what ``drop_topics`` removes, also after a failure half-way).
 
     On an attached cluster: refuses (``Refused``) a replication factor above its broker
-    count; sets ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
+    count, and ``--group-protocol consumer`` where a broker does not serve KIP-848; sets
+    ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
     missing permission or a value the cluster overrides (a create-topic policy) is refused
     here, before the workload; with the unclean toggle among the faults, sets the topic's
     ``unclean.leader.election.enable`` to its own value (``ALTER_CONFIGS`` refused here, not
@@ -54,6 +71,8 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     ``CREATE`` permission."""
     config = None
     if not cluster.owned:
+        if cfg.group_protocol == "consumer":
+            _serves_consumer_groups(cluster)
         if cfg.replication_factor > len(cluster.brokers):
             raise Refused(f"--replication-factor {cfg.replication_factor}: the cluster at "
                           f"{cluster.bootstrap_servers} has {len(cluster.brokers)} brokers")

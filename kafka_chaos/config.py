@@ -43,6 +43,13 @@ ATTACHED = backends.ATTACHING
 _NOT_ATTACHED = ("clock", "lose-unfsynced")
 #: Settings holding a file path: absolute in ``config.json``; relative to a plan in a plan.
 PATHS = ("inventory", "kafka_home", "client_properties")
+#: KIP-848 groups' session and heartbeat, set by the broker (Kafka's defaults: 45 s and 5 s,
+#: which would hold a crashed member's partitions 45 s), as the classic groups' are by the
+#: clients (``WorkloadSettings.session_timeout_ms``).
+_CONSUMER_GROUPS = {
+    "group.consumer.session.timeout.ms": "6000", "group.consumer.min.session.timeout.ms": "6000",
+    "group.consumer.heartbeat.interval.ms": "2000",
+    "group.consumer.min.heartbeat.interval.ms": "1000"}
 #: Server properties each backend writes per node (``clusters/kafka_config.server_properties``).
 _GENERATED_PROPERTIES = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
@@ -65,6 +72,12 @@ def load_scenario(spec: str) -> script.Script:
         raise ValueError(f"--scenario {spec!r}: choose from {', '.join(SCENARIOS)}, or give a "
                          "schedule file (.yaml)")
     return script.load(Path(spec))
+
+
+def _major(version: str) -> int:
+    """The major number of a Kafka version such as ``4.4.0`` (0 when it has none)."""
+    head = version.split(".", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def client_idempotence(client: str, acks: str, retries: int, max_in_flight: int) -> bool:
@@ -177,6 +190,11 @@ class RunConfig(BaseModel):
     sub_via: Literal["assign", "subscribe"] = setting(
         "assign", section="workload", report=True,
         help="How consumers get partitions: assign or subscribe (a consumer group).")
+    group_protocol: Literal["classic", "consumer"] = setting(
+        "classic", section="workload", prop="group.protocol", label="group.protocol",
+        shown=True, report=True,
+        help="The consumer group protocol of --sub-via subscribe: classic, or consumer "
+        "(KIP-848; Kafka 4.0+).")
     sub_p: float = setting(0.02, section="workload", ge=0, lt=1,
                            help="Share of ops that re-assign / re-subscribe.")
     txn: bool = setting(False, section="workload", aliases=("transactions",), shown=True,
@@ -300,6 +318,19 @@ class RunConfig(BaseModel):
             raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the Java "
                              "producer needs at least linger.ms + request.timeout.ms "
                              f"({self.linger_ms + 3000})")
+        if self.group_protocol == "consumer" and self.sub_via != "subscribe":
+            raise ValueError("--group-protocol consumer needs --sub-via subscribe: assigned "
+                             "consumers join no group")
+        if (self.group_protocol == "consumer" and self.client == "librdkafka"
+                and self.crash_clients):
+            raise ValueError("--crash-clients with --group-protocol consumer on librdkafka: "
+                             "confluent-kafka 2.16's KIP-848 consumer, destroyed without "
+                             "close after broker kills, hung the run here (docs/clients.md); "
+                             "use --client java")
+        if (self.group_protocol == "consumer" and self.backend not in ATTACHED
+                and _major(self.kafka_version) < 4):
+            raise ValueError(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "
+                             f"not --kafka-version {self.kafka_version}")
         if self.backend not in backends.NAMES:
             raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
         if self.image is not None and self.backend != "docker":
@@ -433,6 +464,7 @@ class RunConfig(BaseModel):
             "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
             "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
             "unclean.leader.election.interval.ms": str(self.unclean_leader_election_interval_ms),
+            **(_CONSUMER_GROUPS if _major(self.kafka_version) >= 4 else {}),
         }
 
     def workload_settings(self):
@@ -442,7 +474,8 @@ class RunConfig(BaseModel):
         return WorkloadSettings(
             clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],
             mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
-            sub_p=self.sub_p, txn=self.txn, abort_p=self.abort_p,
+            sub_p=self.sub_p, group_protocol=self.group_protocol, txn=self.txn,
+            abort_p=self.abort_p,
             crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
             client=self.client, client_version=self.client_version or self.kafka_version,
             acks=self.acks, idempotence=bool(self.idempotence), retries=self.retries,

@@ -230,6 +230,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         if facts["heal_left"]:
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()
+    if cfg.sub_via == "subscribe":
+        facts["group"] = _group_protocol(cfg, cluster, workload.s.group, log)
     facts["workload_s"] = round(time.monotonic() - start, 2)
     facts["ops"] = dict(workload.counts)
     secs = max(facts["workload_s"], 1e-9)
@@ -253,6 +255,18 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     # between the last periodic sample and a final read would otherwise go unseen, and the
     # analysis would call that stretch blind (analysis.evidence)
     _sample(monitor, "after final reads", log)
+
+
+def _group_protocol(cfg: RunConfig, cluster: Cluster, group: str,
+                    log: Callable[[str], None]) -> dict:
+    """``{"asked": --group-protocol, "type": the protocol the coordinator says the group ran}``
+    (``unknown: ...`` when it did not answer): the proof that a KIP-848 run was one."""
+    try:
+        found = admin.group_type(cluster.bootstrap_servers, group, security=cluster.security)
+    except Exception as exc:  # the verdict then says the precondition is unproven
+        found = f"unknown: {exc}"[:200]
+    log(f"consumer group {group}: {found} protocol (asked: {cfg.group_protocol})")
+    return {"asked": cfg.group_protocol, "type": found}
 
 
 def _sample(monitor: Monitor, trigger: str, log: Callable[[str], None]) -> None:

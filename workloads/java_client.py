@@ -33,6 +33,8 @@ from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
 SOURCES = Path(__file__).parent / "java" / "kafkachaos"
+#: The log configurations of the driver's JVM (``log4j2.properties``, ``log4j.properties``).
+CONF = Path(__file__).parent / "java" / "conf"
 MAIN = "kafkachaos.Worker"
 Completion = tuple[str, Any, str | None]
 
@@ -77,7 +79,8 @@ class JavaDriver:
     Args:
         bootstrap, settings, keys: where and how every process connects, and the key map.
         version: the kafka-clients version (a Kafka release on Maven Central).
-        log: the file the JVM's stderr (the clients' own logs) is appended to.
+        log: the file the clients' own logs (warnings and errors, at most 2 x 20 MB) go to;
+            the JVM's stderr goes beside it (``.stderr``).
         clock: ns on the history's clock (``HistoryWriter.now_ns``). The JVM's
             ``System.nanoTime`` and Python's ``time.monotonic_ns`` read the same clock on
             Linux (CLOCK_MONOTONIC); ``start`` checks that and keeps the offset that turns a
@@ -108,9 +111,14 @@ class JavaDriver:
         """Compile (if needed) and start the JVM, then send the settings (``hello``)."""
         classes, kafka = build(self.wanted)
         java = dist.check_java()
-        with open(self.log, "ab") as err:
+        # the clients' logs through log4j2 (4.x) or reload4j (3.x) into a bounded file; the
+        # JVM's own stderr (a crash report) beside it
+        with open(self.log.with_suffix(".stderr"), "ab") as err:
             self._proc = subprocess.Popen(
                 [java, "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 f"-Dkafka_chaos.log={self.log}",
+                 f"-Dlog4j2.configurationFile={CONF / 'log4j2.properties'}",
+                 f"-Dlog4j.configuration=file:{CONF / 'log4j.properties'}",
                  "-cp", f"{classes}:{kafka.classpath}", MAIN],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         threading.Thread(target=self._read, daemon=True, name="java-client").start()

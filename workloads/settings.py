@@ -24,7 +24,8 @@ class WorkloadSettings:
     Consumer: ``auto_commit`` (``enable.auto.commit``), ``auto_offset_reset``,
     ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
     (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
-    ``subscribe`` clients.
+    ``subscribe`` clients, ``group_protocol`` its protocol (``classic``, or ``consumer``:
+    KIP-848, whose session and heartbeat the brokers set, so the clients may not).
 
     Client library: ``client`` is ``librdkafka`` (confluent-kafka, ``workloads/client.py``)
     or ``java`` (kafka-clients ``client_version`` on the JVM, ``workloads/java_client.py``);
@@ -43,6 +44,7 @@ class WorkloadSettings:
     poll_p: float = 0.25
     sub_via: str = "assign"
     sub_p: float = 0.02
+    group_protocol: str = "classic"
     txn: bool = False
     abort_p: float = 0.0
     crash_interval_s: float = 0.0
@@ -91,7 +93,7 @@ class WorkloadSettings:
 
     def consumer_config(self, bootstrap: str, group: str) -> dict:
         """librdkafka configuration of one process's consumer in consumer group ``group``."""
-        return {
+        return self._group_protocol({
             "bootstrap.servers": bootstrap,
             "group.id": group,
             # a transaction commits its offsets itself (send_offsets_to_transaction)
@@ -107,7 +109,17 @@ class WorkloadSettings:
             "topic.metadata.refresh.interval.ms": 2000,
             "log_level": 0,
             **self.connection,
-        }
+        })
+
+    def _group_protocol(self, conf: dict) -> dict:
+        """``conf`` for ``group_protocol``: with KIP-848 the broker sets the session and the
+        heartbeat, and both clients refuse them (librdkafka CONFIGURATION.md, "classic
+        protocol only"; Java's ConsumerConfig)."""
+        if self.group_protocol == "consumer":
+            conf = {k: v for k, v in conf.items()
+                    if k not in ("session.timeout.ms", "heartbeat.interval.ms")}
+            conf["group.protocol"] = "consumer"
+        return conf
 
     def java_producer_config(self, bootstrap: str) -> dict:
         """The Java producer's configuration (the process adds ``transactional.id``): the
@@ -128,7 +140,7 @@ class WorkloadSettings:
 
     def java_consumer_config(self, bootstrap: str) -> dict:
         """The Java consumer's configuration (the process adds ``group.id``)."""
-        return {
+        return self._group_protocol({
             "bootstrap.servers": bootstrap,
             "enable.auto.commit": self.auto_commit and not self.txn,
             "auto.offset.reset": self.auto_offset_reset,
@@ -140,4 +152,4 @@ class WorkloadSettings:
             "request.timeout.ms": max(self.request_timeout_ms, self.session_timeout_ms),
             "default.api.timeout.ms": self.txn_timeout_ms,
             "metadata.max.age.ms": 5000,
-        }
+        })

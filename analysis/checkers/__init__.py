@@ -11,11 +11,13 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame
 
-from kafka_chaos.analysis.checkers import consumer, cycles, lost, offsets, polls, sends, txn
+from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owners, polls, sends,
+                                           txn)
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
 from kafka_chaos.analysis.names import (ANOMALIES, CONSUMER_SIDE,  # re-exported
-                                        EOS_DUPLICATE, GARBAGE_READ, GROUP_REWIND)
+                                        EOS_DUPLICATE, GARBAGE_READ, GROUP_OVERLAP,
+                                        GROUP_REWIND)
 
 #: How ``analysis.check`` runs them: name -> function of ``(History, Versions)`` returning the
 #: cases (``common.cases``) of the anomalies its name lists, joined by "+", so a checker that
@@ -30,6 +32,7 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     "poll-skip+nonmonotonic-poll+int-poll-skip+int-nonmonotonic-poll": polls.poll_order,
     "G1a+precommitted-read": lambda h, v: txn.invisible_reads(v),
     f"group-skip+group-redelivery+{GROUP_REWIND}+{EOS_DUPLICATE}": consumer.delivery,
+    GROUP_OVERLAP: lambda h, v: owners.overlaps(h),
 }
 
 #: What completes the examples after the counts: name (anomalies joined by "+") -> function of

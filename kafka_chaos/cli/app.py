@@ -3,6 +3,9 @@ this package register themselves on them (``kafka_chaos.cli`` imports every one)
 
 from __future__ import annotations
 
+import faulthandler
+import signal
+import sys
 from typing import Optional
 
 import typer
@@ -32,6 +35,10 @@ def main(version: Optional[bool] = typer.Option(
         None, "--version", callback=_version, is_eager=True,
         metavar="", help="Print the version and exit.")) -> None:
     """Jepsen-style chaos testing of real Kafka clusters."""
+    # a run that seems stuck shows where each of its threads is: kill -USR1 <pid> (on the
+    # process's own stderr, which a test's captured stream is not)
+    if sys.__stderr__ is not None:
+        faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
 
 
 app.add_typer(cluster_app, name="cluster")

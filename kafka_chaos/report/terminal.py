@@ -37,7 +37,8 @@ def judge_run(result: dict, facts: dict) -> dict:
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
     violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
     that could not be undone, a node not running), and a client driver that failed while
-    the workload ran (``facts["client"]["failed"]``). The faults asked for that never ran
+    the workload ran (``facts["client"]["failed"]``), or a consumer group that did not run
+    the protocol asked for (``facts["group"]``). The faults asked for that never ran
     (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
     stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
@@ -45,6 +46,10 @@ def judge_run(result: dict, facts: dict) -> dict:
         reasons.append(f"scenario precondition not met: {unmet}")
     if left := facts.get("heal_left"):
         reasons.append(f"the final heal did not complete: {'; '.join(left)}")
+    group = facts.get("group") or {}
+    if group.get("asked") == "consumer" and group.get("type") != "consumer":
+        reasons.append(f"--group-protocol consumer asked, but the coordinator describes the "
+                       f"group as {group.get('type')}: the run did not test KIP-848")
     if failed := (facts.get("client") or {}).get("failed"):
         reasons.append(f"the client driver failed while the workload ran: {failed}")
     if facts.get("faults_not_run"):

@@ -1,9 +1,10 @@
 """The Java client beside librdkafka, on real clusters (``--client java``,
 ``workloads/java_client.py``): the same ops and history format, so every checker judges both.
 
-One comparison whose two cells differ only in the client (one seed, transactions with aborts
-under kills and pauses), and one Java run of the other code paths: plain sends, a consumer
-group with manual commits, and processes crashed without closing."""
+A comparison whose two cells differ only in the client: one seed of read-process-write
+transactions with aborts in a classic consumer group under kills and pauses. Then a run per
+client of plain sends in a KIP-848 consumer group with manual commits under kills (the Java
+one with processes crashed without closing)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,8 @@ def _acked_with_time(ops: list[dict]) -> int:
 
 def test_one_seed_on_both_clients_transactions_under_kills_and_pauses(tmp_path):
     proc = kafka_chaos("compare", "--matrix", "client=librdkafka,java", "--txn",
-                       "--abort-p", "0.1", "--nemesis", "kill,pause", "--nemesis-interval", "4",
+                       "--abort-p", "0.1", "--sub-via", "subscribe",
+                       "--nemesis", "kill,pause", "--nemesis-interval", "4",
                        "--time-limit", "20", "--seed", "36", "--out", str(tmp_path),
                        timeout_s=900)
     [directory] = [p.parent for p in tmp_path.glob("compare-*/compare.json")]
@@ -49,11 +51,11 @@ def test_one_seed_on_both_clients_transactions_under_kills_and_pauses(tmp_path):
         # both processes ran the same kinds of ops on one seed: transactions, some aborted
         # on purpose, around kills and pauses that really happened
         txns = [op for op in ops if op["f"] == "txn" and op["type"] != "invoke"]
-        assert sum(op["type"] == "ok" for op in txns) >= 50, cell["label"]
+        assert sum(op["type"] == "ok" for op in txns) >= 30, cell["label"]
         assert any(op["error"] == "ABORTED" for op in txns), cell["label"]
         nemesis = {op["f"] for op in ops if op["process"] == "nemesis" and op["type"] == "ok"}
         assert {"kill", "pause"} <= nemesis, (cell["label"], nemesis)
-        assert _acked_with_time(ops) >= 100, cell["label"]
+        assert _acked_with_time(ops) >= 50, cell["label"]
         assert res["client"]["name"] == config["client"]
         assert res["stats"]["acked_sends"] > 0 and rows[cell["label"]]["verdicts"]
         if config["client"] == "java":
@@ -70,29 +72,37 @@ def test_one_seed_on_both_clients_transactions_under_kills_and_pauses(tmp_path):
     assert leftovers() == []
 
 
-def test_the_java_client_in_a_consumer_group_with_crashed_processes(tmp_path):
-    proc = kafka_chaos("run", "--client", "java", "--sub-via", "subscribe", "--crash-clients",
-                       "--crash-client-interval", "3", "--nemesis", "kill",
-                       "--nemesis-interval", "5", "--time-limit", "20", "--seed", "5",
-                       "--out", str(tmp_path))
+@pytest.mark.parametrize("client, crash", [("java", True), ("librdkafka", False)])
+def test_kip_848_groups_under_kills(tmp_path, client, crash):
+    """KIP-848 on each client: the Java one with processes crashed every 3 s; librdkafka's
+    without (refused: its KIP-848 consumer destroyed without close hung runs here)."""
+    crashes = ["--crash-clients", "--crash-client-interval", "3"] if crash else []
+    proc = kafka_chaos("run", "--client", client, "--sub-via", "subscribe", "--group-protocol",
+                       "consumer", *crashes, "--nemesis", "kill", "--nemesis-interval", "5",
+                       "--time-limit", "20", "--seed", "848", "--out", str(tmp_path))
     run_dir = (tmp_path / "latest").resolve()
-    faults_observed(run_dir, proc, {"kill"})
-    ops = read_history(run_dir / "history.jsonl")
-    done = [op for op in ops if op.type.value != "invoke" and isinstance(op.process, int)]
-    # processes crashed without closing, and their successors took over their slots
-    crashed = [op for op in done if op.f == "crash"]
-    assert len(crashed) >= 3 and all(op.type.value == "info" for op in crashed)
-    # the group's members were assigned partitions by the coordinator and committed offsets
-    events = [m[0] for op in done if op.f == "poll" for m in op.value or []]
-    assert "assigned" in events, sorted(set(events))
-    commits = [op for op in done if op.f == "commit"]
-    assert sum(op.type.value == "ok" for op in commits) >= 10
-    assert sum(op.type.value == "ok" for op in done if op.f == "send") >= 100
+    facts = faults_observed(run_dir, proc, {"kill"})
+    # the coordinator describes the group as a KIP-848 one: the run tested that protocol
+    assert facts["group"] == {"asked": "consumer", "type": "consumer"}, facts
+    # ended on time: a crashed process's clients never hold up the workload's end
+    assert facts["workload_s"] < 40, facts["workload_s"]
+    ops = [op for op in read_history(run_dir / "history.jsonl")
+           if op.type.value != "invoke" and isinstance(op.process, int)]
+    crashed = [op for op in ops if op.f == "crash"]
+    assert (len(crashed) >= 3) == crash and all(op.type.value == "info" for op in crashed)
+    # members were assigned partitions by the coordinator and committed offsets
+    events = {m[0] for op in ops if op.f == "poll" for m in op.value or []}
+    assert "assigned" in events, sorted(events)
+    assert sum(op.f == "commit" and op.type.value == "ok" for op in ops) >= 10
+    assert sum(op.f == "send" and op.type.value == "ok" for op in ops) >= 100
     res = results_of(run_dir, proc)
-    # delivery to the group: checked, and what a crashed member's successor reads again is
-    # at-least-once, above the committed offset
-    for name in ("group-skip", "group-rewind", "lost-write", "duplicate"):
+    assert res["client"]["name"] == client
+    # group delivery checked: nothing skipped or rewound, and no partition owned by two
+    # members at once unless the earlier one had been fenced
+    for name in ("group-skip", "group-rewind", "lost-write"):
         assert res["anomalies"][name]["count"] == 0, name
-    assert res["client"] == json.loads((run_dir / "run.json").read_text())["client"]
-    assert (run_dir / "java-client.log").exists()
+    assert res["anomalies"]["group-overlap"]["outcomes"]["violation"] == 0
+    if client == "java":
+        log = run_dir / "java-client.log"
+        assert log.stat().st_size < 20 * 2**20  # bounded, whatever the clients logged
     assert leftovers() == []

@@ -145,6 +145,13 @@ def test_a_client_driver_that_failed_during_the_workload_makes_the_verdict_unkno
     assert judge_run({"valid": False}, facts)["valid"] is False  # violations stay
 
 
+@pytest.mark.parametrize("found, valid", [("consumer", True), ("classic", "unknown"),
+                                          ("unknown: timed out", "unknown")])
+def test_a_kip_848_run_is_valid_only_if_its_group_ran_that_protocol(found, valid):
+    facts = {"group": {"asked": "consumer", "type": found}}
+    assert judge_run({"valid": True, "unknown_reasons": []}, facts)["valid"] == valid
+
+
 def test_the_heal_is_read_back_rules_and_clocks_included():
     from kafka_chaos.clusters.base import Skewable
 

@@ -2,6 +2,8 @@ package kafkachaos;
 
 import java.util.Set;
 
+import org.apache.kafka.common.protocol.Errors;
+
 /**
  * The Java client's exceptions -> Jepsen op outcomes: the Java twin of
  * {@code workloads/outcomes.py}. {@code fail} only where the exception proves the effect did not
@@ -54,25 +56,36 @@ final class Outcomes {
             "UnknownMemberIdException", "FencedInstanceIdException", "StaleMemberEpochException",
             "FencedMemberEpochException", "GroupAuthorizationException");
 
-    static String name(Throwable e) {
+    /** The exception's simple class name: what the tables above match. */
+    static String cls(Throwable e) {
         return e.getClass().getSimpleName();
+    }
+
+    /**
+     * The error as the history records it: Kafka's protocol error name where the exception has
+     * one ({@code STALE_MEMBER_EPOCH}, {@code NOT_ENOUGH_REPLICAS}, as librdkafka names them),
+     * else the class name ({@code CommitFailedException}: a client-side conclusion).
+     */
+    static String name(Throwable e) {
+        Errors err = Errors.forException(e);
+        return err == Errors.UNKNOWN_SERVER_ERROR ? cls(e) : err.name();
     }
 
     /** {@code "fail"} or {@code "info"} for one send's callback exception. */
     static String send(Throwable e, int retries) {
-        String n = name(e);
+        String n = cls(e);
         if (DEFINITE_FAILURES.contains(n)) return "fail";
         if (FAIL_IF_SINGLE_ATTEMPT.contains(n) && retries == 0) return "fail";
         return "info";
     }
 
     static boolean fatal(Throwable e) {
-        return FATAL.contains(name(e));
+        return FATAL.contains(cls(e));
     }
 
     /** {@code "fail"} when the coordinator rejected an offset commit, else {@code "info"}. */
     static String commit(Throwable e) {
-        return COMMIT_REJECTED.contains(name(e)) ? "fail" : "info";
+        return COMMIT_REJECTED.contains(cls(e)) ? "fail" : "info";
     }
 
     /**
@@ -84,8 +97,8 @@ final class Outcomes {
      */
     static String txnAction(Throwable e, boolean committing) {
         if (fatal(e)) return "fatal";
-        if (committing && (name(e).equals("TimeoutException")
-                || name(e).equals("InterruptException"))) return "retry";
+        if (committing && (cls(e).equals("TimeoutException")
+                || cls(e).equals("InterruptException"))) return "retry";
         return "abort";
     }
 }

@@ -1,0 +1,86 @@
+"""``group-overlap``: a partition owned by two members of one consumer group at once, by the
+members' own rebalance callbacks (beyond Jepsen).
+
+A member (a process that ``subscribe``d with the group, ``consumer.groups``) owns a key's
+partition from an ``assigned`` event until a ``revoked`` or ``lost`` event of that key, or
+until the process ends. Both group protocols report increments (cooperative and KIP-848
+callbacks name what was added or taken; the classic eager protocol revokes everything before
+it assigns anew), so the same arithmetic serves both.
+
+Events are recorded inside ops, so when one happened is known only to lie within its op:
+ownership is *certain* from the completion of the op that recorded the ``assigned`` event to the
+invoke of the op that recorded its end (or of the process's last op). Two members whose certain
+stretches on one key overlap owned it at once. Kafka hands a partition to another member only
+after its owner revoked it, unless the owner was fenced (ConsumerRebalanceListener javadoc,
+``onPartitionsLost``: partitions "that have already been reassigned to other consumers ... will
+not be called during normal execution as the owned partitions would first be revoked"; KIP-848
+likewise waits for the revocation before it assigns the partition elsewhere). So each case says
+how the earlier owner's stretch ended: ``revoked`` (a violation), ``lost``, or ``gone`` (the
+process crashed or its op ended ``info``: both fenced, ``analysis.promises`` rule
+``fenced-member``), or ``still-owned`` (no callback ended it before the process's last op: it
+may have been fenced without learning it yet, so the finding is unexplained).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from kafka_chaos.analysis.checkers.common import at, cases, no_cases
+from kafka_chaos.analysis.checkers.consumer import groups
+from kafka_chaos.analysis.load import History
+from kafka_chaos.analysis.names import GROUP_OVERLAP
+
+_OWNERSHIP = ("assigned", "revoked", "lost")
+
+
+def stretches(h: History) -> DataFrame:
+    """``group, process, key, start, end, ended_by, assign_op``: each certain stretch of
+    ownership (history indexes, ``start <= end``), as the module docstring defines it."""
+    members = F.broadcast(groups(h))
+    done = h.ops.select("op", F.col("index").alias("done"))
+    last = (h.ops.groupBy("process")
+            .agg(F.max(F.struct("op", "f", "type")).alias("last")))
+    w = Window.partitionBy("process", "key").orderBy("op", "pos")
+    ev = (h.events.where(F.col("kind").isin(*_OWNERSHIP))
+          .select("process", "key", "op", "pos", "kind",
+                  F.lead("kind").over(w).alias("next_kind"),
+                  F.lead("op").over(w).alias("next_op")))
+    gone = (F.col("last.f") == "crash") | (F.col("last.type") == "info")
+    ended = F.coalesce(F.col("next_kind").isin("revoked", "lost"), F.lit(False))
+    # the op that recorded the assignment may be the process's last: certain at its
+    # completion alone (a stretch of one index), which a later owner's start can meet
+    return (ev.where(F.col("kind") == "assigned")
+            .join(members, "process").join(done, "op").join(last, "process")
+            .select("group", "process", "key", F.col("done").alias("start"),
+                    F.when(ended, F.col("next_op"))
+                    .otherwise(F.greatest("last.op", "done")).alias("end"),
+                    F.when(ended, F.col("next_kind"))
+                    .when(gone, F.lit("gone")).otherwise(F.lit("still-owned"))
+                    .alias("ended_by"),
+                    F.col("op").alias("assign_op"))
+            .where((F.col("start") < F.col("end"))
+                   | (~ended & (F.col("start") == F.col("end")))))
+
+
+def overlaps(h: History) -> DataFrame:
+    """The cases of ``group-overlap``: pairs of stretches of two processes of one group on
+    one key where the later one began before the earlier one ended.
+
+    Examples: ``group, key, processes`` (earlier owner first), ``op_indexes`` (the invoke
+    indexes of the ops that recorded their ``assigned`` events), ``ended_by`` (how the earlier
+    owner's stretch ended)."""
+    if not h.counts.get("subscribe", {}).get("ok") or not h.rows.get("events", 1):
+        return no_cases(h.ops.sparkSession)
+    s = stretches(h)
+    a, b = s.alias("a"), s.alias("b")
+    pairs = a.join(b, (F.col("a.group") == F.col("b.group")) & (F.col("a.key") == F.col("b.key"))
+                   & (F.col("a.process") != F.col("b.process"))
+                   & (F.col("a.start") <= F.col("b.start"))
+                   & (F.col("b.start") < F.col("a.end")))
+    return cases(pairs, F.lit(GROUP_OVERLAP), ["b.start", "a.process", "b.process"],
+                 [F.col("a.group").alias("group"), F.col("a.key").alias("key"),
+                  F.array("a.process", "b.process").alias("processes"),
+                  F.array("a.assign_op", "b.assign_op").alias("op_indexes"),
+                  F.col("a.ended_by").alias("ended_by")],
+                 at(key="a.key", lo="a.assign_op", hi="b.assign_op"))

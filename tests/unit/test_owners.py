@@ -1,0 +1,69 @@
+"""``group-overlap`` on hand-built histories (``analysis/checkers/owners.py``): two members of
+one group owning a partition at once by their own rebalance callbacks is a violation when the
+earlier owner had revoked it, permitted when it had been fenced (lost, or its process died),
+unexplained when its record never says; a clean handover and other groups are no case."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.analysis.explain import explain, explain_judged
+from tests.queue_builder import Q
+
+SUB = {"sub_via": "subscribe", "group_protocol": "consumer"}
+
+
+def overlap(result: dict) -> dict:
+    return result["anomalies"]["group-overlap"]
+
+
+def two_owners(end: list | None, *, crash: bool = False, group_b: str = "kc-group") -> Q:
+    """Process 0 is assigned key 0; process 1 (of ``group_b``) is assigned it while process 0
+    still holds it; then process 0's stretch ends with ``end`` (an event), a crash, or goes on
+    with a poll that says nothing."""
+    q = (Q(**SUB).subscribe(0, [0]).subscribe(1, [0], group=group_b)
+         .send(5, [(0, 1), (0, 2)])
+         .poll(0, {0: [(0, 1)]}, events=[["assigned", [0]]])
+         .poll(1, {0: [(0, 1), (1, 2)]}, events=[["assigned", [0]]]))
+    if crash:
+        q.crash(0)
+    else:
+        q.poll(0, {}, events=[end] if end else [])
+    return q.read_all(9)
+
+
+def test_a_partition_the_earlier_owner_revoked_only_later_is_a_violation(run):
+    result = run(two_owners(["revoked", [0]]))
+    a = overlap(result)
+    assert a["count"] == 1 and a["outcomes"]["violation"] == 1 and not a["permitted"]
+    ex = a["examples"][0]
+    assert ex["processes"] == [0, 1] and ex["ended_by"] == "revoked" and ex["key"] == 0
+    assert explain("group-overlap", ex).startswith(
+        "group kc-group: processes 0 and 1 both owned key 0 at once, the first until it "
+        "revoked it (ops ")
+    assert "group-overlap" in result["violations"] and a["side"] == "consumer"
+
+
+@pytest.mark.parametrize("end, crash", [(["lost", [0]], False), (None, True)])
+def test_an_earlier_owner_that_was_fenced_permits_the_overlap(run, end, crash):
+    a = overlap(run(two_owners(end, crash=crash)))
+    assert a["count"] == 1 and a["permitted"] and a["rules"] == {"fenced-member": 1}
+    assert a["examples"][0]["ended_by"] == ("gone" if crash else "lost")
+
+
+def test_an_earlier_owner_that_never_gave_it_up_leaves_the_overlap_unexplained(run):
+    result = run(two_owners(None))
+    a = overlap(result)
+    assert a["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
+    assert "cannot tell" in explain_judged("group-overlap", a["examples"][0])
+
+
+def test_a_handover_and_members_of_other_groups_are_no_case(run):
+    handover = (Q(**SUB).subscribe(0, [0]).subscribe(1, [0])
+                .send(5, [(0, 1)])
+                .poll(0, {0: [(0, 1)]}, events=[["assigned", [0]]])
+                .poll(0, {}, events=[["revoked", [0]]])
+                .poll(1, {0: [(0, 1)]}, events=[["assigned", [0]]])
+                .read_all(9))
+    assert overlap(run(handover))["count"] == 0
+    assert overlap(run(two_owners(["revoked", [0]], group_b="other")))["count"] == 0
