@@ -52,6 +52,8 @@ class Client:
         self.consumer: Consumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
         self._out: list | None = None  # the completion being built; callbacks append events
+        self._in_txn = False
+        self._revoked_in_txn = False  # partitions revoked or lost while a transaction ran
         self._acks: dict[bytes, tuple[KafkaError | None, int, int]] = {}
 
     # -- the op switch ------------------------------------------------------------------------
@@ -163,11 +165,13 @@ class Client:
         self._event("assigned", self._tp_keys(partitions))
 
     def _on_revoke(self, consumer, partitions) -> None:
+        self._revoked_in_txn = self._revoked_in_txn or self._in_txn
         self._event("revoked", self._tp_keys(partitions))
         for k in self._tp_keys(partitions):
             self.uncommitted.pop(str(k), None)
 
     def _on_lost(self, consumer, partitions) -> None:
+        self._revoked_in_txn = self._revoked_in_txn or self._in_txn
         self._event("lost", self._tp_keys(partitions))
         for k in self._tp_keys(partitions):
             self.uncommitted.pop(str(k), None)
@@ -276,6 +280,7 @@ class Client:
                 return "fail", [], exc.args[0].name()
             self._txn_ready = True
         committing = False
+        self._in_txn, self._revoked_in_txn = True, False
         try:
             p.begin_transaction()
             # micro-ops in their generated order, as Jepsen runs them: the sends before a
@@ -294,6 +299,13 @@ class Client:
                 p.abort_transaction(timeout_s)
                 self._rewind()
                 return "fail", out, "ABORTED"
+            if self._revoked_in_txn:
+                # what it consumed from a partition it no longer owns cannot be committed with
+                # it, and committing the rest would let the next owner consume it again in a
+                # second committed transaction (KIP-447): abort
+                p.abort_transaction(timeout_s)
+                self._rewind()
+                return "fail", out, "REVOKED"
             positions = self._positions()
             if positions:
                 p.send_offsets_to_transaction(positions, self.consumer.consumer_group_metadata(),
@@ -313,6 +325,8 @@ class Client:
             return "ok", out, None
         except KafkaException as exc:
             return self._txn_failed(exc.args[0], committing, out, value)
+        finally:
+            self._in_txn = False
 
     def _produce_slots(self, out: list, slots: list[int]) -> None:
         """Produce and flush the sends at ``slots`` of ``out`` (then emptied), each replaced

@@ -39,6 +39,9 @@ final class Proc {
     final Map<String, Long> uncommitted = new HashMap<>();
     /** The completion being built; rebalance callbacks (run inside poll) append events. */
     private List<Object> out;
+    private boolean inTxn;
+    /** Partitions were revoked or lost while a transaction ran: it must abort. */
+    private boolean revokedInTxn;
 
     Proc(int process, int slot, Worker.Settings s) {
         this.process = process;
@@ -222,12 +225,14 @@ final class Proc {
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> tps) {
+            revokedInTxn |= inTxn;
             event("revoked", keysOf(tps));
             for (int k : keysOf(tps)) uncommitted.remove(Integer.toString(k));
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> tps) {
+            revokedInTxn |= inTxn;
             event("lost", keysOf(tps));
             for (int k : keysOf(tps)) uncommitted.remove(Integer.toString(k));
         }
@@ -338,6 +343,8 @@ final class Proc {
         }
         boolean committing = false;
         List<Integer> slots = new ArrayList<>();
+        inTxn = true;
+        revokedInTxn = false;
         try {
             producer.beginTransaction();
             for (Object o : value) {
@@ -351,10 +358,13 @@ final class Proc {
                 }
             }
             produceSlots(slots);
-            if (abort) {
+            if (abort || revokedInTxn) {
+                // a partition revoked mid-transaction: what was consumed from it cannot be
+                // committed with it, and committing the rest would let the next owner consume
+                // it again in a second committed transaction (KIP-447)
                 producer.abortTransaction();
                 rewind();
-                return new Object[] {"fail", out, "ABORTED"};
+                return new Object[] {"fail", out, abort ? "ABORTED" : "REVOKED"};
             }
             Map<TopicPartition, OffsetAndMetadata> positions = positions();
             if (!positions.isEmpty()) {
@@ -378,6 +388,8 @@ final class Proc {
             return new Object[] {"ok", out, null};
         } catch (KafkaException e) {
             return txnFailed(e, committing, value);
+        } finally {
+            inTxn = false;
         }
     }
 
