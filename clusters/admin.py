@@ -268,7 +268,8 @@ def group_type(bootstrap: str, group: str, timeout_s: float = 10.0,
                security: ClientSecurity | None = None) -> str:
     """The protocol consumer group ``group`` runs as its coordinator describes it
     (DescribeGroups, or ConsumerGroupDescribe on 4.x): ``consumer`` (KIP-848), ``classic``,
-    or ``unknown``. Raises ``KafkaException`` when the cluster does not answer."""
+    or ``unknown``. Raises ``KafkaException`` when the describe fails, and
+    ``concurrent.futures.TimeoutError`` when no answer comes within ``timeout_s`` (s)."""
     admin = client(bootstrap, timeout_s, security)
     [future] = admin.describe_consumer_groups([group],
                                               request_timeout=timeout_s).values()

@@ -50,8 +50,9 @@ def build(version: str) -> tuple[Path, dist.KafkaDist]:
     ``cache_root()/java-client/``. Raises ``DistributionError`` (no such version, no Java) or
     ``JavaClientError`` (no javac, a compile error)."""
     kafka = dist.resolve(version)
+    sources = sorted(SOURCES.glob("*.java"))
     digest = hashlib.sha256()
-    for path in sorted(SOURCES.glob("*.java")):
+    for path in sources:
         digest.update(path.name.encode() + b"\0" + path.read_bytes())
     out = dist.cache_root() / "java-client" / f"{version}-{digest.hexdigest()[:12]}"
     if (out / "kafkachaos" / "Worker.class").exists():
@@ -64,7 +65,7 @@ def build(version: str) -> tuple[Path, dist.KafkaDist]:
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
         proc = subprocess.run(
             [javac, "--release", "17", "-nowarn", "-d", tmp, "-cp", kafka.classpath,
-             *map(str, sorted(SOURCES.glob("*.java")))], capture_output=True, text=True)
+             *map(str, sources)], capture_output=True, text=True)
         if proc.returncode != 0:
             raise JavaClientError(f"javac of the Java client driver against kafka-clients "
                                   f"{version} failed: {proc.stderr.strip()[-1500:]}")
