@@ -21,6 +21,7 @@ from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, E
                                           versions)
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
+from kafka_chaos.analysis.names import SHARE_UNJUDGED
 from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session
@@ -158,6 +159,10 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
     finally:
         v.unpersist()
 
+    unsettled = anomalies.pop(SHARE_UNJUDGED, None)
+    if unsettled and unsettled["count"]:
+        reasons.append(f"{unsettled['count']} acknowledged record(s) were never settled by the "
+                       "share group, whose final drain did not end quiet: not judged")
     unjudged = anomalies.pop(UNJUDGED, None)
     if op_stats["acked_sends"] == 0:
         reasons.append("no send was acknowledged: there was nothing to check")

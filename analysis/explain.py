@@ -93,7 +93,42 @@ _RENDER: dict[str, Callable[[dict], str]] = {
                                  f"{_ENDED.get(ex['ended_by'], ex['ended_by'])}{_ops(ex)}"),
     "garbage-read": lambda ex: (f"key {ex['key']} offset {ex['offset']} holds value "
                                 f"{ex['value']}, which no send wrote to that key"),
+    "share-lost": lambda ex: (f"key {ex['key']} offset {ex['offset']} (value {ex['value']}) "
+                              f"was never accepted, rejected or archived: delivered "
+                              f"{ex['deliveries']} time(s), the share group's drain ended "
+                              f"quiet (op {ex['op']} wrote it)"),
+    "share-accepted-twice": lambda ex: (f"{_record(ex)} was accepted twice, by processes "
+                                        f"{_pair(ex['processes'])}{_ops(ex)}"),
+    "share-after-ack": lambda ex: (f"{_record(ex)} was delivered to process "
+                                   f"{ex['processes'][1]} after process {ex['processes'][0]}'s "
+                                   f"{ex['settled_by']} was acknowledged{_ops(ex)}"),
+    "share-count-regress": lambda ex: (f"{_record(ex)}: delivery count "
+                                       f"{_pair(ex['delivery_counts'], ' then ')}{_ops(ex)}"),
+    "share-over-limit": lambda ex: (f"{_record(ex)} was delivered with delivery count "
+                                    f"{ex['delivery_counts'][0]}, above the limit "
+                                    f"{ex['limit']}{_ops(ex)}"),
+    "share-lock-overlap": lambda ex: (f"{_record(ex)} went to process {ex['processes'][1]} "
+                                      f"within {ex['lock_ms']} ms of its acquisition by process "
+                                      f"{ex['processes'][0]}, which had not released it"
+                                      f"{' and had crashed' if ex['ended_by'] == 'gone' else ''}"
+                                      f"{_ops(ex)}"),
+    "share-redelivery": lambda ex: (f"{_record(ex)} delivered again (count "
+                                    f"{_pair(ex['delivery_counts'], ' then ')}) after "
+                                    f"{_AFTER.get(ex['after'], ex['after'])}{_ops(ex)}"),
 }
+
+_AFTER = {"release": "a release", "no-ack": "no acknowledgement (lock expiry or a crash)",
+          "ack-refused": "an acknowledgement the broker refused",
+          "ack-unknown": "an acknowledgement of unknown outcome",
+          "accept": "an accept", "reject": "a reject"}
+
+
+def _record(ex: dict) -> str:
+    return f"key {ex['key']} offset {ex['offset']} (value {ex['value']})"
+
+
+def _pair(xs: list, sep: str = " and ") -> str:
+    return sep.join(map(str, xs))
 
 
 def _nodes(names: Any) -> str:

@@ -215,9 +215,10 @@ def _blind_text(tp, stretch) -> str:
     return f"the monitor did not see {s['partition']} from {lo} s to {until}"
 
 
-#: How the earlier owner's stretch of a ``group-overlap`` ended -> whether it was fenced
-#: (``checkers.owners``; None: its record cannot tell).
-_FENCED = {"lost": True, "gone": True, "revoked": False, "still-owned": None}
+#: How the earlier owner's stretch of a ``group-overlap`` (``checkers.owners``), or the
+#: earlier holder of a ``share-lock-overlap`` (``checkers.share``), ended -> whether it was
+#: fenced (None: its record cannot tell).
+_FENCED = {"lost": True, "gone": True, "revoked": False, "still-owned": None, "held": False}
 
 
 def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
@@ -245,7 +246,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
         write = (at["write_inv"], at.get("write_done") or evidence.END)
     return promises.Case(tuple(tp) if tp else None, lo, hi, write=write,
                          writer_f=f.get(at.get("writer")),
-                         fenced=_FENCED.get(ex.get("ended_by"), False))
+                         fenced=_FENCED.get(ex.get("ended_by"), False),
+                         state_write_failed=bool(ex.get("state_write_failed")))
 
 
 def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -14,14 +14,31 @@ GROUP_REWIND = "group-rewind"
 EOS_DUPLICATE = "eos-duplicate"
 #: A partition owned by two members of one group at once, by their own rebalance callbacks.
 GROUP_OVERLAP = "group-overlap"
+#: Share groups (KIP-932, ``analysis.checkers.share``): an acknowledged record never
+#: accepted, rejected or archived; accepted twice; delivered after it was settled; a delivery
+#: count not above an earlier one; above the limit; two holders of one lock; and the
+#: redeliveries KIP-932 permits, counted.
+SHARE_LOST = "share-lost"
+SHARE_ACCEPTED_TWICE = "share-accepted-twice"
+SHARE_AFTER_ACK = "share-after-ack"
+SHARE_COUNT_REGRESS = "share-count-regress"
+SHARE_OVER_LIMIT = "share-over-limit"
+SHARE_LOCK_OVERLAP = "share-lock-overlap"
+SHARE_REDELIVERY = "share-redelivery"
+#: Records a share group's drain could not settle the fate of: not an anomaly, a reason for
+#: an unknown verdict (as ``lost.UNJUDGED``).
+SHARE_UNJUDGED = "share-not-judged"
+SHARE = [SHARE_LOST, SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK, SHARE_COUNT_REGRESS,
+         SHARE_OVER_LIMIT, SHARE_LOCK_OVERLAP, SHARE_REDELIVERY]
 #: Anomaly names in report order; the consumer-side ones last.
 ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAGE_READ,
              "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
              "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "G1a",
              "precommitted-read", *CYCLE_ANOMALIES, "group-skip", "group-redelivery",
-             GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP]
+             GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP, *SHARE]
 #: Anomalies of a consumer group's delivery, not of the log.
-CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP)
+CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP,
+                 *SHARE)
 #: The properties a run checks, each with the anomalies that break it (every name of
 #: ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
 PROPERTIES = {
@@ -32,5 +49,7 @@ PROPERTIES = {
                  "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll"],
     "transactions": ["G1a", "precommitted-read"],
     "cycles": CYCLE_ANOMALIES,
-    "consumer delivery": list(CONSUMER_SIDE),
+    "consumer delivery": ["group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE,
+                          GROUP_OVERLAP],
+    "share delivery": SHARE,
 }

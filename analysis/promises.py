@@ -28,7 +28,10 @@ import dataclasses
 from typing import Any, Callable
 
 from kafka_chaos.analysis import evidence as ev
-from kafka_chaos.analysis.names import EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND
+from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
+                                        SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK,
+                                        SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
+                                        SHARE_REDELIVERY)
 
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that
@@ -64,7 +67,9 @@ class Case:
     concerns one. ``writer_f``: ``send`` or ``txn``, the writing op's ``f`` (None unknown).
     ``ww``: a cycle with a ww step (cycle anomalies only). ``fenced``: the earlier owner of
     a ``group-overlap`` was fenced (it reported the partition lost, or it died), not (it
-    revoked it), or None when its own record cannot tell.
+    revoked it), or None when its own record cannot tell. ``state_write_failed``: an
+    acknowledgement of the share-partition failed (or has an unknown outcome) within the
+    window of a ``share-count-regress``.
     """
 
     tp: tuple[str, int] | None
@@ -74,6 +79,7 @@ class Case:
     writer_f: str | None = None
     ww: bool = False
     fenced: bool | None = False
+    state_write_failed: bool = False
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -298,6 +304,41 @@ RULES: tuple[Rule, ...] = (
          "by calling the onPartitionsRevoked, before being reassigned to other consumers "
          "during a rebalance event.",
          writer=lambda case: case.fenced),
+    Rule("share-at-least-once", (SHARE_REDELIVERY,), lambda c: True,
+         "a share group delivers a record again after a release, an expired lock, a crashed "
+         "holder or a refused acknowledgement (the checker names which)",
+         "KIP-932, Concepts",
+         "This means that the delivery behavior is at-least-once."),
+    Rule("share-member-gone", (SHARE_LOCK_OVERLAP,), lambda c: True,
+         "the earlier holder had crashed: the end of its share session releases what it had "
+         "acquired before the lock expires",
+         "Kafka SharePartition.releaseAcquiredRecords javadoc (SharePartitionManager calls "
+         "it for a member whose share session ends)",
+         "Release the acquired records for the share partition.",
+         writer=lambda case: case.fenced),
+    Rule("share-failover-count", (SHARE_COUNT_REGRESS,), lambda c: True,
+         "a share-partition's state lives on the partition's leader and a new leader loads "
+         "it from the share coordinator, so a delivery count may miss an acquisition",
+         "KIP-932, Concepts",
+         "These updates are not performed with exactly-once semantics, so the delivery count "
+         "cannot be relied upon to be precise in all situations.",
+         evidence=_leader_change, mechanism="a leader change of the record's partition"),
+    Rule("share-state-write-failed", (SHARE_COUNT_REGRESS,), lambda c: True,
+         "an acknowledgement of the share-partition failed in between: the share-partition "
+         "leader writes its state through the share coordinator before it answers one, and "
+         "after a failed write it goes on from state that may miss acquisitions",
+         "KIP-932, Concepts",
+         "These updates are not performed with exactly-once semantics, so the delivery count "
+         "cannot be relied upon to be precise in all situations.",
+         writer=lambda case: case.state_write_failed),
+    Rule("share-failover-redelivery", (SHARE_AFTER_ACK, SHARE_ACCEPTED_TWICE,
+                                       SHARE_LOCK_OVERLAP), lambda c: True,
+         "a share-partition's in-flight state lives on the partition's leader; a new leader "
+         "loads it from the share coordinator, so locks and acknowledgements in flight at the "
+         "move may be lost and the record delivered again",
+         "KIP-932, Concepts",
+         "This means that the delivery behavior is at-least-once.",
+         evidence=_leader_change, mechanism="a leader change of the record's partition"),
     Rule("reset-to-latest", ("group-skip",), lambda c: c.get("auto_offset_reset") == "latest",
          "a member without a committed offset starts at the log end (auto.offset.reset=latest)",
          "Kafka consumer configs, `auto.offset.reset`",

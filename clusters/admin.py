@@ -188,6 +188,13 @@ def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
     _alter(admin, ResourceType.TOPIC, topic, settings, timeout_s)
 
 
+def set_group_config(admin: AdminClient, group: str, settings: dict[str, str],
+                     timeout_s: float = 15.0) -> None:
+    """Incrementally set group configs (KIP-848's GROUP resource), e.g. a share group's
+    ``share.auto.offset.reset`` (KIP-932). Raises ``ClusterError``."""
+    _alter(admin, ResourceType.GROUP, group, settings, timeout_s)
+
+
 def _alter(admin: AdminClient, kind: ResourceType, name: str, settings: dict[str, str],
            timeout_s: float) -> None:
     res = ConfigResource(kind, name, incremental_configs=[

@@ -192,8 +192,11 @@ def authenticate(conn: _Connection, security: ClientSecurity) -> None:
         raise WireError(f"SASL {mechanism} of {user}: {exc}") from None
 
 
-def _call(endpoint: str, request: Any, response_type: type[R], timeout_s: float,
-          security: ClientSecurity | None = None) -> R:
+def call(endpoint: str, request: Any, response_type: type[R], timeout_s: float,
+         security: ClientSecurity | None = None) -> R:
+    """Send ``request`` (a kio request entity) to the broker at ``host:port`` on a connection
+    of its own (TLS and SASL as ``security`` says) and read its ``response_type`` reply.
+    Raises ``WireError`` naming the endpoint: the connection, TLS, SASL, or the reply."""
     host, port = endpoint.rsplit(":", 1)
     security = security or ClientSecurity()
     try:
@@ -229,7 +232,7 @@ def api_versions(endpoint: str, timeout_s: float = 5.0,
     ``(min, max)`` version the broker serves. Raises ``WireError`` saying what failed: the
     connection, TLS, the SASL mechanism or the credentials (how an attached run refuses
     wrong secrets in one clear sentence, where librdkafka's clients only retry)."""
-    reply = _call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+    reply = call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
     return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in reply.api_keys}
 
 
@@ -261,7 +264,7 @@ def describe_topic_partitions(endpoint: str, topics: list[str], timeout_s: float
     request = dtp_req.DescribeTopicPartitionsRequest(
         topics=tuple(dtp_req.TopicRequest(name=TopicName(t)) for t in topics),
         response_partition_limit=i32(2000), cursor=None)
-    reply = _call(endpoint, request, dtp_resp.DescribeTopicPartitionsResponse, timeout_s,
+    reply = call(endpoint, request, dtp_resp.DescribeTopicPartitionsResponse, timeout_s,
                   security)
     return {t.name: sorted(({
         "error": int(p.error_code), "partition": int(p.partition_index),
@@ -283,7 +286,7 @@ def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: floa
             configs=tuple(configs_req.AlterableConfig(name=k, config_operation=i8(SET),
                                                       value=v) for k, v in settings.items())),
     ), validate_only=False)
-    reply = _call(endpoint, request, configs_resp.IncrementalAlterConfigsResponse, timeout_s,
+    reply = call(endpoint, request, configs_resp.IncrementalAlterConfigsResponse, timeout_s,
                   security)
     for response in reply.responses:
         if response.error_code:
@@ -303,7 +306,7 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0,
     request = quorum_req.DescribeQuorumRequest(topics=(quorum_req.TopicData(
         topic_name=TopicName("__cluster_metadata"),
         partitions=(quorum_req.PartitionData(partition_index=i32(0)),)),))
-    reply = _call(endpoint, request, quorum_resp.DescribeQuorumResponse, timeout_s, security)
+    reply = call(endpoint, request, quorum_resp.DescribeQuorumResponse, timeout_s, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: DescribeQuorum error code {int(reply.error_code)}")
     parts = [p for t in reply.topics for p in t.partitions]
@@ -328,7 +331,7 @@ def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int,
             reassign_req.ReassignablePartition(
                 partition_index=i32(p), replicas=tuple(BrokerId(i) for i in ids))
             for p, ids in replicas.items())),))
-    reply = _call(endpoint, request, reassign_resp.AlterPartitionReassignmentsResponse,
+    reply = call(endpoint, request, reassign_resp.AlterPartitionReassignmentsResponse,
                   timeout_s + 5, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: AlterPartitionReassignments error code "

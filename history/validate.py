@@ -102,7 +102,8 @@ def _int(x: Any, what: str, *, nullable: bool = False, minimum: int = _INT64[0])
     if x is None and nullable:
         return
     if type(x) is not int or not minimum <= x <= _INT64[1]:
-        raise _Bad(f"{what} must be a 64-bit integer{' >= 0' if minimum == 0 else ''}"
+        raise _Bad(f"{what} must be a 64-bit integer"
+                   f"{f' >= {minimum}' if minimum != _INT64[0] else ''}"
                    f"{' or null' if nullable else ''}, got {x!r}")
 
 
@@ -158,11 +159,43 @@ def _check_v2(op: Op, invoke: Op | None) -> None:
         extra = "group" if op.f == "subscribe" else "seek"
         if v.get(extra) is not None and not isinstance(v[extra], str):
             raise _Bad(f"value field {extra!r} must be a string")
+    elif op.f == "share":
+        _share(op, v)
     elif op.f == "commit":
         if not isinstance(v, dict):
             raise _Bad(f"value must be {{\"offsets\": {{key: offset}}}}, got {v!r}")
         for off in _key_map(v.get("offsets"), "value 'offsets'").values():
             _int(off, "committed offset", minimum=0)
+
+
+_SHARE_ACKS = ("accept", "release", "reject", None)
+
+
+def _share(op: Op, v: Any) -> None:
+    """A share-group op (``workloads.share``): ``{"group", "hold"?, "final"?}`` invoked;
+    ``{"group", "records": [[key, offset, value, delivery_count, ack], ...], "acks": {key:
+    "ok" | error}, "drained"?}`` completed."""
+    if not isinstance(v, dict) or not isinstance(v.get("group"), str):
+        raise _Bad(f"value must be an object with a string 'group', got {v!r}")
+    for flag in ("hold", "final", "drained"):
+        if not isinstance(v.get(flag, False), bool):
+            raise _Bad(f"value field {flag!r} must be true or false")
+    if op.type is OpType.INVOKE:
+        return
+    if type(v.get("records")) is not list:
+        raise _Bad("value field 'records' must be a list of [key, offset, value, "
+                   "delivery_count, ack]")
+    for i, rec in enumerate(v["records"]):
+        if type(rec) is not list or len(rec) != 5 or rec[4] not in _SHARE_ACKS:
+            raise _Bad(f"record {i} must be [key, offset, value, delivery_count, ack] with ack "
+                       f"accept, release, reject or null, got {rec!r}")
+        _int(rec[0], f"record {i} key", minimum=0)
+        _int(rec[1], f"record {i} offset", minimum=0)
+        _int(rec[2], f"record {i} value")
+        _int(rec[3], f"record {i} delivery_count", minimum=1)
+    for k, res in _key_map(v.get("acks"), "value 'acks'").items():
+        if not isinstance(res, str):
+            raise _Bad(f"acknowledgement result of key {k} must be \"ok\" or an error name")
 
 
 def _mop_list(v: Any) -> list:

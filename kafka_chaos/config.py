@@ -80,6 +80,12 @@ def _major(version: str) -> int:
     return int(head) if head.isdigit() else 0
 
 
+def _version(version: str) -> tuple[int, int]:
+    """``(major, minor)`` of a Kafka version such as ``4.2.1`` (0 where a part is missing)."""
+    parts = (version.split(".") + ["0"])[:2]
+    return tuple(int(p) if p.isdigit() else 0 for p in parts)  # type: ignore[return-value]
+
+
 def client_idempotence(client: str, acks: str, retries: int, max_in_flight: int) -> bool:
     """What ``enable.idempotence`` is when a run leaves it unset: librdkafka's default is
     off (CONFIGURATION.md); the Java client's is on since 3.0 (KIP-679), and off again
@@ -187,14 +193,25 @@ class RunConfig(BaseModel):
         "MIN..MAX).")
     poll_p: float = setting(0.25, section="workload", ge=0, le=1,
                             help="Share of ops (or txn micro-ops) that poll.")
-    sub_via: Literal["assign", "subscribe"] = setting(
+    sub_via: Literal["assign", "subscribe", "share"] = setting(
         "assign", section="workload", report=True,
-        help="How consumers get partitions: assign or subscribe (a consumer group).")
+        help="How consumers get records: assign, subscribe (a consumer group) or share (a "
+        "share group, KIP-932; Kafka 4.2+).")
     group_protocol: Literal["classic", "consumer"] = setting(
         "classic", section="workload", prop="group.protocol", label="group.protocol",
         shown=True, report=True,
         help="The consumer group protocol of --sub-via subscribe: classic, or consumer "
         "(KIP-848; Kafka 4.0+).")
+    share_lock_ms: int = setting(
+        5000, section="workload", prop="group.share.record.lock.duration.ms",
+        label="share.record.lock.duration.ms", unit="ms", ge=1000, le=3_600_000,
+        help="--sub-via share: the acquisition lock of a delivered record (KIP-932), set on "
+        "the brokers.")
+    share_delivery_limit: int = setting(
+        3, section="workload", prop="group.share.delivery.count.limit",
+        label="share.delivery.count.limit", ge=2, le=10,
+        help="--sub-via share: deliveries of a record before it is archived (KIP-932), set "
+        "on the brokers.")
     sub_p: float = setting(0.02, section="workload", ge=0, lt=1,
                            help="Share of ops that re-assign / re-subscribe.")
     txn: bool = setting(False, section="workload", aliases=("transactions",), shown=True,
@@ -318,6 +335,8 @@ class RunConfig(BaseModel):
             raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the Java "
                              "producer needs at least linger.ms + request.timeout.ms "
                              f"({self.linger_ms + 3000})")
+        if self.sub_via == "share":
+            self._share_combinations()
         if self.group_protocol == "consumer" and self.sub_via != "subscribe":
             raise ValueError("--group-protocol consumer needs --sub-via subscribe: assigned "
                              "consumers join no group")
@@ -407,6 +426,27 @@ class RunConfig(BaseModel):
             raise ValueError(f"--scenario {self.scenario} needs --brokers >= 3 and --acks all")
         return self
 
+    def _share_combinations(self) -> None:
+        """Refuse what a share-group run cannot be: share consumers take no part in
+        transactions (KIP-932 leaves exactly-once out), join no consumer group, run on
+        librdkafka here, and need a cluster of ours of Kafka 4.2+ (where share groups are
+        production-ready and this tool sets their lock and delivery limit)."""
+        if self.txn:
+            raise ValueError("--sub-via share with --txn: share consumers take no part in "
+                             "transactions (KIP-932)")
+        if self.group_protocol != "classic":
+            raise ValueError("--group-protocol is for --sub-via subscribe, not share")
+        if self.client != "librdkafka":
+            raise ValueError("--sub-via share with --client java: the Java share consumer is "
+                             "not driven yet; use --client librdkafka")
+        if self.backend in ATTACHED:
+            raise ValueError(f"--sub-via share on --backend {self.backend}: the checker "
+                             "judges by the brokers' lock duration and delivery limit, which "
+                             "the tool sets on clusters of its own only")
+        if _version(self.kafka_version) < (4, 2):
+            raise ValueError(f"--sub-via share needs Kafka 4.2 or later (KIP-932), not "
+                             f"--kafka-version {self.kafka_version}")
+
     def _attachable(self) -> None:
         """Refuse faults a cluster the tool did not create must not get: those needing a
         cluster of ours (libfaketime, the lossy filesystem), and any cluster-wide config
@@ -465,7 +505,23 @@ class RunConfig(BaseModel):
             "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
             "unclean.leader.election.interval.ms": str(self.unclean_leader_election_interval_ms),
             **(_CONSUMER_GROUPS if _major(self.kafka_version) >= 4 else {}),
+            **(self._share_groups() if self.sub_via == "share" else {}),
         }
+
+    def _share_groups(self) -> dict[str, str]:
+        """Brokers' share-group settings (KIP-932): the lock and the delivery limit the
+        checker judges by, their bounds opened to them, and a session of 6 s as consumer
+        groups get (``_CONSUMER_GROUPS``), so that a crashed member leaves within seconds."""
+        lock = str(self.share_lock_ms)
+        return {"group.share.record.lock.duration.ms": lock,
+                "group.share.min.record.lock.duration.ms": lock,
+                "group.share.max.record.lock.duration.ms": str(max(self.share_lock_ms, 60000)),
+                "group.share.delivery.count.limit": str(self.share_delivery_limit),
+                "group.share.min.delivery.count.limit": "2",
+                "group.share.session.timeout.ms": "6000",
+                "group.share.min.session.timeout.ms": "6000",
+                "group.share.heartbeat.interval.ms": "2000",
+                "group.share.min.heartbeat.interval.ms": "1000"}
 
     def workload_settings(self):
         """The ``workloads.settings.WorkloadSettings`` of this run."""

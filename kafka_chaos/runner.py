@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
 
-from kafka_chaos.clusters import admin, backends
+from kafka_chaos.clusters import admin, backends, share_state
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.history import HistoryWriter
@@ -29,6 +29,7 @@ from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.script import Runner
 from kafka_chaos.nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
                               unhealed)
+from kafka_chaos.workloads import share
 from kafka_chaos.workloads.final_reads import final_reads
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.queue import QueueWorkload
@@ -201,6 +202,10 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
             workload: QueueWorkload, facts: dict, live: LiveCheck | None) -> None:
     start = time.monotonic()
+    if cfg.sub_via == "share":
+        admin.set_group_config(admin.client(cluster.bootstrap_servers,
+                                            security=cluster.security),
+                               workload.s.share_group, {"share.auto.offset.reset": "earliest"})
     try:
         workload.start()
         scheduler.start()
@@ -251,10 +256,44 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
                                        new_process=workload.next_process,
                                        isolation_level=cfg.isolation_level,
                                        connection=workload.s.connection, ids=workload.s.ids)
+    if cfg.sub_via == "share":
+        facts["share"] = _drain(cfg, cluster, history, keys, workload, log)
     # the record must see the partitions up to the end of the final reads: an election
     # between the last periodic sample and a final read would otherwise go unseen, and the
     # analysis would call that stretch blind (analysis.evidence)
     _sample(monitor, "after final reads", log)
+
+
+def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
+           workload: QueueWorkload, log: Callable[[str], None]) -> dict:
+    """The share group's final drain (``workloads.share.drain``): ``{"group", "drain": ok |
+    info, "s"}``."""
+    t = time.monotonic()
+    group = workload.s.share_group
+    before = _share_offsets(cluster, group, keys)
+    log(f"draining share group {group}")
+    try:
+        result = share.drain(cluster.bootstrap_servers, history, keys, group,
+                             workload.next_process(), cfg.share_lock_ms, workload.s.connection)
+    except Exception as exc:  # the checker then judges no unsettled record
+        result = f"info: {type(exc).__name__}: {exc}"[:200]
+    return {"group": group, "drain": result, "s": round(time.monotonic() - t, 2),
+            "before": before, "after": _share_offsets(cluster, group, keys)}
+
+
+def _share_offsets(cluster: Cluster, group: str, keys: KeySpace) -> dict | str:
+    """``{key: {"start_offset", "lag", ...}}`` of the share group's share-partitions
+    (``clusters.share_state``), or why the coordinator did not say."""
+    topics: dict[str, list[int]] = {}
+    for k in range(keys.keys):
+        topic, partition = keys.tp(k)
+        topics.setdefault(topic, []).append(partition)
+    try:
+        found = share_state.start_offsets(cluster.bootstrap_servers, group, topics,
+                                          security=cluster.security)
+    except Exception as exc:  # recorded; the verdict then says the state is unknown
+        return f"{type(exc).__name__}: {exc}"[:200]
+    return {str(keys.key(t, p)): state for (t, p), state in sorted(found.items())}
 
 
 def _group_protocol(cfg: RunConfig, cluster: Cluster, group: str,

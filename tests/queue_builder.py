@@ -127,6 +127,22 @@ class Q(Lines):
         value = {"offsets": {str(k): o for k, o in offsets.items()}}
         return self.invoke(process, "commit", value).complete(process, type, "commit", value)
 
+    def share(self, process: int, records: list[tuple], *, acks: dict[int, str] | None = None,
+              hold: bool = False, type: str = "ok", drained: bool = False,
+              group: str = "kc-share") -> "Q":
+        """A share-group op (``workloads.share``) delivering ``(key, offset, value,
+        delivery_count, ack)`` records; ``acks`` (key -> result) defaults to ``ok`` for every
+        key with an acknowledged record; ``drained``: the final drain's quiet last op."""
+        inv = {"group": group, **({"hold": True} if hold else {}),
+               **({"final": True} if drained else {})}
+        self.invoke(process, "share", inv)
+        if acks is None:
+            acks = {r[0]: "ok" for r in records if r[4] is not None}
+        done = {"group": group, "records": [list(r) for r in records],
+                "acks": {str(k): v for k, v in acks.items()},
+                **({"drained": True} if drained else {})}
+        return self.complete(process, type, "share", done)
+
     def crash(self, process: int) -> "Q":
         """A crash op (completion ``info``)."""
         return self.invoke(process, "crash", None).complete(process, "info", "crash", None,

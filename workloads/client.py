@@ -13,8 +13,10 @@ import random
 import time
 from typing import Any, Callable
 
-from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer, ShareConsumer,
+                             TopicPartition)
 
+from kafka_chaos.workloads import share
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
 from kafka_chaos.workloads.settings import WorkloadSettings
@@ -50,6 +52,7 @@ class Client:
             bootstrap, f"{settings.ids}-txn-{slot}" if settings.txn else None))
         self._txn_ready = False
         self.consumer: Consumer | None = None
+        self.share_consumer: ShareConsumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
         self._out: list | None = None  # the completion being built; callbacks append events
         self._in_txn = False
@@ -61,7 +64,7 @@ class Client:
         """Run op ``f`` with invoke ``value``; return ``(type, completion value, error)``."""
         ops = {"send": self._send, "poll": self._poll_op, "txn": self._txn,
                "assign": self._assign, "subscribe": self._subscribe, "commit": self._commit,
-               "crash": self._crash}
+               "crash": self._crash, "share": self._share}
         try:
             if f not in ops:
                 raise ValueError(f"unknown client op {f!r}")
@@ -88,7 +91,7 @@ class Client:
             self.producer.flush(0)
         # the consumer holds this client's bound callbacks: dropping the reference here frees
         # it now, not at some later garbage collection
-        self.producer = self.consumer = None
+        self.producer = self.consumer = self.share_consumer = None
 
     # -- sends ---------------------------------------------------------------------------------
     def _on_delivery(self, err: KafkaError | None, msg) -> None:
@@ -265,6 +268,24 @@ class Client:
             if self.uncommitted.get(k) == off:
                 del self.uncommitted[k]
         return "ok", value, None
+
+    def _share(self, value: dict) -> Completion:
+        """A share-group op (``workloads.share.share_op``); a poll that raised delivered
+        nothing: ``fail``."""
+        if self.share_consumer is None:
+            self.share_consumer = ShareConsumer(share.consumer_config(
+                self.bootstrap, value["group"], self.s.connection, self.s.request_timeout_ms))
+            self.share_consumer.subscribe(sorted({tp[0] for tp in self._tps}))
+        try:
+            typ, done, err = share.share_op(
+                self.share_consumer, self.keys, value["group"], self.rng,
+                self.s.poll_timeout_ms / 1000, bool(value.get("hold")))
+        except KafkaException as exc:
+            return "fail", {"group": value["group"], "records": [], "acks": {}}, \
+                share.error_name(exc)
+        if typ == "info":
+            self.dead = True  # acknowledgements of unknown outcome: retire the process
+        return typ, done, err
 
     # -- transactions --------------------------------------------------------------------------
     def _txn(self, value: list) -> Completion:

@@ -27,6 +27,7 @@ class Generator:
         self.keys = keys
         self.rng = rng
         self.values = values
+        self._crash_next = False
 
     def next(self, uncommitted: dict[str, int], fresh: bool, crash: bool) -> tuple[str, Any]:
         """``(f, invoke value)`` of the next op.
@@ -36,6 +37,8 @@ class Generator:
         has not committed (a manual ``commit`` follows a poll in ``subscribe`` mode).
         """
         s, rng = self.s, self.rng
+        if s.sub_via == "share":
+            return self._share(crash)
         if crash:
             return "crash", None
         if fresh or rng.random() < s.sub_p:
@@ -48,6 +51,20 @@ class Generator:
                            for _ in range(n)]
         if rng.random() < s.poll_p:
             return "poll", [["poll"]]
+        return "send", [self._send() for _ in range(n)]
+
+    def _share(self, crash: bool) -> tuple[str, Any]:
+        """A share process's next op: a crash first acquires records and acknowledges none
+        (``hold``), so that the crash leaves them locked (KIP-932's lock expiry)."""
+        if crash:
+            self._crash_next = True
+            return "share", {"group": self.s.share_group, "hold": True}
+        if self._crash_next:
+            self._crash_next = False
+            return "crash", None
+        if self.rng.random() < self.s.poll_p:
+            return "share", {"group": self.s.share_group}
+        n = self.rng.randint(self.s.mops_min, self.s.mops_max)
         return "send", [self._send() for _ in range(n)]
 
     def _send(self) -> list:

@@ -25,7 +25,9 @@ class WorkloadSettings:
     ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
     (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
     ``subscribe`` clients, ``group_protocol`` its protocol (``classic``, or ``consumer``:
-    KIP-848, whose session and heartbeat the brokers set, so the clients may not).
+    KIP-848, whose session and heartbeat the brokers set, so the clients may not). With
+    ``sub_via="share"`` the consumers are share consumers of ``share_group`` instead
+    (``workloads.share``).
 
     Client library: ``client`` is ``librdkafka`` (confluent-kafka, ``workloads/client.py``)
     or ``java`` (kafka-clients ``client_version`` on the JVM, ``workloads/java_client.py``);
@@ -68,6 +70,11 @@ class WorkloadSettings:
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     client: str = "librdkafka"
     client_version: str = ""
+
+    @property
+    def share_group(self) -> str:
+        """The share group of ``sub_via="share"`` consumers (KIP-932), named by ``ids``."""
+        return f"{self.ids}-share"
 
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""

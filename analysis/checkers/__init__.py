@@ -12,12 +12,12 @@ from typing import Any, Callable
 from pyspark.sql import DataFrame
 
 from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owners, polls, sends,
-                                           txn)
+                                           share, txn)
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
 from kafka_chaos.analysis.names import (ANOMALIES, CONSUMER_SIDE,  # re-exported
                                         EOS_DUPLICATE, GARBAGE_READ, GROUP_OVERLAP,
-                                        GROUP_REWIND)
+                                        GROUP_REWIND, SHARE, SHARE_UNJUDGED)
 
 #: How ``analysis.check`` runs them: name -> function of ``(History, Versions)`` returning the
 #: cases (``common.cases``) of the anomalies its name lists, joined by "+", so a checker that
@@ -33,6 +33,7 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     "G1a+precommitted-read": lambda h, v: txn.invisible_reads(v),
     f"group-skip+group-redelivery+{GROUP_REWIND}+{EOS_DUPLICATE}": consumer.delivery,
     GROUP_OVERLAP: lambda h, v: owners.overlaps(h),
+    "+".join([*SHARE, SHARE_UNJUDGED]): lambda h, v: share.check(h),
 }
 
 #: What completes the examples after the counts: name (anomalies joined by "+") -> function of

@@ -5,7 +5,8 @@ faults, fingerprint; never the seed), so a nightly job with a new seed each nigh
 suite of the same tests. Its test cases:
 
 - one per property the checkers check (``analysis.names.PROPERTIES``: lost writes,
-  duplicates, log integrity, ordering, transactions, cycles, consumer delivery): a
+  duplicates, log integrity, ordering, transactions, cycles, consumer delivery, and share
+  delivery in a share-group run): a
   ``<failure>`` when anomalies that break it are counted under ``--fail-on`` (its message
   lists them with their counts, its body explains the first examples, ``analysis.explain``);
   else an ``<error type="unknown">`` when one of the ``unknown_reasons`` concerns it (a
@@ -34,7 +35,7 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
-from kafka_chaos.analysis.names import ANOMALIES, PROPERTIES
+from kafka_chaos.analysis.names import ANOMALIES, PROPERTIES, SHARE
 from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code, word
 
@@ -108,7 +109,9 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
 
 def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
     """A test case per property of ``analysis.names.PROPERTIES`` (see the module's
-    docstring), of class ``classname``."""
+    docstring), of class ``classname``. ``share delivery`` only for a run whose consumers
+    were share consumers (``share`` ops, or a share anomaly found): in any other run there
+    was nothing of it to check, and a passed case would say otherwise."""
     fail_on = results.get("fail_on") or "violation"
     counted = set(_counted(results, fail_on)) if exit_code(results, fail_on) \
         == EXIT_ANOMALIES else set()
@@ -117,7 +120,11 @@ def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
     if unknown and not reasons:
         reasons = ["no verdict"]
     cases = []
+    shared = "share" in ((results.get("stats") or {}).get("by_f") or {}) or any(
+        ((results.get("anomalies") or {}).get(n) or {}).get("count") for n in SHARE)
     for prop, names in PROPERTIES.items():
+        if names == SHARE and not shared:
+            continue
         case = TestCase(prop, classname=classname)
         mine = [n for n in names if n in counted]
         concern = [r for r in reasons if _concerns(r, names)]

@@ -43,6 +43,12 @@ from kafka_chaos.workloads.outcomes import classify
     ({"client": "java", "delivery_timeout_ms": 2000}, "linger.ms \\+ request.timeout.ms"),
     ({"client": "java", "backend": "external", "bootstrap_servers": "b:9092",
       "client_properties": "/x"}, "not mapped yet"),
+    ({"sub_via": "share", "txn": True}, "take no part in transactions"),
+    ({"sub_via": "share", "client": "java"}, "Java share consumer is not driven yet"),
+    ({"sub_via": "share", "kafka_version": "4.1.1"}, "needs Kafka 4.2 or later"),
+    ({"sub_via": "share", "backend": "external", "bootstrap_servers": "b:9092"},
+     "clusters of its own only"),
+    ({"sub_via": "share", "share_delivery_limit": 11}, "less than or equal to 10"),
 ])
 def test_invalid_combinations_are_refused(kwargs, message):
     with pytest.raises(ValidationError, match=message):
@@ -124,6 +130,11 @@ def test_generator_is_seeded_and_follows_the_modes():
     txn = ops(WorkloadSettings(txn=True, sub_via="subscribe"))
     assert {f for f, _ in txn} <= {"subscribe", "txn", "crash"}
     assert any(m == ["poll"] for f, v in txn if f == "txn" for m in v)
+    shared = ops(WorkloadSettings(sub_via="share", ids="r1"))
+    assert {f for f, _ in shared} == {"send", "share", "crash"}
+    # a crash first acquires records and acknowledges none, so that they stay locked
+    assert shared[50] == ("share", {"group": "r1-share", "hold": True})
+    assert shared[51] == ("crash", None)
 
 
 def test_defaults_are_valid_and_reach_the_brokers():
@@ -305,3 +316,14 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
 def test_every_backend_is_either_ours_or_attaching():
     assert set(backends.OWN) | set(backends.ATTACHING) == set(backends._BACKENDS)
     assert not set(backends.OWN) & set(backends.ATTACHING)
+
+
+def test_a_share_group_run_sets_the_brokers_lock_and_delivery_limit():
+    """The checker judges by the lock and the limit (``analysis.checkers.share``), so the
+    brokers get exactly those, their bounds opened to them; other runs set none."""
+    props = RunConfig(sub_via="share", share_lock_ms=4000, share_delivery_limit=4).broker_config()
+    assert props["group.share.record.lock.duration.ms"] == "4000"
+    assert props["group.share.min.record.lock.duration.ms"] == "4000"
+    assert props["group.share.delivery.count.limit"] == "4"
+    assert props["group.share.session.timeout.ms"] == "6000"
+    assert not any(k.startswith("group.share.") for k in RunConfig().broker_config())

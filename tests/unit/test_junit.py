@@ -62,6 +62,17 @@ def test_a_valid_run_passes_every_property_with_the_run_facts(tmp_path) -> None:
     assert "scenario" not in props and "unclean_election_at_runtime" not in props
 
 
+def test_share_delivery_is_a_property_of_share_group_runs_only(tmp_path) -> None:
+    lost = {"key": 0, "value": 5, "offset": 2, "op": 3, "deliveries": 0,
+            "max_delivery_count": None}
+    results = verdict(config(sub_via="share"), {"share-lost": (1, [lost])})
+    suite, cases, _ = parsed(tmp_path, results, config(sub_via="share"))
+    assert (suite.tests, suite.failures) == (8, 1)
+    [failure] = cases["share delivery"].result
+    assert failure.message == "violations: share-lost (1)"
+    assert "was never accepted, rejected or archived" in failure.text
+
+
 def test_a_violation_fails_its_property_naming_counts_and_explaining_examples(
         tmp_path) -> None:
     results = verdict(config(), {"lost-write": (2, [LOST, LOST_2])})

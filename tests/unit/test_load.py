@@ -113,6 +113,12 @@ def v2(line: int, value: object, message: str) -> tuple:
             line, lambda op: op.__setitem__("value", value), message)
 
 
+def s2(line: int, value: object, message: str) -> tuple:
+    """A case replacing the value of ``line`` of a small good share-group history."""
+    return (Q(sub_via="share").send(0, [(0, 1)]).share(1, [(0, 0, 1, 1, "accept")]).read_all(2),
+            line, lambda op: op.__setitem__("value", value), message)
+
+
 @pytest.mark.parametrize("q, line, edit, message", [
     v2(2, [["send", 0, 1.0]], r"^line 2: send invoke mop 0 value must be a 64-bit integer"),
     v2(2, [["poll"]], r"^line 2: send invoke mop 0: a send op cannot hold a 'poll'"),
@@ -137,6 +143,15 @@ def v2(line: int, value: object, message: str) -> tuple:
     (H().send(0, 0, 1).poll(1, 0, [(0, 1)], final=True), 4,
      lambda op: op["value"].__setitem__("records", [[0, True]]),
      r"^line 4: poll ok value field 'records'\[0\]"),
+    s2(5, {"group": "g", "records": [[0, 0, 1, 0, "accept"]], "acks": {}},
+       r"^line 5: share ok record 0 delivery_count must be a 64-bit integer >= 1, got 0"),
+    s2(5, {"group": "g", "records": [[0, 0, 1, 1, "maybe"]], "acks": {}},
+       r"^line 5: share ok record 0 must be \[key, offset, value, delivery_count, ack\]"),
+    s2(5, {"group": "g", "records": [], "acks": {"0": 1}},
+       r"^line 5: share ok acknowledgement result of key 0 must be"),
+    s2(4, {"group": 5}, r"^line 4: share invoke value must be an object with a string"),
+    s2(5, {"group": "g", "records": [], "acks": {}, "drained": "yes"},
+       r"^line 5: share ok value field 'drained' must be true or false"),
     (Q().send(0, [(0, 1)]), 2, lambda op: op.__setitem__("index", 0.0),
      r"^line 2: field 'index' is 0.0, expected 0 \(an integer\)"),
     (Q().send(0, [(0, 1)]), 3, lambda op: op.__setitem__("time", 5.0), r"^line 3: field 'time'"),

@@ -1,0 +1,173 @@
+"""Share groups (KIP-932) on hand-built histories (``analysis/checkers/share.py``): each share
+anomaly found exactly, what KIP-932 permits counted and permitted, a clean history valid."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.analysis.explain import explain
+from kafka_chaos.analysis.names import SHARE
+from tests.unit.test_evidence import P, T, q, sample
+
+SH = {"sub_via": "share", "share_lock_ms": 5000, "share_delivery_limit": 3}
+
+
+def base(**config) -> "q":
+    """Values 10, 11 and 12 written to key 0 at offsets 0-2, with monitor samples."""
+    x = sample(q(**{**SH, **config}))
+    return x.send(0, [(0, 10), (0, 11), (0, 12)])
+
+
+def end(x, *, drained: bool = True):
+    """The drain's quiet op, the final reads of every key, a last sample."""
+    x.share(40, [], drained=drained)
+    x.read_all(41, keys=[0, 1, 2])
+    return sample(x)
+
+
+def counts(result: dict) -> dict[str, int]:
+    return {n: result["anomalies"][n]["count"] for n in SHARE if result["anomalies"][n]["count"]}
+
+
+def test_a_clean_history_with_releases_and_an_archived_record_is_valid(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "release"), (0, 2, 12, 1, "reject")])
+    x.share(2, [(0, 1, 11, 2, "release")]).share(1, [(0, 1, 11, 3, "release")])
+    result = run(end(x))
+    assert counts(result) == {"share-redelivery": 2}
+    a = result["anomalies"]["share-redelivery"]
+    assert a["permitted"] and a["rules"] == {"share-at-least-once": 2}
+    assert result["valid"] is True and a["side"] == "consumer"
+    assert explain("share-redelivery", a["examples"][0]).startswith(
+        "key 0 offset 1 (value 11) delivered again (count 1 then 2) after a release")
+
+
+def test_a_record_never_settled_after_a_quiet_drain_is_lost(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "release")])
+    result = run(end(x))
+    assert counts(result) == {"share-lost": 2}
+    a = result["anomalies"]["share-lost"]
+    assert a["outcomes"]["violation"] == 2 and result["valid"] is False
+    assert {(e["value"], e["deliveries"]) for e in a["examples"]} == {(11, 1), (12, 0)}
+
+
+def test_without_a_quiet_drain_unsettled_records_are_not_judged(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept")])
+    result = run(end(x, drained=False))
+    assert counts(result) == {} and result["valid"] == "unknown"
+    assert any("share group" in r and "not judged" in r for r in result["unknown_reasons"])
+
+
+def test_an_acknowledgement_of_unknown_outcome_may_have_settled_the_record(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "reject")],
+            type="info")
+    assert counts(run(end(x))) == {}
+
+
+def test_a_record_accepted_twice_and_delivered_after_its_accept(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "reject")])
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 2, 12, 2, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-accepted-twice": 1, "share-after-ack": 2}
+    after = result["anomalies"]["share-after-ack"]
+    assert after["outcomes"]["violation"] == 2
+    assert {e["settled_by"] for e in after["examples"]} == {"accept", "reject"}
+    ex = result["anomalies"]["share-accepted-twice"]["examples"][0]
+    assert ex["processes"] == [1, 2] and ex["value"] == 10
+    assert explain("share-accepted-twice", ex).startswith(
+        "key 0 offset 0 (value 10) was accepted twice, by processes 1 and 2")
+
+
+def test_a_refused_accept_settles_nothing(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept")], acks={0: "INVALID_RECORD_STATE"})
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-redelivery": 1}
+    assert result["anomalies"]["share-redelivery"]["examples"][0]["after"] == "ack-refused"
+
+
+@pytest.mark.parametrize("failover, outcome", [(False, "violation"), (True, "permitted")])
+def test_a_delivery_count_that_goes_back(run, failover, outcome):
+    x = base()
+    x.share(1, [(0, 0, 10, 2, "release")])
+    if failover:
+        sample(x, {(T, 0): P(2, 2, [2, 3])})
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    a = result["anomalies"]["share-count-regress"]
+    assert a["count"] == 1 and a["outcomes"][outcome] == 1
+    if failover:
+        assert a["rules"] == {"share-failover-count": 1}
+    assert explain("share-count-regress", a["examples"][0]).startswith(
+        "key 0 offset 0 (value 10): delivery count 2 then 2")
+
+
+def test_a_delivery_count_above_the_limit(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 4, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-over-limit": 1}
+    assert result["anomalies"]["share-over-limit"]["examples"][0]["limit"] == 3
+
+
+@pytest.mark.parametrize("crash, outcome", [(False, "violation"), (True, "permitted")])
+def test_a_record_delivered_to_another_process_while_its_lock_held(run, crash, outcome):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, None)], hold=True)
+    if crash:
+        x.crash(1)
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    a = result["anomalies"]["share-lock-overlap"]
+    assert a["count"] == 1 and a["outcomes"][outcome] == 1
+    assert a["examples"][0]["ended_by"] == ("gone" if crash else "held")
+    if crash:
+        assert a["rules"] == {"share-member-gone": 1}
+    assert result["anomalies"]["share-redelivery"]["examples"][0]["after"] == "no-ack"
+
+
+def test_a_delivery_after_the_lock_expired_is_a_redelivery_only(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, None)], hold=True).pause(6)
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-redelivery": 1} and result["valid"] is True
+
+
+def test_an_acknowledgement_lost_with_its_connection_may_have_settled_the_record(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")],
+            acks={0: "_TRANSPORT"})
+    assert counts(run(end(x))) == {}
+
+
+def test_a_value_written_twice_is_two_records_of_the_share_partition(run):
+    x = sample(q(**SH)).send(0, [(0, 10), (0, 10)])
+    x.share(1, [(0, 0, 10, 1, "accept")]).share(1, [(0, 1, 10, 1, "accept")])
+    assert counts(run(end(x))) == {}
+
+
+def test_a_failed_acknowledgement_of_the_share_partition_permits_a_count_that_goes_back(run):
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept")],
+            acks={0: "REQUEST_TIMED_OUT"})
+    x.share(1, [(0, 2, 12, 1, None)], hold=True).crash(1)
+    x.share(2, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    result = run(end(x))
+    a = result["anomalies"]["share-count-regress"]
+    assert a["count"] == 3 and a["permitted"]
+    assert a["rules"] == {"share-state-write-failed": 3}
+    assert all(e["state_write_failed"] for e in a["examples"])
+
+
+def test_a_consumer_older_than_the_lock_may_have_acquired_before_its_op(run):
+    x = base()
+    x.share(1, []).pause(6)
+    x.share(1, [(0, 0, 10, 1, None)], hold=True)
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    assert counts(run(end(x))) == {"share-redelivery": 1}
