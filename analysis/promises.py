@@ -171,6 +171,10 @@ def _plain_producer(case: Case) -> bool:
     return case.writer_f == "send"
 
 
+#: KIP-932 (Concepts) on delivery counts, which two rules rely on.
+_IMPRECISE_COUNTS = ("These updates are not performed with exactly-once semantics, so the "
+                     "delivery count cannot be relied upon to be precise in all situations.")
+
 RULES: tuple[Rule, ...] = (
     Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
          "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
@@ -320,16 +324,14 @@ RULES: tuple[Rule, ...] = (
          "a share-partition's state lives on the partition's leader and a new leader loads "
          "it from the share coordinator, so a delivery count may miss an acquisition",
          "KIP-932, Concepts",
-         "These updates are not performed with exactly-once semantics, so the delivery count "
-         "cannot be relied upon to be precise in all situations.",
+         _IMPRECISE_COUNTS,
          evidence=_leader_change, mechanism="a leader change of the record's partition"),
     Rule("share-state-write-failed", (SHARE_COUNT_REGRESS,), lambda c: True,
          "an acknowledgement of the share-partition failed in between: the share-partition "
          "leader writes its state through the share coordinator before it answers one, and "
          "after a failed write it goes on from state that may miss acquisitions",
          "KIP-932, Concepts",
-         "These updates are not performed with exactly-once semantics, so the delivery count "
-         "cannot be relied upon to be precise in all situations.",
+         _IMPRECISE_COUNTS,
          writer=lambda case: case.state_write_failed),
     Rule("share-failover-redelivery", (SHARE_AFTER_ACK, SHARE_ACCEPTED_TWICE,
                                        SHARE_LOCK_OVERLAP), lambda c: True,
