@@ -83,10 +83,69 @@ class ClientSecurity:
         """The settings to merge into every librdkafka client's configuration."""
         return dict(self.settings)
 
+    def java(self) -> dict[str, str]:
+        """The same settings for the Java client (kafka-clients), to merge into every
+        producer's and consumer's configuration of ``--client java``.
+
+        SASL goes into ``sasl.jaas.config``: ``PlainLoginModule`` or ``ScramLoginModule``
+        with the username and password, or ``OAuthBearerLoginModule`` with an unsecured token
+        for librdkafka's ``principal=`` (Kafka's ``OAuthBearerUnsecuredLoginCallbackHandler``,
+        the client's default). TLS takes PEM (KIP-651): the CA file as a PEM trust store, the
+        client certificate and key as a PEM key store's content (the key must be PKCS#8, as
+        Java reads it); librdkafka's ``ssl.endpoint.identification.algorithm=none`` is
+        Java's empty value. Raises ``SecurityError`` for OAUTHBEARER through an OIDC token
+        endpoint, which the Java client takes only with a JVM-wide list of allowed URLs
+        (``org.apache.kafka.sasl.oauthbearer.allowed.urls``) that the driver does not set.
+        """
+        s = self.settings
+        out = {"security.protocol": self.protocol}
+        mechanism = self.sasl
+        if mechanism is not None:
+            out["sasl.mechanism"] = mechanism
+            out["sasl.jaas.config"] = self._jaas(mechanism)
+        if self.tls:
+            if "ssl.ca.location" in s:
+                out.update({"ssl.truststore.type": "PEM",
+                            "ssl.truststore.location": s["ssl.ca.location"]})
+            if "ssl.certificate.location" in s:
+                out.update({"ssl.keystore.type": "PEM",
+                            "ssl.keystore.certificate.chain":
+                                Path(s["ssl.certificate.location"]).read_text(),
+                            "ssl.keystore.key": Path(s["ssl.key.location"]).read_text()})
+                if "ssl.key.password" in s:
+                    out["ssl.key.password"] = s["ssl.key.password"]
+            algorithm = s.get("ssl.endpoint.identification.algorithm")
+            if algorithm is not None:
+                out["ssl.endpoint.identification.algorithm"] = \
+                    "" if algorithm.lower() == "none" else algorithm
+        return out
+
+    def _jaas(self, mechanism: str) -> str:
+        s = self.settings
+        if mechanism == "OAUTHBEARER":
+            if s.get("sasl.oauthbearer.method", "default").lower() == "oidc":
+                raise SecurityError(f"{self.source}: sasl.oauthbearer.method=oidc with "
+                                    "--client java: not mapped yet; use --client librdkafka")
+            config = dict(part.split("=", 1) for part in
+                          s.get("sasl.oauthbearer.config", "").split() if "=" in part)
+            return ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                    f"required unsecuredLoginStringClaim_sub={_quoted(config['principal'])};")
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+                  if mechanism == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")
+        return (f"{module} required username={_quoted(s['sasl.username'])} "
+                f"password={_quoted(s['sasl.password'])};")
+
     def describe(self) -> dict[str, str]:
         """The settings as logs, ``config.json`` and reports may show them: secrets replaced
         by ``[hidden]``."""
         return {k: "[hidden]" if k in SECRETS else v for k, v in self.settings.items()}
+
+
+def _quoted(value: str) -> str:
+    """A JAAS option value: quoted, with backslashes and quotes escaped (Kafka's
+    ``JaasConfig`` parses it with ``StreamTokenizer``)."""
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
 def load(path: Path, environ: dict[str, str] | None = None) -> ClientSecurity:

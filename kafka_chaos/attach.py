@@ -126,7 +126,9 @@ def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> Workl
     topics (``keys.base``)."""
     settings = cfg.workload_settings()
     if cluster.security is not None:
-        settings = dataclasses.replace(settings, connection=cluster.security.librdkafka())
+        settings = dataclasses.replace(
+            settings, connection=cluster.security.librdkafka(),
+            java_connection=cluster.security.java() if settings.client == "java" else {})
     if not cluster.owned:
         settings = dataclasses.replace(settings, ids=keys.base, group=f"{keys.base}-group")
     return settings

@@ -327,10 +327,6 @@ class RunConfig(BaseModel):
                                                   self.max_in_flight)
         if self.client != "java" and self.client_version is not None:
             raise ValueError("--client-version needs --client java")
-        if self.client == "java" and self.client_properties is not None:
-            raise ValueError("--client java with --client-properties: the Java client's "
-                             "TLS and SASL settings are not mapped yet; use --client "
-                             "librdkafka")
         if self.client == "java" and self.delivery_timeout_ms < self.linger_ms + 3000:
             raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the Java "
                              "producer needs at least linger.ms + request.timeout.ms "

@@ -235,9 +235,9 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         if facts["heal_left"]:
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()
+    facts["workload_s"] = round(time.monotonic() - start, 2)
     if cfg.sub_via == "subscribe":
         facts["group"] = _group_protocol(cfg, cluster, workload.s.group, log)
-    facts["workload_s"] = round(time.monotonic() - start, 2)
     facts["ops"] = dict(workload.counts)
     secs = max(facts["workload_s"], 1e-9)
     facts["ops_per_s"] = round((sum(workload.counts.values()) - workload.counts["acked"]) / secs, 1)
@@ -267,7 +267,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
 def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
            workload: QueueWorkload, log: Callable[[str], None]) -> dict:
     """The share group's final drain (``workloads.share.drain``): ``{"group", "drain": ok |
-    info, "s"}``."""
+    info, "s"}`` with the share-partitions' state (``_share_offsets``) ``before`` and
+    ``after`` it."""
     t = time.monotonic()
     group = workload.s.share_group
     before = _share_offsets(cluster, group, keys)

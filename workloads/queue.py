@@ -25,6 +25,10 @@ from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
 
+#: Seconds ``stop`` waits for the clients it drops.
+DROP_WAIT_S = 5.0
+
+
 class QueueWorkload:
     """Runs ``settings.clients`` workers until ``stop()``, recording every op in ``history``.
 
@@ -92,7 +96,8 @@ class QueueWorkload:
                              daemon=True, name="crasher").start()
 
     def stop(self, timeout_s: float | None = None) -> None:
-        """Stop the workers (each finishes its op in flight), then drop every client.
+        """Stop the workers (each finishes its op in flight), then drop every client (waiting
+        at most ``DROP_WAIT_S`` for them).
 
         With transactions, every worker's ``transactional.id`` is fenced by a fresh producer
         (``init_transactions``), which aborts any transaction a dead process left open, so that
@@ -104,8 +109,16 @@ class QueueWorkload:
             t.join(wait if timeout_s is None else timeout_s)
         if hasattr(self, "_gc_threshold"):
             gc.set_threshold(*self._gc_threshold)
-        for client in list(self._live.values()):
-            client.drop()
+        # each on a thread of its own, waited for a few seconds: librdkafka's KIP-848
+        # consumer, destroyed without close after broker kills, was seen to take 25 s here
+        # (the destroy finishes in the background; nothing of the run waits for it)
+        drops = [threading.Thread(target=client.drop, daemon=True, name=f"drop-{slot}")
+                 for slot, client in list(self._live.items())]
+        for t in drops:
+            t.start()
+        deadline = time.monotonic() + DROP_WAIT_S
+        for t in drops:
+            t.join(max(0.0, deadline - time.monotonic()))
         if self.java is not None:
             self.java.close()
         if self.s.txn:

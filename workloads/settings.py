@@ -35,8 +35,9 @@ class WorkloadSettings:
 
     Every client: ``ids`` prefixes its consumer groups and transactional ids (a run on a
     shared cluster takes ids of its own); ``connection`` holds librdkafka's security
-    settings (``clusters.security.ClientSecurity.librdkafka``: TLS, SASL), kept out of
-    ``repr`` because it holds secrets.
+    settings (``clusters.security.ClientSecurity.librdkafka``: TLS, SASL) and
+    ``java_connection`` the Java client's (``ClientSecurity.java``), both kept out of
+    ``repr`` because they hold secrets.
     """
 
     clients: int = 4
@@ -68,6 +69,7 @@ class WorkloadSettings:
     group: str = "kc-group"
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     client: str = "librdkafka"
     client_version: str = ""
 
@@ -140,6 +142,7 @@ class WorkloadSettings:
             "delivery.timeout.ms": self.delivery_timeout_ms,
             "request.timeout.ms": self.request_timeout_ms, "linger.ms": self.linger_ms,
             "metadata.max.age.ms": 5000, "max.block.ms": self.txn_timeout_ms,
+            **self.java_connection,
         }
         if self.txn:
             conf["transaction.timeout.ms"] = self.txn_timeout_ms
@@ -159,4 +162,5 @@ class WorkloadSettings:
             "request.timeout.ms": max(self.request_timeout_ms, self.session_timeout_ms),
             "default.api.timeout.ms": self.txn_timeout_ms,
             "metadata.max.age.ms": 5000,
+            **self.java_connection,
         })

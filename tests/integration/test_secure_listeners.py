@@ -2,13 +2,17 @@
 Kafka 4.4.0 started here by hand (not by a backend: the way a user's cluster is configured),
 with a SASL_SSL listener (SCRAM-SHA-512 users formatted into its metadata, KIP-900,
 PLAIN, and OAUTHBEARER with Kafka's unsecured token validator), an SSL listener that requires a client certificate (mTLS) and a plaintext one for
-itself. ``clusters/wire.py``'s requests and librdkafka, configured from one client
-properties file (``clusters/security.py``), must get in; wrong secrets must not."""
+itself. ``clusters/wire.py``'s requests, librdkafka and the Java client driver
+(``--client java``), configured from one client properties file (``clusters/security.py``),
+must get in; wrong secrets must not."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import random
+import time
 import signal
 import socket
 import subprocess
@@ -21,6 +25,9 @@ from kafka_chaos.clusters import dist, security, wire
 from kafka_chaos.clusters.dist import check_java
 from kafka_chaos.clusters.local import kafka_uuid
 from kafka_chaos.waiting import wait_until
+from kafka_chaos.workloads.java_client import JavaClient, JavaDriver
+from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.settings import WorkloadSettings
 from tests.certs import authority
 from tests.oidc import AUDIENCE, IdentityProvider
 
@@ -163,6 +170,32 @@ def test_wire_and_librdkafka_get_in_with_scram_plain_and_mtls_and_not_without(
     assert not wire.answers(broker["ssl"], 5.0, security=no_cert)
     assert not wire.answers(broker["sasl_ssl"], 2.0)
     assert SECRET not in str(scram.describe()) and PLAIN_SECRET not in str(plain.describe())
+    # the Java client, configured from the same files (JAAS, PEM stores), sends; with the
+    # wrong password it does not
+    for sec, endpoint in ((scram, broker["sasl_ssl"]), (plain, broker["sasl_ssl"]),
+                          (oauth, broker["sasl_ssl"]), (mtls, broker["ssl"]),
+                          (wrong, broker["sasl_ssl"])):
+        typ, done = java_send(tmp_path, endpoint, sec)
+        if sec is wrong:
+            assert typ != "ok", done
+        else:
+            assert typ == "ok" and done[0][2][0] is not None, (sec.describe(), done)
+
+
+def java_send(tmp_path: Path, endpoint: str, sec: security.ClientSecurity) -> tuple:
+    """One ``send`` op of the Java client driver to topic ``secure`` through ``endpoint``
+    with ``sec``'s settings: its completion type and value."""
+    settings = dataclasses.replace(WorkloadSettings(client="java", delivery_timeout_ms=5000),
+                                   java_connection=sec.java())
+    driver = JavaDriver(endpoint, settings, KeySpace(keys=1, base="secure"), "4.4.0",
+                        tmp_path / f"java-{time.monotonic_ns()}.log", time.monotonic_ns)
+    try:
+        driver.start()
+        typ, done, _ = JavaClient(driver, 0, 0, random.Random(0)).invoke(
+            "send", [["send", 0, 7]])
+        return typ, done
+    finally:
+        driver.close()
 
 
 def test_oidc_tokens_of_a_real_identity_provider_get_in_and_a_wrong_client_secret_not(

@@ -41,8 +41,6 @@ from kafka_chaos.workloads.outcomes import classify
      "needs Kafka 4.0 or later"),
     ({"client_version": "3.9.1"}, "--client-version needs --client java"),
     ({"client": "java", "delivery_timeout_ms": 2000}, "linger.ms \\+ request.timeout.ms"),
-    ({"client": "java", "backend": "external", "bootstrap_servers": "b:9092",
-      "client_properties": "/x"}, "not mapped yet"),
     ({"sub_via": "share", "txn": True}, "take no part in transactions"),
     ({"sub_via": "share", "client": "java"}, "Java share consumer is not driven yet"),
     ({"sub_via": "share", "kafka_version": "4.1.1"}, "needs Kafka 4.2 or later"),

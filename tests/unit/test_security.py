@@ -308,3 +308,35 @@ def test_oauthbearer_sends_an_unsecured_token_or_one_of_the_token_endpoint(tmp_p
             wire.describe_quorum(broker.endpoint, timeout_s=5, security=bad)
     finally:
         server.shutdown()
+
+
+def test_the_java_client_gets_the_same_settings_as_jaas_and_pem(tmp_path) -> None:
+    """``--client java`` takes the file too: SASL as ``sasl.jaas.config`` (values quoted and
+    escaped), TLS as PEM stores (KIP-651), librdkafka's ``none`` as Java's empty value."""
+    cert, key = tmp_path / "c.pem", tmp_path / "k.pem"
+    cert.write_text("CERT")
+    key.write_text("KEY")
+    path = tmp_path / "client.properties"
+    path.write_text(f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                    f"sasl.username=chaos\nsasl.password=p\"w\\d\nssl.ca.location={cert}\n"
+                    f"ssl.certificate.location={cert}\nssl.key.location={key}\n"
+                    "ssl.endpoint.identification.algorithm=none\n")
+    java = security.load(path, {}).java()
+    assert java["sasl.mechanism"] == "SCRAM-SHA-512"
+    assert java["sasl.jaas.config"] == ('org.apache.kafka.common.security.scram.ScramLoginModule '
+                                        'required username="chaos" password="p\\"w\\\\d";')
+    assert java["ssl.truststore.type"] == "PEM" and java["ssl.truststore.location"] == str(cert)
+    assert java["ssl.keystore.certificate.chain"] == "CERT" and java["ssl.keystore.key"] == "KEY"
+    assert java["ssl.endpoint.identification.algorithm"] == ""
+    path.write_text("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
+                    "sasl.oauthbearer.config=principal=chaos scope=x\n"
+                    "enable.sasl.oauthbearer.unsecure.jwt=true\n")
+    java = security.load(path, {}).java()
+    assert java["sasl.jaas.config"].endswith('required unsecuredLoginStringClaim_sub="chaos";')
+    assert "ssl.truststore.type" not in java
+    path.write_text("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
+                    "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=a\n"
+                    "sasl.oauthbearer.client.secret=b\n"
+                    "sasl.oauthbearer.token.endpoint.url=https://idp/token\n")
+    with pytest.raises(security.SecurityError, match="oidc with --client java: not mapped"):
+        security.load(path, {}).java()
