@@ -270,19 +270,23 @@ class Client:
         return "ok", value, None
 
     def _share(self, value: dict) -> Completion:
-        """A share-group op (``workloads.share.share_op``); a poll that raised delivered
-        nothing: ``fail``."""
+        """A share-group op (``workloads.share.share_op``). One that raised is ``info`` with
+        the records it had got, their acknowledgements of unknown outcome (some may have been
+        sent, and a later commit would send the rest): the process is retired."""
         if self.share_consumer is None:
             self.share_consumer = ShareConsumer(share.consumer_config(
                 self.bootstrap, value["group"], self.s.connection, self.s.request_timeout_ms))
             self.share_consumer.subscribe(sorted({tp[0] for tp in self._tps}))
+        records: list = []
         try:
             typ, done, err = share.share_op(
                 self.share_consumer, self.keys, value["group"], self.rng,
-                self.s.poll_timeout_ms / 1000, bool(value.get("hold")))
-        except KafkaException as exc:
-            return "fail", {"group": value["group"], "records": [], "acks": {}}, \
-                share.error_name(exc)
+                self.s.poll_timeout_ms / 1000, bool(value.get("hold")), records)
+        except Exception as exc:
+            self.dead = True
+            name = share.error_name(exc) if isinstance(exc, KafkaException) \
+                else f"{type(exc).__name__}: {exc}"[:200]
+            return "info", {"group": value["group"], "records": records, "acks": {}}, name
         if typ == "info":
             self.dead = True  # acknowledgements of unknown outcome: retire the process
         return typ, done, err

@@ -6,7 +6,7 @@ each record it got with ``accept``, ``release`` (deliver it again) or ``reject``
 again), chosen at random (``ACKS``), and commits those acknowledgements (``commit_sync``, one
 result per partition). A ``hold`` op polls and acknowledges nothing: the process is then
 dropped without closing, a crash, so its records stay locked until the lock expires or the
-coordinator removes the member (KIP-932, "Record delivery and acknowledgement").
+coordinator removes the member (KIP-932).
 
 Completion value (``docs/history-format.md``): ``{"group", "records": [[key, offset, value,
 delivery_count, ack], ...], "acks": {key: "ok" | error name}}``, ``ack`` null for a record
@@ -48,15 +48,18 @@ def consumer_config(bootstrap: str, group: str, connection: dict[str, str],
 
 
 def share_op(consumer: ShareConsumer, keys: KeySpace, group: str, rng: random.Random | None,
-             poll_s: float, hold: bool = False) -> tuple[str, dict, str | None]:
+             poll_s: float, hold: bool = False,
+             records: list | None = None) -> tuple[str, dict, str | None]:
     """One ``share`` op: poll, acknowledge each record (by ``rng``, ``ACKS``; every record
     ``accept`` when ``rng`` is None, as the final drain does; none with ``hold``), commit.
 
     Returns ``(type, completion value, error)``: ``ok`` when the poll and the commit
     answered (a partition's refused acknowledgements are its ``acks`` error), ``info`` when
-    the commit raised (its results are unknown). Raises ``KafkaException`` from the poll:
-    nothing was delivered that the history could name."""
-    records, by_key = [], {}
+    the commit raised (its results are unknown). Each record is appended to ``records``
+    (given by a caller that must name them if this raises) before it is acknowledged.
+    Raises ``KafkaException`` from the poll or an acknowledgement."""
+    records = [] if records is None else records
+    by_key = {}
     for msg in consumer.poll(poll_s):
         if msg.error() is not None:
             continue
@@ -65,9 +68,10 @@ def share_op(consumer: ShareConsumer, keys: KeySpace, group: str, rng: random.Ra
         if not hold:
             ack = "accept" if rng is None else rng.choices(
                 [a for a, _ in ACKS], [w for _, w in ACKS])[0]
+        records.append([key, msg.offset(), int(msg.value()), msg.delivery_count(), ack])
+        if ack is not None:
             consumer.acknowledge(msg, _TYPES[ack])
             by_key[str(key)] = None
-        records.append([key, msg.offset(), int(msg.value()), msg.delivery_count(), ack])
     value = {"group": group, "records": records, "acks": {}}
     if not by_key:
         return "ok", value, None
@@ -110,12 +114,14 @@ def drain(bootstrap: str, history: HistoryWriter, keys: KeySpace, group: str, pr
         while clock() - start < timeout_s:
             inv = {"group": group, "final": True}
             history.append(process, OpType.INVOKE, "share", inv)
+            records: list = []
             try:
-                typ, value, err = share_op(consumer, keys, group, None, 1.0)
-            except KafkaException as exc:
+                typ, value, err = share_op(consumer, keys, group, None, 1.0, records=records)
+            except KafkaException as exc:  # what it got, acknowledged with unknown outcome
                 history.append(process, OpType.INFO, "share",
-                               {"group": group, "records": [], "acks": {}},
+                               {"group": group, "records": records, "acks": {}},
                                error_name(exc))
+                last = clock()  # a quiet stretch is one without records and without errors
                 continue
             if value["records"]:
                 last = clock()

@@ -2,16 +2,24 @@
 
 A *delivery* is one record a ``share`` op returned: ``key, offset, value, count`` (the
 delivery count the broker sent), ``ack`` (accept, release, reject, or null: none sent) and
-its result (``ok``, an error, or unknown). Delivery ``a`` comes *before* ``b`` when ``a``'s op
-completed before ``b``'s was invoked; deliveries of overlapping ops are not ordered. A
-delivery *settled* the record when its ``accept`` or ``reject`` was acknowledged ``ok``.
+its result (``ok``, an error, or unknown). A delivery *settled* the record when its
+``accept`` or ``reject`` was acknowledged ``ok``.
+
+Delivery ``a`` comes *before* ``b`` when ``b``'s record was surely acquired after ``a``'s op
+completed. A share consumer fetches ahead and returns buffered records in later polls (seen
+here: a consumer handed its application records it had acquired seconds before, whose lock
+had expired and which another consumer had meanwhile accepted), so the op that returns a
+record does not bound when it was acquired: only the consumer's first op does. So ``a``
+comes before ``b`` when ``b``'s consumer began after ``a``'s op completed, or when both are
+of one consumer and ``a``'s op came first (the broker does not give a member a record it
+holds, so the member's second copy was acquired after the first was given up).
 
 - ``share-lost``: an acknowledged write that the final reads found in the log, that no
   delivery settled (nor may have: an acknowledgement of unknown result counts), and that never
   reached the delivery limit (a record whose last delivery was released or expired at
   ``group.share.delivery.count.limit`` is archived), although the final drain
   (``workloads.share.drain``) ended quiet. KIP-932: "the delivery behavior is at-least-once".
-  Without a quiet drain such records are ``share-unjudged`` (the verdict is unknown).
+  Without a quiet drain such records are ``share-not-judged`` (the verdict is unknown).
 - ``share-accepted-twice``: two deliveries of one record both accepted ``ok``.
 - ``share-after-ack``: a delivery after an earlier one settled the record (KIP-932: an
   Acknowledged or Archived record is not delivered again).
@@ -19,8 +27,8 @@ delivery *settled* the record when its ``accept`` or ``reject`` was acknowledged
   "Every time that a record is acquired by a consumer in a share group, its delivery count
   increments by 1"). ``state_write_failed``: an acknowledgement on that share-partition
   failed, or has an unknown outcome, after the earlier consumer began and before the later
-  delivery (the state write behind it may have
-  failed, and KIP-932's counts are then imprecise: ``analysis.promises``).
+  delivery; the state write behind it may have failed, and KIP-932's counts are then
+  imprecise (``analysis.promises``).
 - ``share-over-limit``: a delivery count above the limit (KIP-932: at the limit the record
   "moves into Archived state and is not eligible for additional delivery attempts").
 - ``share-lock-overlap``: a delivery to another process while an earlier delivery's lock
@@ -28,9 +36,9 @@ delivery *settled* the record when its ``accept`` or ``reject`` was acknowledged
   had expired: KIP-932's ``InvalidRecordStateException``) and the later op completed
   within ``group.share.record.lock.duration.ms`` of the earlier consumer's first op (the
   earliest it could have acquired the record: ``deliveries``), so the lock could not have
-  expired. ``ended_by``: ``gone`` when the earlier process
-  had crashed (or ended ``info``) before, which ends its share session and releases its
-  records (Kafka ``SharePartition.releaseAcquiredRecords``), else ``held``.
+  expired. ``ended_by``: ``gone`` when the earlier process had crashed (or ended ``info``)
+  before, which ends its share session and releases its records (Kafka
+  ``SharePartition.releaseAcquiredRecords``), else ``held``.
 - ``share-redelivery``: a delivery after an earlier one that did not settle the record
   (``after``: ``release``, ``no-ack``: the lock expired or its holder crashed,
   ``ack-refused`` or ``ack-unknown``): what KIP-932 permits, counted.
@@ -105,9 +113,12 @@ def _example(a: str | None, b: str, **more: Column) -> list[Column]:
 
 def check(h: History) -> DataFrame:
     """The cases (``common.cases``) of every share anomaly of the module docstring, and of
-    ``share-unjudged``. Examples: ``key, value, offset, processes, op_indexes`` (invoke
-    indexes of the deliveries' ops, earlier first), ``delivery_counts``; ``ended_by`` (lock
-    overlaps), ``after`` (redeliveries), ``acks`` (accepted twice)."""
+    ``share-not-judged``. Examples: ``key, value, offset, processes, op_indexes`` (invoke
+    indexes of the deliveries' ops, earlier first), ``delivery_counts``; ``settled_by``
+    (after an acknowledgement), ``state_write_failed`` (counts that go back), ``limit``
+    (over the limit), ``ended_by`` and ``lock_ms`` (lock overlaps), ``after``
+    (redeliveries); a lost record's ``op`` (its writer), ``deliveries`` and
+    ``max_delivery_count``."""
     if not h.counts.get("share"):
         return no_cases(h.ops.sparkSession)
     config = h.config or {}
@@ -118,7 +129,9 @@ def check(h: History) -> DataFrame:
     # records of the share-partition
     same = ((F.col("a.key") == F.col("b.key")) & (F.col("a.offset") == F.col("b.offset"))
             & (F.col("a.value") == F.col("b.value")))
-    before = same & (F.col("a.index") < F.col("b.op"))
+    before = same & ((F.col("a.time") < F.col("b.since_ns"))
+                     | ((F.col("a.process") == F.col("b.process"))
+                        & (F.col("a.index") < F.col("b.op"))))
     pairs = a.join(b, before)
     where = at(key="b.key", lo="a.op", hi="b.op")
     regress = _state_writes(pairs.where("b.count <= a.count"), d)
@@ -212,7 +225,7 @@ def _overlaps(h: History, pairs: DataFrame, lock_ms: int) -> DataFrame:
 
 
 def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
-    """``share-lost`` (or ``share-unjudged`` without a quiet drain) cases."""
+    """``share-lost`` (or ``share-not-judged`` without a quiet drain) cases."""
     drained = (h.ops.where((F.col("f") == "share") & (F.col("type") == "ok"))
                .where(F.get_json_object("done", "$.drained") == "true").limit(1).count() > 0)
     in_log = h.reads.where("final").select("key", "offset", "value").distinct()

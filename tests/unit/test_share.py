@@ -171,3 +171,16 @@ def test_a_consumer_older_than_the_lock_may_have_acquired_before_its_op(run):
     x.share(1, [(0, 0, 10, 1, None)], hold=True)
     x.share(2, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
     assert counts(run(end(x))) == {"share-redelivery": 1}
+
+
+def test_a_record_an_older_consumer_had_buffered_is_not_ordered_after_anothers_accept(run):
+    """Seen on a real cluster: process 3's consumer acquired records, held them in its buffer
+    past their lock, and returned them after process 5 had got and accepted them. Which
+    acquisition came first, the record cannot say; both accepts answered ok is the finding."""
+    x = base()
+    x.share(3, [])
+    x.share(5, [(0, 0, 10, 2, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
+    x.share(3, [(0, 0, 10, 1, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-accepted-twice": 1}
+    assert result["anomalies"]["share-accepted-twice"]["outcomes"]["violation"] == 1
