@@ -23,10 +23,10 @@ holds, so the member's second copy was acquired after the first was given up).
 - ``share-accepted-twice``: two deliveries of one record both accepted ``ok``.
 - ``share-after-ack``: a delivery after an earlier one settled the record (KIP-932: an
   Acknowledged or Archived record is not delivered again).
-- ``share-count-regress``: a delivery whose count is not above an earlier delivery's (KIP-932:
-  "Every time that a record is acquired by a consumer in a share group, its delivery count
-  increments by 1"). ``state_write_failed``: an acknowledgement on that share-partition
-  failed, or has an unknown outcome, after the earlier consumer began and before the later
+- ``share-count-regress``: two deliveries of a record with one delivery count, or a delivery
+  whose count is below an earlier delivery's (KIP-932: "Every time that a record is acquired
+  by a consumer in a share group, its delivery count increments by 1"). ``state_write_failed``: an acknowledgement on that share-partition
+  failed, or has an unknown outcome, after either consumer began and before the later
   delivery; the state write behind it may have failed, and KIP-932's counts are then
   imprecise (``analysis.promises``).
 - ``share-over-limit``: a delivery count above the limit (KIP-932: at the limit the record
@@ -129,18 +129,23 @@ def check(h: History) -> DataFrame:
     # records of the share-partition
     same = ((F.col("a.key") == F.col("b.key")) & (F.col("a.offset") == F.col("b.offset"))
             & (F.col("a.value") == F.col("b.value")))
-    before = same & ((F.col("a.time") < F.col("b.since_ns"))
-                     | ((F.col("a.process") == F.col("b.process"))
-                        & (F.col("a.index") < F.col("b.op"))))
-    pairs = a.join(b, before)
+    pairs = a.join(b, same & _before("a", "b"))
     where = at(key="b.key", lo="a.op", hi="b.op")
-    regress = _state_writes(pairs.where("b.count <= a.count"), d)
+    # each two deliveries once: a count that went back, or one count for two acquisitions
+    # (in whatever order they came: KIP-932's count rises with every acquisition)
+    both = a.join(b, same & ((F.col("a.op") < F.col("b.op"))
+                             | ((F.col("a.op") == F.col("b.op"))
+                                & (F.col("a.pos") < F.col("b.pos")))))
+    regress = _state_writes(both.where(
+        (F.col("a.count") == F.col("b.count"))
+        | (_before("a", "b") & (F.col("b.count") < F.col("a.count")))
+        | (_before("b", "a") & (F.col("a.count") < F.col("b.count")))), d)
     out = [
         cases(regress, F.lit(SHARE_COUNT_REGRESS), ["b_op", "b_pos", "a_op"],
               ["key", "value", "offset", F.array("a_process", "b_process").alias("processes"),
                F.array("a_op", "b_op").alias("op_indexes"),
                F.array("a_count", "b_count").alias("delivery_counts"), "state_write_failed"],
-              at(key="key", lo="a_since_op", hi="b_op")),
+              at(key="key", lo=F.least("a_since_op", "b_since_op"), hi="b_op")),
         cases(pairs.where("a.settled"), F.lit(SHARE_AFTER_ACK), ["b.op", "b.pos", "a.op"],
               _example("a", "b", settled_by=F.col("a.ack")), where),
         cases(a.join(b, same & (F.col("a.op") < F.col("b.op"))
@@ -163,11 +168,18 @@ def check(h: History) -> DataFrame:
     return frame
 
 
+def _before(a: str, b: str) -> Column:
+    """Delivery ``a`` comes before ``b`` (the module docstring)."""
+    return ((F.col(f"{a}.time") < F.col(f"{b}.since_ns"))
+            | ((F.col(f"{a}.process") == F.col(f"{b}.process"))
+               & (F.col(f"{a}.index") < F.col(f"{b}.op"))))
+
+
 def _state_writes(pairs: DataFrame, d: DataFrame) -> DataFrame:
     """``pairs`` as ``key, value, offset`` and ``op, pos, process, count, since_op`` of each
     side (``a_op``, ``b_op``, ...) with ``state_write_failed``: an acknowledgement of the same
     share-partition failed other than by refusing its records (``INVALID_RECORD_STATE``), or
-    has an unknown outcome, after the earlier delivery's consumer began (its acquisition may
+    has an unknown outcome, after either delivery's consumer began (their acquisitions may
     be that old) and before the later delivery. The share-partition leader writes its state
     through the share coordinator before it answers an acknowledgement; when that write
     fails, the state the partition goes on from may miss acquisitions."""
@@ -181,7 +193,7 @@ def _state_writes(pairs: DataFrame, d: DataFrame) -> DataFrame:
         *(F.col(f"{side}.{c}").alias(f"{side}_{c}") for side in "ab"
           for c in ("op", "pos", "process", "count", "since_op")))
     hit = ((F.col("f_key") == F.col("key"))
-           & F.col("f_op").between(F.col("a_since_op"), F.col("b_op")))
+           & F.col("f_op").between(F.least("a_since_op", "b_since_op"), F.col("b_op")))
     return (flat.join(F.broadcast(failed), hit, "left")
             .groupBy(*flat.columns)
             .agg(F.max(F.col("f_op").isNotNull()).alias("state_write_failed")))

@@ -184,3 +184,18 @@ def test_a_record_an_older_consumer_had_buffered_is_not_ordered_after_anothers_a
     result = run(end(x))
     assert counts(result) == {"share-accepted-twice": 1}
     assert result["anomalies"]["share-accepted-twice"]["outcomes"]["violation"] == 1
+
+
+def test_one_delivery_count_for_two_acquisitions_whatever_their_order(run):
+    """Seen on a real cluster after a timed-out acknowledgement: two consumers got the same
+    records with delivery count 1. In whatever order they were acquired, one acquisition was
+    not counted: permitted by the failed acknowledgement in the window, else a violation."""
+    for ack_error, outcome in ((None, "violation"), ("REQUEST_TIMED_OUT", "permitted")):
+        x = base()
+        x.share(4, [])
+        acks = {0: ack_error} if ack_error else None
+        x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept")], acks=acks)
+        x.share(4, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"),
+                    (0, 2, 12, 1, "accept")])
+        a = run(end(x))["anomalies"]["share-count-regress"]
+        assert a["count"] == 2 and a["outcomes"][outcome] == 2, (ack_error, a)
