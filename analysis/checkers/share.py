@@ -25,10 +25,11 @@ holds, so the member's second copy was acquired after the first was given up).
   Acknowledged or Archived record is not delivered again).
 - ``share-count-regress``: two deliveries of a record with one delivery count, or a delivery
   whose count is below an earlier delivery's (KIP-932: "Every time that a record is acquired
-  by a consumer in a share group, its delivery count increments by 1"). ``state_write_failed``: an acknowledgement on that share-partition
-  failed, or has an unknown outcome, after either consumer began and before the later
-  delivery; the state write behind it may have failed, and KIP-932's counts are then
-  imprecise (``analysis.promises``).
+  by a consumer in a share group, its delivery count increments by 1").
+  ``state_write_failed``: an acknowledgement on that share-partition failed, or has an
+  unknown outcome, after either consumer began and before the later delivery; the state
+  write behind it may have failed, and KIP-932's counts are then imprecise
+  (``analysis.promises``).
 - ``share-over-limit``: a delivery count above the limit (KIP-932: at the limit the record
   "moves into Archived state and is not eligible for additional delivery attempts").
 - ``share-lock-overlap``: a delivery to another process while an earlier delivery's lock
