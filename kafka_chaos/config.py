@@ -74,12 +74,6 @@ def load_scenario(spec: str) -> script.Script:
     return script.load(Path(spec))
 
 
-def _major(version: str) -> int:
-    """The major number of a Kafka version such as ``4.4.0`` (0 when it has none)."""
-    head = version.split(".", 1)[0]
-    return int(head) if head.isdigit() else 0
-
-
 def _version(version: str) -> tuple[int, int]:
     """``(major, minor)`` of a Kafka version such as ``4.2.1`` (0 where a part is missing)."""
     parts = (version.split(".") + ["0"])[:2]
@@ -343,7 +337,7 @@ class RunConfig(BaseModel):
                              "close after broker kills, hung the run here (docs/clients.md); "
                              "use --client java")
         if (self.group_protocol == "consumer" and self.backend not in ATTACHED
-                and _major(self.kafka_version) < 4):
+                and _version(self.kafka_version) < (4, 0)):
             raise ValueError(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "
                              f"not --kafka-version {self.kafka_version}")
         if self.backend not in backends.NAMES:
@@ -500,7 +494,7 @@ class RunConfig(BaseModel):
             "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
             "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
             "unclean.leader.election.interval.ms": str(self.unclean_leader_election_interval_ms),
-            **(_CONSUMER_GROUPS if _major(self.kafka_version) >= 4 else {}),
+            **(_CONSUMER_GROUPS if _version(self.kafka_version) >= (4, 0) else {}),
             **(self._share_groups() if self.sub_via == "share" else {}),
         }
 
