@@ -161,8 +161,13 @@ def check(history_path: str | Path, *, spark_master: str = "local[2]",
 
     unsettled = anomalies.pop(SHARE_UNJUDGED, None)
     if unsettled and unsettled["count"]:
-        reasons.append(f"{unsettled['count']} acknowledged record(s) were never settled by the "
-                       "share group, whose final drain did not end quiet: not judged")
+        why = {e.get("why") for e in unsettled["examples"]}
+        reasons.append(
+            f"{unsettled['count']} acknowledged record(s) were never settled by the share "
+            "group, " + ("whose final drain did not end quiet" if "no-quiet-drain" in why else
+                         "and consumers that ended holding what they had fetched may have "
+                         "taken them to the delivery limit unseen (KIP-932 archives them)")
+            + ": not judged")
     unjudged = anomalies.pop(UNJUDGED, None)
     if op_stats["acked_sends"] == 0:
         reasons.append("no send was acknowledged: there was nothing to check")

@@ -53,8 +53,7 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
     topic, partition = keys.tp(key)
     k = str(key)
     try:
-        low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                   timeout=min(10.0, timeout_s))
+        low, high = _watermarks(consumer, TopicPartition(topic, partition), deadline)
     except KafkaException as exc:
         history.append(process, OpType.INVOKE, "poll", [["poll"]])
         history.append(process, OpType.INFO, "poll", [], exc.args[0].name())
@@ -78,8 +77,10 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
                         end, done = msg.offset(), True
                         break
                     continue  # not yet at the high watermark (read_committed: LSO behind)
-                if err is not None:
+                if err is not None and not _passing(err):
                     raise KafkaException(err)
+                if err is not None:
+                    continue
                 records.append([msg.offset(), int(msg.value())])
                 end = msg.offset() + 1
         except (KafkaException, TimeoutError) as exc:
@@ -91,3 +92,28 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
                          {"final": True, "range": {k: [start, end]}, "eof": done}]])
         start = end
     return "ok"
+
+
+def _passing(err: KafkaError) -> bool:
+    """Whether a consumer error is one librdkafka recovers from by itself (a leader that moved,
+    a broker connection that dropped): the read goes on until its deadline. Right after a heal,
+    a restarted broker takes its partitions back (preferred leader election), so a fresh
+    consumer's first request can meet ``NOT_LEADER_OR_FOLLOWER`` on a healthy cluster."""
+    return err.retriable() or err.code() in _PASSING
+
+
+_PASSING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+            KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+
+
+def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
+    """``(low, high)`` watermarks of ``tp``, asked again while the errors pass (``_passing``)
+    and ``deadline`` (``time.monotonic()``) is ahead. Raises ``KafkaException`` otherwise."""
+    while True:
+        try:
+            return consumer.get_watermark_offsets(
+                tp, timeout=max(0.5, min(10.0, deadline - time.monotonic())))
+        except KafkaException as exc:
+            if not _passing(exc.args[0]) or time.monotonic() + 0.5 > deadline:
+                raise
+            time.sleep(0.5)

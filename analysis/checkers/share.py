@@ -19,7 +19,10 @@ holds, so the member's second copy was acquired after the first was given up).
   reached the delivery limit (a record whose last delivery was released or expired at
   ``group.share.delivery.count.limit`` is archived), although the final drain
   (``workloads.share.drain``) ended quiet. KIP-932: "the delivery behavior is at-least-once".
-  Without a quiet drain such records are ``share-not-judged`` (the verdict is unknown).
+  Such a record is ``share-not-judged`` (the verdict is unknown) without a quiet drain, or
+  when acquisitions no op recorded could have taken it to the limit: its highest recorded
+  delivery count plus the consumers that may have held it unreturned when they ended
+  reaches the limit (``_takers``).
 - ``share-accepted-twice``: two deliveries of one record both accepted ``ok``.
 - ``share-after-ack``: a delivery after an earlier one settled the record (KIP-932: an
   Acknowledged or Archived record is not delivered again).
@@ -238,23 +241,64 @@ def _overlaps(h: History, pairs: DataFrame, lock_ms: int) -> DataFrame:
 
 
 def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
-    """``share-lost`` (or ``share-not-judged`` without a quiet drain) cases."""
+    """``share-lost`` cases, or ``share-not-judged`` ones (``why``: ``no-quiet-drain``, or
+    ``unrecorded-acquisitions`` with ``consumers``, how many could have taken the record)."""
     drained = (h.ops.where((F.col("f") == "share") & (F.col("type") == "ok"))
                .where(F.get_json_object("done", "$.drained") == "true").limit(1).count() > 0)
     in_log = h.reads.where("final").select("key", "offset", "value").distinct()
     acked = (h.sends.where(F.col("offset").isNotNull())
-             .select("key", "value", "offset", F.col("op").alias("writer")))
+             .select("key", "value", "offset", F.col("op").alias("writer"),
+                     F.col("op").alias("w_op")))
+    writes = h.ops.select(F.col("op").alias("w_op"), F.col("invoke_time").alias("w_ns"))
+    top = F.max(F.struct("count", (-F.col("since_ns")).alias("since")))
     seen = d.groupBy("key", "offset", "value").agg(
         F.max(F.col("settled") | F.col("maybe_settled")).alias("settled"),
-        F.max("count").alias("max_count"), F.count(F.lit(1)).alias("deliveries"))
+        F.max("count").alias("max_count"), F.count(F.lit(1)).alias("deliveries"),
+        (-top["since"]).alias("top_since"))
     archived = F.col("max_count") >= limit if limit is not None else F.lit(False)
     missing = (acked.join(in_log, ["key", "offset", "value"])
-               .join(seen, ["key", "offset", "value"], "left")
+               .join(seen, ["key", "offset", "value"], "left").join(writes, "w_op")
                .where(~F.coalesce(F.col("settled"), F.lit(False))
-                      & ~F.coalesce(archived, F.lit(False))))
-    kind = SHARE_LOST if drained else SHARE_UNJUDGED
-    return cases(missing, F.lit(kind), ["writer", "offset"],
+                      & ~F.coalesce(archived, F.lit(False)))
+               .withColumn("avail_ns", F.coalesce("top_since", "w_ns")))
+    takers = _takers(h, missing)
+    unrecorded = (F.lit(False) if limit is None else
+                  F.coalesce("max_count", F.lit(0)) + F.col("consumers") >= limit)
+    kind = (F.when(F.lit(not drained), F.lit(SHARE_UNJUDGED))
+            .when(unrecorded, F.lit(SHARE_UNJUDGED)).otherwise(F.lit(SHARE_LOST)))
+    why = (F.when(F.lit(not drained), F.lit("no-quiet-drain"))
+           .when(unrecorded, F.lit("unrecorded-acquisitions")))
+    return cases(takers, kind, ["writer", "offset"],
                  [F.col("key"), F.col("value"), F.col("offset"), F.col("writer").alias("op"),
                   F.coalesce(F.col("deliveries"), F.lit(0)).alias("deliveries"),
-                  F.col("max_count").alias("max_delivery_count")],
+                  F.col("max_count").alias("max_delivery_count"), "consumers",
+                  why.alias("why")],
                  at(key="key", lo="writer", writer="writer"))
+
+
+def _takers(h: History, missing: DataFrame) -> DataFrame:
+    """``missing`` with ``consumers``: the share consumers that may have acquired its record
+    after its highest recorded delivery count (or after it was written) without any op
+    recording it, which is every one not known to have ended before that acquisition
+    (``avail_ns``: the earliest it could have been). A consumer fetches ahead of its
+    application (the module docstring) and what it holds when it ends, by a crash or at the
+    end of the workload, no op returns; the broker counts those acquisitions all the same,
+    and a record whose last one reached ``group.share.delivery.count.limit`` is archived
+    unseen (KIP-932). A consumer is taken to hold one copy of a record at most (the broker
+    does not give a member a record it holds). A process ends early with a ``crash`` op or
+    an ``info`` op (the workload retires it); the final drain's consumer never does."""
+    share = h.ops.where(F.col("f") == "share")
+    final = (share.where(F.get_json_object("inv", "$.final") == "true")
+             .select("process").distinct().withColumn("is_final", F.lit(True)))
+    procs = share.select("process").distinct().join(final, "process", "left")
+    ended = (h.ops.where((F.col("f") == "crash") | ((F.col("f") == "share")
+                                                     & (F.col("type") == "info")))
+             .groupBy("process").agg(F.min("time").alias("ended_ns")))
+    alive = (procs.join(ended, "process", "left")
+             .select(F.lit(1).alias("p"), F.when(F.col("is_final").isNotNull(), F.lit(None))
+                     .otherwise(F.col("ended_ns")).alias("ended_ns")))
+    could = F.col("p").isNotNull() & (F.col("ended_ns").isNull()
+                                      | (F.col("ended_ns") >= F.col("avail_ns")))
+    return (missing.join(F.broadcast(alive), F.lit(True), "left")
+            .groupBy(*missing.columns)
+            .agg(F.sum(F.when(could, 1).otherwise(0)).alias("consumers")))
