@@ -247,22 +247,18 @@ def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
                .where(F.get_json_object("done", "$.drained") == "true").limit(1).count() > 0)
     in_log = h.reads.where("final").select("key", "offset", "value").distinct()
     acked = (h.sends.where(F.col("offset").isNotNull())
-             .select("key", "value", "offset", F.col("op").alias("writer"),
-                     F.col("op").alias("w_op")))
-    writes = h.ops.select(F.col("op").alias("w_op"), F.col("invoke_time").alias("w_ns"))
-    top = F.max(F.struct("count", (-F.col("since_ns")).alias("since")))
+             .select("key", "value", "offset", F.col("op").alias("writer")))
     seen = d.groupBy("key", "offset", "value").agg(
         F.max(F.col("settled") | F.col("maybe_settled")).alias("settled"),
-        F.max("count").alias("max_count"), F.count(F.lit(1)).alias("deliveries"),
-        (-top["since"]).alias("top_since"))
+        F.max("count").alias("max_count"), F.count(F.lit(1)).alias("deliveries"))
     archived = F.col("max_count") >= limit if limit is not None else F.lit(False)
     missing = (acked.join(in_log, ["key", "offset", "value"])
-               .join(seen, ["key", "offset", "value"], "left").join(writes, "w_op")
+               .join(seen, ["key", "offset", "value"], "left")
                .where(~F.coalesce(F.col("settled"), F.lit(False))
-                      & ~F.coalesce(archived, F.lit(False)))
-               .withColumn("avail_ns", F.coalesce("top_since", "w_ns")))
+                      & ~F.coalesce(archived, F.lit(False))))
     takers = _takers(h, missing)
-    unrecorded = (F.lit(False) if limit is None else
+    # without the limit, no count says the record was not archived
+    unrecorded = (F.lit(True) if limit is None else
                   F.coalesce("max_count", F.lit(0)) + F.col("consumers") >= limit)
     kind = (F.when(F.lit(not drained), F.lit(SHARE_UNJUDGED))
             .when(unrecorded, F.lit(SHARE_UNJUDGED)).otherwise(F.lit(SHARE_LOST)))
@@ -277,28 +273,14 @@ def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
 
 
 def _takers(h: History, missing: DataFrame) -> DataFrame:
-    """``missing`` with ``consumers``: the share consumers that may have acquired its record
-    after its highest recorded delivery count (or after it was written) without any op
-    recording it, which is every one not known to have ended before that acquisition
-    (``avail_ns``: the earliest it could have been). A consumer fetches ahead of its
-    application (the module docstring) and what it holds when it ends, by a crash or at the
-    end of the workload, no op returns; the broker counts those acquisitions all the same,
-    and a record whose last one reached ``group.share.delivery.count.limit`` is archived
-    unseen (KIP-932). A consumer is taken to hold one copy of a record at most (the broker
-    does not give a member a record it holds). A process ends early with a ``crash`` op or
-    an ``info`` op (the workload retires it); the final drain's consumer never does."""
-    share = h.ops.where(F.col("f") == "share")
-    final = (share.where(F.get_json_object("inv", "$.final") == "true")
-             .select("process").distinct().withColumn("is_final", F.lit(True)))
-    procs = share.select("process").distinct().join(final, "process", "left")
-    ended = (h.ops.where((F.col("f") == "crash") | ((F.col("f") == "share")
-                                                     & (F.col("type") == "info")))
-             .groupBy("process").agg(F.min("time").alias("ended_ns")))
-    alive = (procs.join(ended, "process", "left")
-             .select(F.lit(1).alias("p"), F.when(F.col("is_final").isNotNull(), F.lit(None))
-                     .otherwise(F.col("ended_ns")).alias("ended_ns")))
-    could = F.col("p").isNotNull() & (F.col("ended_ns").isNull()
-                                      | (F.col("ended_ns") >= F.col("avail_ns")))
-    return (missing.join(F.broadcast(alive), F.lit(True), "left")
-            .groupBy(*missing.columns)
-            .agg(F.sum(F.when(could, 1).otherwise(0)).alias("consumers")))
+    """``missing`` with ``consumers``: how many share consumers may have acquired its record
+    without any op recording it, which is every one the run had. A consumer fetches ahead of
+    its application (the module docstring) and what it holds when it ends, by a crash or at
+    the end of the workload, no op returns; the broker counts those acquisitions all the
+    same, and a record whose last one reached ``group.share.delivery.count.limit`` is
+    archived unseen (KIP-932). Even a consumer that ended early counts: a ShareFetch it sent
+    before may be served later (by a broker that was paused, say), acquiring records then.
+    A consumer is taken to hold one copy of a record at most (the broker does not give a
+    member a record it holds)."""
+    n = (h.ops.where(F.col("f") == "share").select("process").distinct().count())
+    return missing.withColumn("consumers", F.lit(n))

@@ -56,21 +56,16 @@ def test_a_record_never_settled_after_a_quiet_drain_is_lost(run):
     assert any("delivery limit unseen" in r for r in result["unknown_reasons"])
 
 
-def test_consumers_that_ended_before_a_record_was_written_could_not_take_it(run):
-    """Processes 2 and 3 crashed before value 10 was written: only process 1 and the drain
-    could have acquired it unseen, which would not reach the limit of 3."""
+def test_consumers_that_crashed_count_among_those_that_may_have_taken_a_record(run):
+    """Processes 2 and 3 crashed before value 10 was written, but a fetch they sent may be
+    served later: with process 1 and the drain, four unrecorded acquisitions were possible,
+    enough for the limit of 3: not judged."""
     x = sample(q(**SH))
     for p in (2, 3):
         x.share(p, []).crash(p)
-    x.send(0, [(0, 10)]).share(1, [])
-    result = run(end(x))
-    assert counts(result) == {"share-lost": 1}
-    assert result["anomalies"]["share-lost"]["examples"][0]["consumers"] == 2
-    x = sample(q(**SH)).send(0, [(0, 10)])
-    for p in (2, 3):
-        x.share(p, []).crash(p)
-    result = run(end(x.share(1, [])))
+    result = run(end(x.send(0, [(0, 10)]).share(1, [])))
     assert counts(result) == {} and result["valid"] == "unknown"
+    assert any("delivery limit unseen" in r for r in result["unknown_reasons"])
 
 
 def test_without_a_quiet_drain_unsettled_records_are_not_judged(run):
