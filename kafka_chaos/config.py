@@ -418,17 +418,18 @@ class RunConfig(BaseModel):
 
     def _share_combinations(self) -> None:
         """Refuse what a share-group run cannot be: share consumers take no part in
-        transactions (KIP-932 leaves exactly-once out), join no consumer group, run on
-        librdkafka here, and need a cluster of ours of Kafka 4.2+ (where share groups are
-        production-ready and this tool sets their lock and delivery limit)."""
+        transactions (KIP-932 leaves exactly-once out), join no consumer group, and need
+        a cluster of ours of Kafka 4.2+, where share groups are production-ready and this
+        tool sets their lock and delivery limit (and kafka-clients 4.2+ on the JVM)."""
         if self.txn:
             raise ValueError("--sub-via share with --txn: share consumers take no part in "
                              "transactions (KIP-932)")
         if self.group_protocol != "classic":
             raise ValueError("--group-protocol is for --sub-via subscribe, not share")
-        if self.client != "librdkafka":
-            raise ValueError("--sub-via share with --client java: the Java share consumer is "
-                             "not driven yet; use --client librdkafka")
+        if (self.client == "java" and self.client_version is not None
+                and _version(self.client_version) < (4, 2)):
+            raise ValueError(f"--sub-via share with --client java needs kafka-clients 4.2 or "
+                             f"later (KIP-932), not --client-version {self.client_version}")
         if self.backend in ATTACHED:
             raise ValueError(f"--sub-via share on --backend {self.backend}: the checker "
                              "judges by the brokers' lock duration and delivery limit, which "
@@ -521,7 +522,7 @@ class RunConfig(BaseModel):
             clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],
             mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
             sub_p=self.sub_p, group_protocol=self.group_protocol, txn=self.txn,
-            abort_p=self.abort_p,
+            abort_p=self.abort_p, share_lock_ms=self.share_lock_ms,
             crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
             client=self.client, client_version=self.client_version or self.kafka_version,
             acks=self.acks, idempotence=bool(self.idempotence), retries=self.retries,

@@ -29,6 +29,7 @@ import orjson
 
 from kafka_chaos.clusters import dist
 from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.workloads import share
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -126,11 +127,14 @@ class JavaDriver:
         before = time.monotonic_ns()
         hello = self.call({"op": "hello", "producer": self.s.java_producer_config(
             self.bootstrap), "consumer": self.s.java_consumer_config(self.bootstrap),
+            "share": self.s.java_share_config(self.bootstrap),
             "keys": [list(self.keys.tp(k)) for k in range(self.keys.keys)],
             "settings": {"txn": self.s.txn, "retries": self.s.retries,
                          "poll_timeout_ms": self.s.poll_timeout_ms,
                          "request_timeout_ms": self.s.request_timeout_ms,
-                         "auto_offset_reset": self.s.auto_offset_reset, "ids": self.s.ids}},
+                         "auto_offset_reset": self.s.auto_offset_reset, "ids": self.s.ids,
+                         "share_acks": [list(a) for a in share.ACKS],
+                         "share_linger_ms": self.s.share_lock_ms + 1000}},
             timeout_s=120)
         after = time.monotonic_ns()
         if before <= hello["nano"] <= after:  # the JVM reads Python's monotonic clock
@@ -224,9 +228,11 @@ class JavaClient:
             self.dead = True
             return "info", value, self._unopened
         abort = f == "txn" and self.rng.random() < self.driver.s.abort_p
+        seed = self.rng.getrandbits(31) if f == "share" else 0  # its acknowledgements
         try:
             a = self.driver.call({"op": "invoke", "process": self.process, "f": f,
-                                  "value": value, "abort": abort}, self._timeout_s)
+                                  "value": value, "abort": abort, "seed": seed},
+                                 self._timeout_s)
         except JavaClientError as exc:  # indeterminate, as any exception in invoke (Jepsen)
             self.dead = True
             return "info", value, str(exc)[:200]

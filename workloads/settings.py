@@ -27,7 +27,7 @@ class WorkloadSettings:
     ``subscribe`` clients, ``group_protocol`` its protocol (``classic``, or ``consumer``:
     KIP-848, whose session and heartbeat the brokers set, so the clients may not). With
     ``sub_via="share"`` the consumers are share consumers of ``share_group`` instead
-    (``workloads.share``).
+    (``workloads.share``), whose records stay locked ``share_lock_ms`` after a crash.
 
     Client library: ``client`` is ``librdkafka`` (confluent-kafka, ``workloads/client.py``)
     or ``java`` (kafka-clients ``client_version`` on the JVM, ``workloads/java_client.py``);
@@ -67,6 +67,7 @@ class WorkloadSettings:
     poll_max: int = 500
     poll_timeout_ms: int = 100
     group: str = "kc-group"
+    share_lock_ms: int = 5000
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
@@ -147,6 +148,15 @@ class WorkloadSettings:
         if self.txn:
             conf["transaction.timeout.ms"] = self.txn_timeout_ms
         return conf
+
+    def java_share_config(self, bootstrap: str) -> dict:
+        """The Java share consumer's configuration (the process adds ``group.id``): explicit
+        acknowledgement (``workloads.share``), and none of the group consumer's keys, which
+        kafka-clients refuses for a share consumer (``ShareConsumerConfig``)."""
+        return {"bootstrap.servers": bootstrap, "share.acknowledgement.mode": "explicit",
+                "max.poll.records": self.poll_max, "request.timeout.ms": self.request_timeout_ms,
+                "default.api.timeout.ms": self.txn_timeout_ms, "metadata.max.age.ms": 5000,
+                **self.java_connection}
 
     def java_consumer_config(self, bootstrap: str) -> dict:
         """The Java consumer's configuration (the process adds ``group.id``)."""

@@ -1,12 +1,14 @@
-"""Share groups (KIP-932, ``--sub-via share``) on a real 4.4.0 cluster: share consumers that
-accept, release and reject at random and crash holding locked records, under kills, pauses
-and partitions; the share checker's counts, and the coordinator's own state after the drain.
+"""Share groups (KIP-932, ``--sub-via share``) on a real 4.4.0 cluster, on each client: share
+consumers that accept, release and reject at random and crash holding locked records, under
+kills, pauses and partitions; the share checker's counts, and the coordinator's own state
+after the drain.
 
 The verdict is not asserted valid: on this seed the run recorded records accepted twice with
 both acknowledgements answered ok (docs/clients.md, "Found"), which the checker rightly
-reports. What must hold is asserted: the faults ran, the drain ended quiet with nothing left
-in flight, no record was lost or delivered past its limit, redeliveries were counted and
-permitted, and every finding reached a verdict."""
+reports, and a record a consumer may have taken to its delivery limit unseen is not judged.
+What must hold is asserted: the faults ran, the drain ended quiet with nothing left in
+flight, no record was lost or delivered past its limit, redeliveries were counted and
+permitted, and every other finding reached a verdict."""
 
 from __future__ import annotations
 
@@ -20,14 +22,16 @@ from tests.integration.conftest import kafka_chaos, leftovers, results_of
 pytestmark = pytest.mark.kafka
 
 
-def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path):
-    proc = kafka_chaos("run", "--sub-via", "share", "--crash-clients",
+@pytest.mark.parametrize("client", ["librdkafka", "java"])
+def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path, client):
+    proc = kafka_chaos("run", "--client", client, "--sub-via", "share", "--crash-clients",
                        "--crash-client-interval", "4", "--nemesis", "kill,pause,partition",
                        "--nemesis-interval", "5", "--time-limit", "30", "--seed", "932",
                        "--out", str(tmp_path), timeout_s=900)
     run_dir = (tmp_path / "latest").resolve()
     res = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
+    assert res["client"]["name"] == client, res.get("client")
     ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()
            if '"index"' in line]
     # the faults ran and healed, and the monitor saw a broker stop answering
@@ -54,9 +58,11 @@ def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path):
                                   for s in share["after"].values()), share["after"]
     assert any(op["value"].get("drained") for op in done)
     a = res["anomalies"]
-    # a verdict was reached; every acknowledged record in the log was settled, none went
-    # past its limit; redeliveries were counted and permitted
-    assert res["verdict"] in ("valid", "violation") and not res["unknown_reasons"], res
+    # every acknowledged record in the log was settled, or may have been archived by
+    # acquisitions a consumer made and no op returned (it ended holding them: the Java
+    # consumer's fetch-ahead left one such record of 3,854 here); none went past its limit;
+    # redeliveries were counted and permitted
+    assert all("delivery limit unseen" in r for r in res["unknown_reasons"]), res
     for name in ("share-lost", "share-over-limit"):
         assert a[name]["count"] == 0, (name, a[name]["examples"])
     assert a["share-redelivery"]["count"] > 0 and a["share-redelivery"]["permitted"]

@@ -33,6 +33,7 @@ final class Proc {
     private final Worker.Settings s;
     private final KafkaProducer<byte[], byte[]> producer;
     private KafkaConsumer<byte[], byte[]> consumer;
+    private Share share;
     private boolean txnReady;
     boolean dead;
     /** key -> next offset polled and not committed (the generator's commit ops read it). */
@@ -52,10 +53,14 @@ final class Proc {
         producer = new KafkaProducer<>(p, Worker.BYTES_OUT, Worker.BYTES_OUT);
     }
 
-    /** Runs op {@code f}; never throws (an exception makes the op {@code info}, Jepsen). */
-    Object[] invoke(String f, Object value, boolean abort) {
+    /**
+     * Runs op {@code f}; never throws (an exception makes the op {@code info}, Jepsen).
+     * {@code seed} draws a share op's acknowledgements.
+     */
+    Object[] invoke(String f, Object value, boolean abort, int seed) {
         try {
             switch (f) {
+                case "share": return shareOp(Json.map(value), seed);
                 case "send": return send(Json.list(value));
                 case "poll": return pollOp(Json.list(value));
                 case "txn": return txn(Json.list(value), abort);
@@ -84,6 +89,7 @@ final class Proc {
      */
     void drop() {
         dead = true;
+        if (share != null) share.drop(s.shareLingerMs);
         KafkaConsumer<byte[], byte[]> c = consumer;
         consumer = null;
         Thread closing = new Thread(() -> {
@@ -121,6 +127,19 @@ final class Proc {
         o = options.getMethod("withTimeout", Duration.class).invoke(o, Duration.ofSeconds(5));
         Method close = KafkaConsumer.class.getMethod("close", options);
         close.invoke(c, o);
+    }
+
+    /** A share op ({@link Share}); its consumer is made at the first. An {@code info} op (a
+     *  commit of unknown outcome) retires the process, as on librdkafka. */
+    private Object[] shareOp(Map<String, Object> value, int seed) {
+        if (share == null) {
+            Set<String> topics = new TreeSet<>();
+            for (TopicPartition tp : s.keys) topics.add(tp.topic());
+            share = new Share(s, (String) value.get("group"), topics);
+        }
+        Object[] done = share.op(Boolean.TRUE.equals(value.get("hold")), seed);
+        if ("info".equals(done[0])) dead = true;
+        return done;
     }
 
     // -- sends --------------------------------------------------------------------------------

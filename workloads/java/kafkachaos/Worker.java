@@ -29,8 +29,9 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *       kafka-clients version, "idempotence": effective enable.idempotence of the producer
  *       config, "default_idempotence": the same without enable.idempotence}};
  *   <li>{@code {"op": "open", "process", "slot"}} -> {@code {}}: a new process;
- *   <li>{@code {"op": "invoke", "process", "f", "value", "abort"}} -> {@code {"type", "value",
- *       "error", "dead", "uncommitted"}}: one op (ack times are System.nanoTime);
+ *   <li>{@code {"op": "invoke", "process", "f", "value", "abort", "seed"}} -> {@code {"type",
+ *       "value", "error", "dead", "uncommitted"}}: one op (ack times are System.nanoTime;
+ *       {@code seed} draws a share op's acknowledgements);
  *   <li>{@code {"op": "drop", "process"}} -> {@code {}}: the process crashes.
  * </ul>
  *
@@ -44,6 +45,13 @@ public final class Worker {
     static final class Settings {
         Map<String, Object> producer;
         Map<String, Object> consumer;
+        /** The share consumer's config (KIP-932 refuses the group consumer's own keys). */
+        Map<String, Object> share;
+        /** accept / release / reject -> weight ({@code workloads.share.ACKS}), their sum. */
+        Map<String, Double> shareAcks = new LinkedHashMap<>();
+        double shareAckTotal;
+        /** How long a crashed share consumer stays unclosed: past its records' locks. */
+        long shareLingerMs;
         List<TopicPartition> keys = new ArrayList<>();
         Map<TopicPartition, Integer> keyOf = new HashMap<>();
         boolean txn;
@@ -124,7 +132,8 @@ public final class Worker {
             case "invoke":
                 Proc p = procs.get(process);
                 Object[] done = p.invoke((String) req.get("f"), req.get("value"),
-                        Boolean.TRUE.equals(req.get("abort")));
+                        Boolean.TRUE.equals(req.get("abort")),
+                        req.get("seed") == null ? 0 : Json.integer(req.get("seed")));
                 a.put("type", done[0]);
                 a.put("value", done[1]);
                 a.put("error", done[2]);
@@ -140,6 +149,7 @@ public final class Worker {
         Settings s = new Settings();
         s.producer = Json.map(req.get("producer"));
         s.consumer = Json.map(req.get("consumer"));
+        s.share = Json.map(req.get("share"));
         Map<String, Object> o = Json.map(req.get("settings"));
         s.txn = Boolean.TRUE.equals(o.get("txn"));
         s.retries = Json.integer(o.get("retries"));
@@ -147,6 +157,12 @@ public final class Worker {
         s.requestTimeoutMs = Json.integer(o.get("request_timeout_ms"));
         s.autoOffsetReset = (String) o.get("auto_offset_reset");
         s.ids = (String) o.get("ids");
+        for (Object w : Json.list(o.get("share_acks"))) {
+            double weight = ((Number) Json.list(w).get(1)).doubleValue();
+            s.shareAcks.put((String) Json.list(w).get(0), weight);
+            s.shareAckTotal += weight;
+        }
+        s.shareLingerMs = Json.integer(o.get("share_linger_ms"));
         for (Object k : Json.list(req.get("keys"))) {
             List<Object> tp = Json.list(k);
             TopicPartition t = new TopicPartition((String) tp.get(0), Json.integer(tp.get(1)));
