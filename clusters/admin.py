@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+import uuid
 
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
@@ -281,3 +282,18 @@ def group_type(bootstrap: str, group: str, timeout_s: float = 10.0,
     [future] = admin.describe_consumer_groups([group],
                                               request_timeout=timeout_s).values()
     return future.result(timeout_s).type.name.lower()
+
+
+def topic_ids(admin: AdminClient, topics: list[str],
+              timeout_s: float = 10.0) -> dict[uuid.UUID, str]:
+    """``{topic id: name}`` of ``topics`` (DescribeTopics; KIP-516 topic ids). Raises
+    ``KafkaException`` when a describe fails, ``concurrent.futures.TimeoutError`` when no
+    answer comes within ``timeout_s`` (s)."""
+    found = admin.describe_topics(TopicCollection(topics), request_timeout=timeout_s)
+    out = {}
+    for name, future in found.items():
+        tid = future.result(timeout_s).topic_id
+        bits = ((tid.get_most_significant_bits() & (2**64 - 1)) << 64
+                | (tid.get_least_significant_bits() & (2**64 - 1)))
+        out[uuid.UUID(int=bits)] = name
+    return out

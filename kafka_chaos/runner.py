@@ -20,7 +20,7 @@ from typing import Callable
 from kafka_chaos.clusters import admin, backends, share_state
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
-from kafka_chaos.history import HistoryWriter
+from kafka_chaos.history import MONITOR, HistoryWriter, OpType
 from kafka_chaos import __version__, attach
 from kafka_chaos.config import RunConfig, load_scenario
 from kafka_chaos.live import LiveCheck
@@ -278,8 +278,42 @@ def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySp
                              workload.next_process(), cfg.share_lock_ms, workload.s.connection)
     except Exception as exc:  # the checker then judges no unsettled record
         result = f"info: {type(exc).__name__}: {exc}"[:200]
+    after = _share_offsets(cluster, group, keys)
     return {"group": group, "drain": result, "s": round(time.monotonic() - t, 2),
-            "before": before, "after": _share_offsets(cluster, group, keys)}
+            "before": before, "after": after,
+            "persisted": _share_log(cluster, history, keys, group, workload.s.connection)}
+
+
+def _share_log(cluster: Cluster, history: HistoryWriter, keys: KeySpace, group: str,
+               connection: dict[str, str]) -> str:
+    """Record what the share coordinator persisted (``clusters.share_state.persisted``) as a
+    monitor op ``share-state``: ``{"group", "archived": {key: [[first, last, delivery
+    count], ...]}}``, the batches it archived, by which the checker knows a record archived
+    at its delivery limit whose last delivery no op returned. Returns ``ok``, or ``info:``
+    and why (the op is then ``info``: such records stay unjudged)."""
+    history.append(MONITOR, OpType.INVOKE, "share-state", {"group": group})
+    try:
+        topics = sorted({keys.tp(k)[0] for k in range(keys.keys)})
+        ids = admin.topic_ids(admin.client(cluster.bootstrap_servers, security=cluster.security),
+                              topics)
+        found = share_state.persisted(cluster.bootstrap_servers, group, connection)
+    except Exception as exc:  # recorded: the checker then takes no record as archived unseen
+        why = f"{type(exc).__name__}: {exc}"[:200]
+        history.append(MONITOR, OpType.INFO, "share-state", None, why)
+        return f"info: {why}"
+    archived: dict[str, list[list[int]]] = {}
+    for (tid, partition), batches in sorted(found.items()):
+        if tid not in ids:
+            continue
+        try:
+            key = str(keys.key(ids[tid], partition))
+        except KeyError:
+            continue
+        archived.setdefault(key, []).extend(
+            [first, last, count] for first, last, state, count in batches
+            if state == share_state.ARCHIVED)
+    history.append(MONITOR, OpType.OK, "share-state", {"group": group, "archived": archived})
+    return "ok"
 
 
 def _share_offsets(cluster: Cluster, group: str, keys: KeySpace) -> dict | str:

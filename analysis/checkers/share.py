@@ -22,7 +22,8 @@ holds, so the member's second copy was acquired after the first was given up).
   Such a record is ``share-not-judged`` (the verdict is unknown) without a quiet drain, or
   when acquisitions no op recorded could have taken it to the limit: its highest recorded
   delivery count plus the consumers that may have held it unreturned when they ended
-  reaches the limit (``_takers``).
+  reaches the limit (``_takers``). Unless, then, the share coordinator persisted it as
+  archived at the limit (``_persisted``): it was not lost.
 - ``share-accepted-twice``: two deliveries of one record both accepted ``ok``.
 - ``share-after-ack``: a delivery after an earlier one settled the record (KIP-932: an
   Acknowledged or Archived record is not delivered again).
@@ -260,6 +261,13 @@ def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
     # without the limit, no count says the record was not archived
     unrecorded = (F.lit(True) if limit is None else
                   F.coalesce("max_count", F.lit(0)) + F.col("consumers") >= limit)
+    if limit is not None:  # the coordinator's account clears what unseen acquisitions explain
+        persisted = _persisted(h).where(F.col("p_count") >= limit)
+        cleared = takers.join(F.broadcast(persisted),
+                              (F.col("key") == F.col("p_key"))
+                              & F.col("offset").between(F.col("p_first"), F.col("p_last")),
+                              "left_semi")
+        takers = takers.join(cleared.where(unrecorded), takers.columns, "left_anti")
     kind = (F.when(F.lit(not drained), F.lit(SHARE_UNJUDGED))
             .when(unrecorded, F.lit(SHARE_UNJUDGED)).otherwise(F.lit(SHARE_LOST)))
     why = (F.when(F.lit(not drained), F.lit("no-quiet-drain"))
@@ -270,6 +278,22 @@ def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
                   F.col("max_count").alias("max_delivery_count"), "consumers",
                   why.alias("why")],
                  at(key="key", lo="writer", writer="writer"))
+
+
+def _persisted(h: History) -> DataFrame:
+    """``p_key, p_first, p_last, p_count``: the batches the share coordinator persisted as
+    archived, with their delivery counts (the monitor's ``share-state`` op, read from
+    ``__share_group_state`` after the drain: ``clusters.share_state``). A record in one with
+    a count at the limit was archived there by the broker's own account, its last
+    acquisitions by consumers that ended holding them (``_takers``): not lost."""
+    ops = h.pairs.where((F.col("process") == "monitor") & (F.col("f") == "share-state")
+                        & (F.col("type") == "ok"))
+    batches = ops.select(F.explode(F.from_json(
+        F.get_json_object("done", "$.archived"), "map<string,array<array<long>>>"))
+        .alias("k", "bs")).select("k", F.explode("bs").alias("b"))
+    return batches.select(F.col("k").cast("long").alias("p_key"),
+                          F.col("b")[0].alias("p_first"), F.col("b")[1].alias("p_last"),
+                          F.col("b")[2].alias("p_count"))
 
 
 def _takers(h: History, missing: DataFrame) -> DataFrame:

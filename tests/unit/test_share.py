@@ -68,6 +68,33 @@ def test_consumers_that_crashed_count_among_those_that_may_have_taken_a_record(r
     assert any("delivery limit unseen" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.parametrize("count, verdict", [(3, True), (2, "unknown")])
+def test_the_coordinators_log_tells_a_record_archived_at_its_limit(run, count, verdict):
+    """Value 11, released at count 2, was never seen again. The share coordinator's log
+    (``share-state``) says offset 1 was archived: at count 3, the limit, that clears it (its
+    last acquisition no op returned); at count 2 it does not."""
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 2, "release"), (0, 2, 12, 1, "accept")])
+    x.share(40, [], drained=True).read_all(41, keys=[0, 1, 2])
+    x.invoke("monitor", "share-state", {"group": "kc-share"})
+    x.complete("monitor", "ok", "share-state",
+               {"group": "kc-share", "archived": {"0": [[1, 1, count]], "1": [[0, 5, 3]]}})
+    result = run(sample(x))
+    assert counts(result) == {} and result["valid"] == verdict
+
+
+def test_the_coordinators_log_does_not_clear_what_unseen_acquisitions_cannot_explain(run):
+    """Value 12 was never delivered, and only two consumers could have acquired it unseen:
+    archived at count 3 by the coordinator's account, it is lost all the same."""
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept")])
+    x.share(40, [], drained=True).read_all(41, keys=[0, 1, 2])
+    x.invoke("monitor", "share-state", {"group": "kc-share"})
+    x.complete("monitor", "ok", "share-state",
+               {"group": "kc-share", "archived": {"0": [[2, 2, 3]]}})
+    assert counts(run(sample(x))) == {"share-lost": 1}
+
+
 def test_without_a_quiet_drain_unsettled_records_are_not_judged(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept")])
