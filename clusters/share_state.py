@@ -22,14 +22,13 @@ import uuid
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from kio.serial import readers as r
-from kio.serial.errors import BufferUnderflow
-
 from kio.schema.describe_share_group_offsets.v1 import request as dsgo_req
 from kio.schema.describe_share_group_offsets.v1 import response as dsgo_resp
 from kio.schema.find_coordinator.v6 import request as fc_req
 from kio.schema.find_coordinator.v6 import response as fc_resp
 from kio.schema.types import GroupId, TopicName
+from kio.serial import readers as r
+from kio.serial.errors import BufferUnderflow
 from kio.static.primitive import i8, i32
 
 from kafka_chaos.clusters.security import ClientSecurity
@@ -158,9 +157,11 @@ def persisted(bootstrap: str, group: str, connection: dict[str, str],
               timeout_s: float = 30.0) -> dict[tuple[uuid.UUID, int], list[Batch]]:
     """Every state batch the share coordinator persisted for share group ``group``, in log
     order per share-partition: ``{(topic id, partition): [batch, ...]}`` (``decode``), read
-    from the start of ``__share_group_state`` to its end as ``timeout_s`` began. ``connection``:
-    librdkafka's security settings. Raises ``KafkaException`` (the log could not be read
-    in time) or ``ValueError`` (a record that does not parse)."""
+    from the start of ``__share_group_state`` to its end as the read began. What the
+    coordinator may have pruned from its log (below a snapshot) is not there: the caller
+    gets less evidence, never wrong evidence. ``connection``: librdkafka's security
+    settings; ``timeout_s`` (s) bounds each step and the read. Raises ``KafkaException``
+    (the log could not be read in time) or ``ValueError`` (a record that does not parse)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-state-reader",
                          "enable.auto.commit": False, "enable.partition.eof": True,
                          "isolation.level": "read_committed", "log_level": 0, **connection})
@@ -169,13 +170,13 @@ def persisted(bootstrap: str, group: str, connection: dict[str, str],
         meta = consumer.list_topics(STATE_TOPIC, timeout=timeout_s).topics.get(STATE_TOPIC)
         if meta is None or meta.error is not None:
             return out  # no share-partition state was ever written
-        ends = {}
+        starts, ends = {}, {}
         for p in meta.partitions:
             low, high = consumer.get_watermark_offsets(TopicPartition(STATE_TOPIC, p),
                                                        timeout=timeout_s)
             if high > low:
-                ends[p] = high
-        consumer.assign([TopicPartition(STATE_TOPIC, p, 0) for p in ends])
+                starts[p], ends[p] = low, high
+        consumer.assign([TopicPartition(STATE_TOPIC, p, starts[p]) for p in ends])
         _consume(consumer, ends, group, out, timeout_s)
     finally:
         consumer.close()
@@ -183,7 +184,7 @@ def persisted(bootstrap: str, group: str, connection: dict[str, str],
 
 
 def _consume(consumer: Consumer, ends: dict[int, int], group: str,
-          out: dict[tuple[uuid.UUID, int], list[Batch]], timeout_s: float) -> None:
+             out: dict[tuple[uuid.UUID, int], list[Batch]], timeout_s: float) -> None:
     deadline = time.monotonic() + timeout_s
     left = dict(ends)
     while left:
