@@ -93,9 +93,10 @@ class ClientSecurity:
         the client's default). TLS takes PEM (KIP-651): the CA file as a PEM trust store, the
         client certificate and key as a PEM key store's content (the key must be PKCS#8, as
         Java reads it); librdkafka's ``ssl.endpoint.identification.algorithm=none`` is
-        Java's empty value. Raises ``SecurityError`` for OAUTHBEARER through an OIDC token
-        endpoint, which the Java client takes only with a JVM-wide list of allowed URLs
-        (``org.apache.kafka.sasl.oauthbearer.allowed.urls``) that the driver does not set.
+        Java's empty value. OAUTHBEARER through an OIDC token endpoint becomes Kafka's
+        ``OAuthBearerLoginCallbackHandler`` (KIP-768: the client-credentials grant) with the
+        client id, secret, scope and extensions in the JAAS options; the JVM must also allow
+        the endpoint (``java_system``).
         """
         s = self.settings
         out = {"security.protocol": self.protocol}
@@ -103,6 +104,10 @@ class ClientSecurity:
         if mechanism is not None:
             out["sasl.mechanism"] = mechanism
             out["sasl.jaas.config"] = self._jaas(mechanism)
+            if self._oidc():
+                out["sasl.login.callback.handler.class"] = _OIDC_HANDLER
+                out["sasl.oauthbearer.token.endpoint.url"] = \
+                    s["sasl.oauthbearer.token.endpoint.url"]
         if self.tls:
             if "ssl.ca.location" in s:
                 out.update({"ssl.truststore.type": "PEM",
@@ -120,16 +125,36 @@ class ClientSecurity:
                     "" if algorithm.lower() == "none" else algorithm
         return out
 
+    def java_system(self) -> dict[str, str]:
+        """JVM system properties ``--client java`` needs: the OIDC token endpoint in
+        ``org.apache.kafka.sasl.oauthbearer.allowed.urls``, without which kafka-clients 4.0+
+        refuses to call it (the allow list that came with the fix of CVE-2025-27817); else
+        none."""
+        if not self._oidc():
+            return {}
+        return {"org.apache.kafka.sasl.oauthbearer.allowed.urls":
+                self.settings["sasl.oauthbearer.token.endpoint.url"]}
+
+    def _oidc(self) -> bool:
+        return (self.sasl == "OAUTHBEARER"
+                and self.settings.get("sasl.oauthbearer.method", "default").lower() == "oidc")
+
     def _jaas(self, mechanism: str) -> str:
         s = self.settings
         if mechanism == "OAUTHBEARER":
-            if s.get("sasl.oauthbearer.method", "default").lower() == "oidc":
-                raise SecurityError(f"{self.source}: sasl.oauthbearer.method=oidc with "
-                                    "--client java: not mapped yet; use --client librdkafka")
+            login = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required"
+            if self._oidc():
+                options = [f"clientId={_quoted(s['sasl.oauthbearer.client.id'])}",
+                           f"clientSecret={_quoted(s['sasl.oauthbearer.client.secret'])}"]
+                if s.get("sasl.oauthbearer.scope"):
+                    options.append(f"scope={_quoted(s['sasl.oauthbearer.scope'])}")
+                for pair in filter(None, s.get("sasl.oauthbearer.extensions", "").split(",")):
+                    key, _, value = pair.partition("=")
+                    options.append(f"extension_{key.strip()}={_quoted(value.strip())}")
+                return f"{login} {' '.join(options)};"
             config = dict(part.split("=", 1) for part in
                           s.get("sasl.oauthbearer.config", "").split() if "=" in part)
-            return ("org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
-                    f"required unsecuredLoginStringClaim_sub={_quoted(config['principal'])};")
+            return f"{login} unsecuredLoginStringClaim_sub={_quoted(config['principal'])};"
         module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
                   if mechanism == "PLAIN"
                   else "org.apache.kafka.common.security.scram.ScramLoginModule")
@@ -140,6 +165,10 @@ class ClientSecurity:
         """The settings as logs, ``config.json`` and reports may show them: secrets replaced
         by ``[hidden]``."""
         return {k: "[hidden]" if k in SECRETS else v for k, v in self.settings.items()}
+
+
+#: kafka-clients' login handler for OIDC tokens (KIP-768; this package since Kafka 3.4)
+_OIDC_HANDLER = "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginCallbackHandler"
 
 
 def _quoted(value: str) -> str:

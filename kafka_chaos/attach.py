@@ -128,7 +128,8 @@ def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> Workl
     if cluster.security is not None:
         settings = dataclasses.replace(
             settings, connection=cluster.security.librdkafka(),
-            java_connection=cluster.security.java() if settings.client == "java" else {})
+            java_connection=cluster.security.java() if settings.client == "java" else {},
+            java_system=cluster.security.java_system() if settings.client == "java" else {})
     if not cluster.owned:
         settings = dataclasses.replace(settings, ids=keys.base, group=f"{keys.base}-group")
     return settings

@@ -20,7 +20,7 @@ from typing import Callable
 from kafka_chaos.clusters import admin, backends, share_state
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
-from kafka_chaos.history import MONITOR, HistoryWriter, OpType
+from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__, attach
 from kafka_chaos.config import RunConfig, load_scenario
 from kafka_chaos.live import LiveCheck
@@ -178,13 +178,14 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
         packages = ["kill", "stop", "pause", "partition", "clock", "leader"]
     nemesis = build_nemesis(cluster, packages, rng, extra=(
         UncleanElectionNemesis(cluster, rng, keys.base, cfg.unclean_leader_election),))
-    monitor = Monitor(cluster, history, list(keys.topic_partitions))
+    settings = attach.workload_settings(cfg, cluster, keys)
+    monitor = Monitor(cluster, history, list(keys.topic_partitions), share=(
+        (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
     scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                           cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                           targets=parse_targets(cfg.nemesis_targets, packages), log=log,
                           after_op=lambda f: _sample(monitor, f"after {f}", log))
-    workload = QueueWorkload(cluster.bootstrap_servers, history,
-                             attach.workload_settings(cfg, cluster, keys), keys,
+    workload = QueueWorkload(cluster.bootstrap_servers, history, settings, keys,
                              seed=rng.randrange(2**32))
     monitor.start()
     try:
@@ -257,7 +258,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
                                        isolation_level=cfg.isolation_level,
                                        connection=workload.s.connection, ids=workload.s.ids)
     if cfg.sub_via == "share":
-        facts["share"] = _drain(cfg, cluster, history, keys, workload, log)
+        facts["share"] = _drain(cfg, cluster, history, keys, workload, monitor, log)
     # the record must see the partitions up to the end of the final reads: an election
     # between the last periodic sample and a final read would otherwise go unseen, and the
     # analysis would call that stretch blind (analysis.evidence)
@@ -265,7 +266,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
 
 
 def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
-           workload: QueueWorkload, log: Callable[[str], None]) -> dict:
+           workload: QueueWorkload, monitor: Monitor, log: Callable[[str], None]) -> dict:
     """The share group's final drain (``workloads.share.drain``): ``{"group", "drain": ok |
     info, "s"}`` with the share-partitions' state (``_share_offsets``) ``before`` and
     ``after`` it."""
@@ -281,38 +282,36 @@ def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySp
     after = _share_offsets(cluster, group, keys)
     return {"group": group, "drain": result, "s": round(time.monotonic() - t, 2),
             "before": before, "after": after,
-            "persisted": _share_log(cluster, history, keys, group, workload.s.connection)}
+            "persisted": _share_log(monitor, cluster, keys, group, workload.s.connection)}
 
 
-def _share_log(cluster: Cluster, history: HistoryWriter, keys: KeySpace, group: str,
+def _share_log(monitor: Monitor, cluster: Cluster, keys: KeySpace, group: str,
                connection: dict[str, str]) -> str:
     """Record what the share coordinator persisted (``clusters.share_state.persisted``) as a
     monitor op ``share-state``: ``{"group", "archived": {key: [[first, last, delivery
     count], ...]}}``, the batches it archived, by which the checker knows a record archived
     at its delivery limit whose last delivery no op returned. Returns ``ok``, or ``info:``
     and why (the op is then ``info``: such records stay unjudged)."""
-    history.append(MONITOR, OpType.INVOKE, "share-state", {"group": group})
-    try:
+    def observe() -> dict:
         topics = sorted({keys.tp(k)[0] for k in range(keys.keys)})
         ids = admin.topic_ids(admin.client(cluster.bootstrap_servers, security=cluster.security),
                               topics)
+        archived: dict[str, list[list[int]]] = {}
         found = share_state.persisted(cluster.bootstrap_servers, group, connection)
+        for (tid, partition), batches in sorted(found.items()):
+            try:
+                key = str(keys.key(ids[tid], partition))
+            except KeyError:  # another topic's share-partition
+                continue
+            archived.setdefault(key, []).extend(
+                [first, last, count] for first, last, state, count in batches
+                if state == share_state.ARCHIVED)
+        return {"group": group, "archived": archived}
+
+    try:
+        monitor.record("share-state", {"group": group}, observe)
     except Exception as exc:  # recorded: the checker then takes no record as archived unseen
-        why = f"{type(exc).__name__}: {exc}"[:200]
-        history.append(MONITOR, OpType.INFO, "share-state", None, why)
-        return f"info: {why}"
-    archived: dict[str, list[list[int]]] = {}
-    for (tid, partition), batches in sorted(found.items()):
-        if tid not in ids:
-            continue
-        try:
-            key = str(keys.key(ids[tid], partition))
-        except KeyError:
-            continue
-        archived.setdefault(key, []).extend(
-            [first, last, count] for first, last, state, count in batches
-            if state == share_state.ARCHIVED)
-    history.append(MONITOR, OpType.OK, "share-state", {"group": group, "archived": archived})
+        return f"info: {type(exc).__name__}: {exc}"[:200]
     return "ok"
 
 

@@ -13,6 +13,11 @@ and an ``ok`` whose value is::
                     "voters": {"4": 812, ...}} | null,
      "took_ms": 12}
 
+and, in a share-group run, ``"share": {"<topic>": [{"partition": 0, "start_offset": 412,
+"leader_epoch": 1, "lag": 30, "error": 0}, ...]}``: the share group's share-partition start
+offsets and lags as its coordinator reports them (``DescribeShareGroupOffsets``, KIP-932,
+``clusters.share_state``), or ``{"error": why}`` when it did not answer.
+
 ``answering``: the node's Kafka process replied to ``ApiVersions`` within 300 ms (a paused or
 killed node does not, a node cut from its peers still does: the monitor reaches every node
 from this host). ``partitions``: ``DescribeTopicPartitions`` (KIP-966) asked of every
@@ -35,7 +40,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
-from kafka_chaos.clusters import wire
+from kafka_chaos.clusters import share_state, wire
 from kafka_chaos.history import MONITOR, HistoryWriter, OpType
 from kafka_chaos.nemesis.targets import quorum_endpoints
 
@@ -56,13 +61,17 @@ class Monitor:
         history: where samples are recorded (process ``"monitor"``).
         topics: the topics whose partitions are described.
         period_s: seconds between periodic samples.
+        share: ``(share group, {topic: partition count})`` whose share-partitions every
+            sample also describes, or None.
     """
 
     def __init__(self, cluster, history: HistoryWriter, topics: list[str],
-                 period_s: float = PERIOD_S) -> None:
+                 period_s: float = PERIOD_S,
+                 share: tuple[str, dict[str, int]] | None = None) -> None:
         self.cluster = cluster
         self.history = history
         self.topics = list(topics)
+        self.share = share
         self.period_s = period_s
         self.latest: dict[str, Any] | None = None
         self.samples = 0
@@ -117,6 +126,24 @@ class Monitor:
                 raise
         return self._sample(trigger)
 
+    def record(self, f: str, value: Any, observe: Callable[[], Any]) -> Any:
+        """Record one more monitor op ``f``, invoked with ``value``, whose ``ok`` completion
+        is what ``observe()`` returns, between two samples (a process has one op open at a
+        time). Returns it; raises what ``observe`` raised once the op is ``info``, and
+        ``ValueError`` once the monitor is stopped."""
+        with self._lock:
+            if self._closed:
+                raise ValueError("the monitor is stopped")
+            self.history.append(MONITOR, OpType.INVOKE, f, value)
+            try:
+                done = observe()
+            except BaseException as exc:  # the op must complete, whatever happened
+                self.history.append(MONITOR, OpType.INFO, f, None,
+                                    f"{type(exc).__name__}: {exc}"[:200])
+                raise
+            self.history.append(MONITOR, OpType.OK, f, done)
+        return done
+
     def _sample(self, trigger: str) -> dict[str, Any] | None:
         with self._lock:
             if self._closed:  # stopped: nothing may be appended any more
@@ -137,6 +164,7 @@ class Monitor:
 
     def _observe(self) -> dict[str, Any]:
         start = time.monotonic()
+        share = self._pool.submit(self._share) if self.share else None
         nodes = list(self.cluster.nodes)
         sec = self.cluster.security
         up = dict(zip([n.node_id for n in nodes],
@@ -155,9 +183,26 @@ class Monitor:
                 continue  # not the quorum leader, or cut from it
             controller = {**quorum, "voters": {str(k): v for k, v in quorum["voters"].items()}}
             break
-        return {"answering": {str(k): v for k, v in up.items()}, "partitions": partitions,
-                "controller": controller,
-                "took_ms": round((time.monotonic() - start) * 1000)}
+        out = {"answering": {str(k): v for k, v in up.items()}, "partitions": partitions,
+               "controller": controller}
+        if share is not None:
+            out["share"] = share.result()
+        return {**out, "took_ms": round((time.monotonic() - start) * 1000)}
+
+    def _share(self) -> dict[str, Any]:
+        assert self.share is not None
+        group, counts = self.share
+        try:
+            found = share_state.start_offsets(
+                self.cluster.bootstrap_servers, group,
+                {t: list(range(n)) for t, n in counts.items()}, timeout_s=1.0,
+                security=self.cluster.security)
+        except wire.WireError as exc:
+            return {"error": str(exc)[:200]}
+        out: dict[str, Any] = {}
+        for (topic, partition), state in sorted(found.items()):
+            out.setdefault(topic, []).append({"partition": partition, **state})
+        return out
 
     def _describe(self, node) -> dict | None:
         try:

@@ -118,6 +118,7 @@ class JavaDriver:
         with open(self.log.with_suffix(".stderr"), "ab") as err:
             self._proc = subprocess.Popen(
                 [java, "-Xmx1g", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+                 *(f"-D{k}={v}" for k, v in sorted(self.s.java_system.items())),
                  f"-Dkafka_chaos.log={self.log}",
                  f"-Dlog4j2.configurationFile={CONF / 'log4j2.properties'}",
                  f"-Dlog4j.configuration=file:{CONF / 'log4j.properties'}",

@@ -37,7 +37,8 @@ class WorkloadSettings:
     shared cluster takes ids of its own); ``connection`` holds librdkafka's security
     settings (``clusters.security.ClientSecurity.librdkafka``: TLS, SASL) and
     ``java_connection`` the Java client's (``ClientSecurity.java``), both kept out of
-    ``repr`` because they hold secrets.
+    ``repr`` because they hold secrets, and ``java_system`` the system properties of the
+    Java client's JVM (``ClientSecurity.java_system``).
     """
 
     clients: int = 4
@@ -71,6 +72,7 @@ class WorkloadSettings:
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
+    java_system: dict[str, str] = dataclasses.field(default_factory=dict)
     client: str = "librdkafka"
     client_version: str = ""
 

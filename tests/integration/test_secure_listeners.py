@@ -186,7 +186,7 @@ def java_send(tmp_path: Path, endpoint: str, sec: security.ClientSecurity) -> tu
     """One ``send`` op of the Java client driver to topic ``secure`` through ``endpoint``
     with ``sec``'s settings: its completion type and value."""
     settings = dataclasses.replace(WorkloadSettings(client="java", delivery_timeout_ms=5000),
-                                   java_connection=sec.java())
+                                   java_connection=sec.java(), java_system=sec.java_system())
     driver = JavaDriver(endpoint, settings, KeySpace(keys=1, base="secure"), "4.4.0",
                         tmp_path / f"java-{time.monotonic_ns()}.log", time.monotonic_ns)
     try:
@@ -201,9 +201,10 @@ def java_send(tmp_path: Path, endpoint: str, sec: security.ClientSecurity) -> tu
 def test_oidc_tokens_of_a_real_identity_provider_get_in_and_a_wrong_client_secret_not(
         broker, tmp_path) -> None:
     """The OIDC listener validates RS256 tokens against the identity provider's JWKS
-    (``OAuthBearerValidatorCallbackHandler``): the tool's requests and librdkafka, both
-    getting tokens by the client-credentials grant from the same properties, get in; the
-    tool fetches one token for many connections; a wrong client secret is one error."""
+    (``OAuthBearerValidatorCallbackHandler``): the tool's requests, librdkafka and the Java
+    client, each getting tokens by the client-credentials grant from the same properties,
+    get in; the tool fetches one token for many connections; a wrong client secret is one
+    error."""
     text = ("security.protocol=SASL_PLAINTEXT\nsasl.mechanism=OAUTHBEARER\n"
             "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=kafka-chaos\n"
             "sasl.oauthbearer.client.secret=${env:KC_OIDC}\nsasl.oauthbearer.scope=kafka\n"
@@ -220,3 +221,13 @@ def test_oidc_tokens_of_a_real_identity_provider_get_in_and_a_wrong_client_secre
     with pytest.raises(wire.WireError, match="HTTP 401"):
         wire.describe_quorum(broker["oidc"], 5.0, security=wrong)
     assert OIDC_SECRET not in str(sec.describe())
+    # the Java client gets its own token from the same endpoint and sends; with the wrong
+    # secret it gets none and does not
+    issued = broker["idp"].issued
+    admin = AdminClient({"bootstrap.servers": broker["oidc"], **sec.librdkafka()})
+    admin.create_topics([NewTopic("secure", 1, 1)])["secure"].exception(60)  # may exist
+    typ, done = java_send(tmp_path, broker["oidc"], sec)
+    assert typ == "ok" and done[0][2][0] is not None, done
+    assert broker["idp"].issued > issued
+    typ, done = java_send(tmp_path, broker["oidc"], wrong)
+    assert typ != "ok", done

@@ -334,9 +334,18 @@ def test_the_java_client_gets_the_same_settings_as_jaas_and_pem(tmp_path) -> Non
     java = security.load(path, {}).java()
     assert java["sasl.jaas.config"].endswith('required unsecuredLoginStringClaim_sub="chaos";')
     assert "ssl.truststore.type" not in java
+    assert security.load(path, {}).java_system() == {}
     path.write_text("security.protocol=SASL_SSL\nsasl.mechanism=OAUTHBEARER\n"
                     "sasl.oauthbearer.method=oidc\nsasl.oauthbearer.client.id=a\n"
-                    "sasl.oauthbearer.client.secret=b\n"
+                    "sasl.oauthbearer.client.secret=b\"c\nsasl.oauthbearer.scope=kafka\n"
+                    "sasl.oauthbearer.extensions=tenant=t1, env=ci\n"
                     "sasl.oauthbearer.token.endpoint.url=https://idp/token\n")
-    with pytest.raises(security.SecurityError, match="oidc with --client java: not mapped"):
-        security.load(path, {}).java()
+    sec = security.load(path, {})
+    java = sec.java()
+    assert java["sasl.jaas.config"].endswith(
+        ' required clientId="a" clientSecret="b\\"c" scope="kafka" extension_tenant="t1" '
+        'extension_env="ci";'), java["sasl.jaas.config"]
+    assert java["sasl.login.callback.handler.class"].endswith(".OAuthBearerLoginCallbackHandler")
+    assert java["sasl.oauthbearer.token.endpoint.url"] == "https://idp/token"
+    assert sec.java_system() == {
+        "org.apache.kafka.sasl.oauthbearer.allowed.urls": "https://idp/token"}
