@@ -218,6 +218,14 @@ def topic_config(admin: AdminClient, topic: str, key: str, timeout_s: float = 10
     return _describe(admin, ResourceType.TOPIC, topic, key, timeout_s)
 
 
+def group_config(admin: AdminClient, group: str, key: str,
+                 timeout_s: float = 10.0) -> str | None:
+    """The effective value of group config ``key`` of ``group`` (KIP-848's GROUP resource:
+    the group's own value, else the broker's default). Raises ``ClusterError`` when the
+    request fails."""
+    return _describe(admin, ResourceType.GROUP, group, key, timeout_s)
+
+
 def broker_config(admin: AdminClient, broker_id: int, key: str,
                   timeout_s: float = 10.0) -> str | None:
     """The effective value of broker config ``key`` on broker ``broker_id`` (dynamic cluster

@@ -26,6 +26,8 @@ from kio.schema.describe_share_group_offsets.v1 import request as dsgo_req
 from kio.schema.describe_share_group_offsets.v1 import response as dsgo_resp
 from kio.schema.find_coordinator.v6 import request as fc_req
 from kio.schema.find_coordinator.v6 import response as fc_resp
+from kio.schema.share_group_describe.v1 import request as sgd_req
+from kio.schema.share_group_describe.v1 import response as sgd_resp
 from kio.schema.types import GroupId, TopicName
 from kio.serial import readers as r
 from kio.serial.errors import BufferUnderflow
@@ -84,6 +86,24 @@ def start_offsets(bootstrap: str, group: str, topics: dict[str, list[int]],
                     "start_offset": int(p.start_offset), "leader_epoch": int(p.leader_epoch),
                     "lag": int(p.lag), "error": int(p.error_code)}
     return out
+
+
+def members(bootstrap: str, group: str, timeout_s: float = 5.0,
+            security: ClientSecurity | None = None) -> int:
+    """How many members share group ``group`` has, as its coordinator describes it
+    (``ShareGroupDescribe``, API key 77, KIP-932): a member that crashed stays until its
+    share session times out (``group.share.session.timeout.ms``, 45 s by default). Raises
+    ``WireError`` (no coordinator, no answer, or an error code for the group)."""
+    endpoint = coordinator(bootstrap, group, timeout_s, security)
+    reply = call(endpoint, sgd_req.ShareGroupDescribeRequest(
+        group_ids=(GroupId(group),), include_authorized_operations=False),
+        sgd_resp.ShareGroupDescribeResponse, timeout_s, security)
+    for g in reply.groups:
+        if g.error_code:
+            raise WireError(f"{endpoint}: ShareGroupDescribe of {group}: error code "
+                            f"{int(g.error_code)} {g.error_message or ''}".rstrip())
+        return len(g.members)
+    raise WireError(f"{endpoint}: ShareGroupDescribe of {group}: no group in the answer")
 
 
 STATE_TOPIC = "__share_group_state"

@@ -43,6 +43,8 @@ from kio.schema.alter_partition_reassignments.v0 import request as reassign_req
 from kio.schema.alter_partition_reassignments.v0 import response as reassign_resp
 from kio.schema.api_versions.v0.request import ApiVersionsRequest
 from kio.schema.api_versions.v0.response import ApiVersionsResponse
+from kio.schema.api_versions.v3 import request as av3_req
+from kio.schema.api_versions.v3 import response as av3_resp
 from kio.schema.describe_quorum.v1 import request as quorum_req
 from kio.schema.describe_quorum.v1 import response as quorum_resp
 from kio.schema.describe_topic_partitions.v0 import request as dtp_req
@@ -234,6 +236,21 @@ def api_versions(endpoint: str, timeout_s: float = 5.0,
     wrong secrets in one clear sentence, where librdkafka's clients only retry)."""
     reply = call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
     return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in reply.api_keys}
+
+
+def finalized_features(endpoint: str, timeout_s: float = 5.0,
+                       security: ClientSecurity | None = None) -> dict[str, int]:
+    """The cluster-wide finalized feature levels the broker at ``endpoint`` reports
+    (``ApiVersions`` v3, KIP-584): feature name -> level, e.g. ``group.version`` (1 once
+    KIP-848's consumer group protocol is on: the default from Kafka 4.0) or
+    ``share.version`` (1 once KIP-932's share groups are on: the default from 4.2). A
+    feature at level 0 is absent. Raises ``WireError``."""
+    reply = call(endpoint, av3_req.ApiVersionsRequest(
+        client_software_name="kafka-chaos", client_software_version="1"),
+        av3_resp.ApiVersionsResponse, timeout_s, security)
+    if reply.error_code:
+        raise WireError(f"{endpoint}: ApiVersions error code {int(reply.error_code)}")
+    return {str(f.name): int(f.max_version_level) for f in reply.finalized_features}
 
 
 def answers(endpoint: str, timeout_s: float = 0.3,

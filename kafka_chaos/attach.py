@@ -17,6 +17,7 @@ from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
 from kafka_chaos.config import RunConfig
+from kafka_chaos.waiting import WaitTimeout, wait_until
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -32,20 +33,52 @@ def describe(cfg: RunConfig, cluster: Cluster) -> dict:
             "security": security.describe() if security else {"security.protocol": "PLAINTEXT"}}
 
 
-#: ConsumerGroupHeartbeat, the request of KIP-848's consumer group protocol.
-CONSUMER_GROUP_HEARTBEAT = 68
-
-
-def _serves_consumer_groups(cluster: Cluster) -> None:
-    """Refuse (``Refused``) ``--group-protocol consumer`` on a cluster whose brokers do not
-    serve KIP-848's ConsumerGroupHeartbeat (before Kafka 4.0, or not enabled), instead of
-    clients that fail their first poll."""
+def _serves(cluster: Cluster, feature: str, flag: str, what: str) -> None:
+    """Refuse (``Refused``) ``flag`` on a cluster whose brokers do not report ``feature`` at
+    level 1 or more among their finalized features (``wire.finalized_features``): ``what``
+    (its KIP) is off there, instead of clients that fail their first poll. A broker that
+    merely knows the request (Kafka 3.9 lists KIP-848's ConsumerGroupHeartbeat while
+    ``group.version`` is 0) is not enough."""
     for node in cluster.brokers:
-        apis = wire.api_versions(node.client_endpoint, security=cluster.security)
-        if CONSUMER_GROUP_HEARTBEAT not in apis:
-            raise Refused(f"--group-protocol consumer: broker {node.name} at "
-                          f"{node.client_endpoint} does not serve ConsumerGroupHeartbeat "
-                          "(KIP-848, Kafka 4.0+)")
+        level = wire.finalized_features(node.client_endpoint,
+                                        security=cluster.security).get(feature, 0)
+        if level < 1:
+            raise Refused(f"{flag}: broker {node.name} at {node.client_endpoint} reports "
+                          f"{feature} {level}: {what} is off there")
+
+
+def share_group_config(cfg: RunConfig, cluster: Cluster, group: str) -> dict[str, str]:
+    """Set the run's share group ``group`` to what the share checker judges by (KIP-932 group
+    configs: ``share.record.lock.duration.ms`` = ``--share-lock-ms``,
+    ``share.delivery.count.limit`` = ``--share-delivery-limit``), and to start at the
+    earliest offset (a new share group starts at the log end), then read them back. On a
+    cluster of the tool's own the brokers already have them; on an attached one the group's
+    own values override the cluster's. Returns the configs. Raises ``Refused`` when the
+    cluster refuses one (out of its brokers' bounds, ``group.share.min.record.lock.
+    duration.ms`` of 15 s by default; no ALTER_CONFIGS on the group) or does not apply it."""
+    want = {"share.auto.offset.reset": "earliest",
+            "share.record.lock.duration.ms": str(cfg.share_lock_ms),
+            "share.delivery.count.limit": str(cfg.share_delivery_limit)}
+    client = admin.client(cluster.bootstrap_servers, 10.0, cluster.security)
+    try:
+        admin.set_group_config(client, group, want)
+    except ClusterError as exc:
+        raise Refused(f"share group {group}: the cluster refused {want}: {exc} (choose "
+                      "--share-lock-ms and --share-delivery-limit within its brokers' "
+                      "group.share.min/max.* bounds)") from exc
+
+    def applied() -> bool:
+        got.update((key, admin.group_config(client, group, key)) for key in want)
+        return got == want
+
+    got: dict[str, str | None] = {}
+    try:  # a broker answers from its copy of the metadata, which may lag the controller's
+        wait_until(applied, 15, 0.5, f"the configs of share group {group}")
+    except WaitTimeout:
+        raise Refused(f"share group {group}: its configs are {got}, not {want} as set: the "
+                      "verdict would judge by a lock or a limit the cluster does not keep"
+                      ) from None
+    return want
 
 
 def topic_config(cfg: RunConfig) -> dict[str, str]:
@@ -62,7 +95,8 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     (what ``drop_topics`` removes, also after a failure half-way).
 
     On an attached cluster: refuses (``Refused``) a replication factor above its broker
-    count, and ``--group-protocol consumer`` where a broker does not serve KIP-848; sets
+    count, ``--group-protocol consumer`` where a broker does not serve KIP-848 and
+    ``--sub-via share`` where one does not serve KIP-932; sets
     ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
     missing permission or a value the cluster overrides (a create-topic policy) is refused
     here, before the workload; with the unclean toggle among the faults, sets the topic's
@@ -72,7 +106,11 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     config = None
     if not cluster.owned:
         if cfg.group_protocol == "consumer":
-            _serves_consumer_groups(cluster)
+            _serves(cluster, "group.version", "--group-protocol consumer",
+                    "the consumer group protocol (KIP-848, Kafka 4.0+)")
+        if cfg.sub_via == "share":
+            _serves(cluster, "share.version", "--sub-via share",
+                    "share groups (KIP-932, Kafka 4.2+)")
         if cfg.replication_factor > len(cluster.brokers):
             raise Refused(f"--replication-factor {cfg.replication_factor}: the cluster at "
                           f"{cluster.bootstrap_servers} has {len(cluster.brokers)} brokers")

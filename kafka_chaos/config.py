@@ -200,12 +200,12 @@ class RunConfig(BaseModel):
         5000, section="workload", prop="group.share.record.lock.duration.ms",
         label="share.record.lock.duration.ms", unit="ms", ge=1000, le=3_600_000,
         help="--sub-via share: the acquisition lock of a delivered record (KIP-932), set on "
-        "the brokers.")
+        "the brokers and the run's share group.")
     share_delivery_limit: int = setting(
         3, section="workload", prop="group.share.delivery.count.limit",
         label="share.delivery.count.limit", ge=2, le=10,
         help="--sub-via share: deliveries of a record before it is archived (KIP-932), set "
-        "on the brokers.")
+        "on the brokers and the run's share group.")
     sub_p: float = setting(0.02, section="workload", ge=0, lt=1,
                            help="Share of ops that re-assign / re-subscribe.")
     txn: bool = setting(False, section="workload", aliases=("transactions",), shown=True,
@@ -419,8 +419,8 @@ class RunConfig(BaseModel):
     def _share_combinations(self) -> None:
         """Refuse what a share-group run cannot be: share consumers take no part in
         transactions (KIP-932 leaves exactly-once out), join no consumer group, and need
-        a cluster of ours of Kafka 4.2+, where share groups are production-ready and this
-        tool sets their lock and delivery limit (and kafka-clients 4.2+ on the JVM)."""
+        Kafka 4.2+, where share groups are production-ready (kafka-clients 4.2+ on the JVM;
+        an attached cluster is asked at the start: ``attach.create_topics``)."""
         if self.txn:
             raise ValueError("--sub-via share with --txn: share consumers take no part in "
                              "transactions (KIP-932)")
@@ -430,11 +430,7 @@ class RunConfig(BaseModel):
                 and _version(self.client_version) < (4, 2)):
             raise ValueError(f"--sub-via share with --client java needs kafka-clients 4.2 or "
                              f"later (KIP-932), not --client-version {self.client_version}")
-        if self.backend in ATTACHED:
-            raise ValueError(f"--sub-via share on --backend {self.backend}: the checker "
-                             "judges by the brokers' lock duration and delivery limit, which "
-                             "the tool sets on clusters of its own only")
-        if _version(self.kafka_version) < (4, 2):
+        if self.backend not in ATTACHED and _version(self.kafka_version) < (4, 2):
             raise ValueError(f"--sub-via share needs Kafka 4.2 or later (KIP-932), not "
                              f"--kafka-version {self.kafka_version}")
 

@@ -204,9 +204,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             workload: QueueWorkload, facts: dict, live: LiveCheck | None) -> None:
     start = time.monotonic()
     if cfg.sub_via == "share":
-        admin.set_group_config(admin.client(cluster.bootstrap_servers,
-                                            security=cluster.security),
-                               workload.s.share_group, {"share.auto.offset.reset": "earliest"})
+        facts["share_group_config"] = attach.share_group_config(cfg, cluster,
+                                                                workload.s.share_group)
     try:
         workload.start()
         scheduler.start()
@@ -276,7 +275,9 @@ def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySp
     log(f"draining share group {group}")
     try:
         result = share.drain(cluster.bootstrap_servers, history, keys, group,
-                             workload.next_process(), cfg.share_lock_ms, workload.s.connection)
+                             workload.next_process(), cfg.share_lock_ms, workload.s.connection,
+                             members=lambda: share_state.members(
+                                 cluster.bootstrap_servers, group, security=cluster.security))
     except Exception as exc:  # the checker then judges no unsettled record
         result = f"info: {type(exc).__name__}: {exc}"[:200]
     after = _share_offsets(cluster, group, keys)

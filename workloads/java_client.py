@@ -188,7 +188,8 @@ class JavaDriver:
         return answer
 
     def close(self) -> None:
-        """End the JVM: stdin closes, every process left is dropped; killed after 20 s."""
+        """End the JVM: stdin closes, every process left ends (``Proc.end``: share consumers
+        close, the rest is dropped); killed after 20 s."""
         self._closing = True
         if self._proc is None:
             return
@@ -254,6 +255,10 @@ class JavaClient:
                 else:
                     mop[2][2] += offset
         return value
+
+    def end(self) -> None:
+        """End the process at the end of the workload: the JVM's end does it for every
+        process (``JavaDriver.close``: ``Proc.end``)."""
 
     def drop(self) -> None:
         """Crash the process (``Proc.drop``): no consumer close where the client allows."""

@@ -96,8 +96,8 @@ class QueueWorkload:
                              daemon=True, name="crasher").start()
 
     def stop(self, timeout_s: float | None = None) -> None:
-        """Stop the workers (each finishes its op in flight), then drop every client (waiting
-        at most ``DROP_WAIT_S`` for them).
+        """Stop the workers (each finishes its op in flight), then end every client (``end``:
+        share consumers close, the rest is dropped; waiting at most ``DROP_WAIT_S``).
 
         With transactions, every worker's ``transactional.id`` is fenced by a fresh producer
         (``init_transactions``), which aborts any transaction a dead process left open, so that
@@ -112,7 +112,7 @@ class QueueWorkload:
         # each on a thread of its own, waited for a few seconds: librdkafka's KIP-848
         # consumer, destroyed without close after broker kills, was seen to take 25 s here
         # (the destroy finishes in the background; nothing of the run waits for it)
-        drops = [threading.Thread(target=client.drop, daemon=True, name=f"drop-{slot}")
+        drops = [threading.Thread(target=client.end, daemon=True, name=f"drop-{slot}")
                  for slot, client in list(self._live.items())]
         for t in drops:
             t.start()

@@ -97,10 +97,14 @@ def error_name(err) -> str:
 
 def drain(bootstrap: str, history: HistoryWriter, keys: KeySpace, group: str, process: int,
           lock_ms: int, connection: dict[str, str], timeout_s: float = 120.0,
-          clock: Callable[[], float] = time.monotonic) -> str:
+          clock: Callable[[], float] = time.monotonic,
+          members: Callable[[], int] | None = None) -> str:
     """After the workload: accept everything the share group still delivers, as process
     ``process``, until nothing came for the lock duration plus 5 s (a record a crashed
-    member held is delivered again once its lock expires), or ``timeout_s``.
+    member held is delivered again once its lock expires) while the drain's consumer was the
+    group's only member (``members()``, asked once a second: a crashed member keeps its
+    share-partitions until its session times out, and the coordinator may assign a
+    share-partition to it alone; an error counts as others), or ``timeout_s``.
 
     Every poll is a ``share`` op with ``"final": true`` in its invoke; the last one also
     says ``"drained": true`` when the quiet stretch was reached, which is what lets the
@@ -110,8 +114,16 @@ def drain(bootstrap: str, history: HistoryWriter, keys: KeySpace, group: str, pr
     quiet_s = lock_ms / 1000 + 5
     try:
         consumer.subscribe(sorted({keys.tp(k)[0] for k in range(keys.keys)}))
-        start = last = clock()
+        start = last = asked = clock()
         while clock() - start < timeout_s:
+            if members is not None and clock() - asked >= 1.0:
+                asked = clock()
+                try:
+                    alone = members() <= 1
+                except Exception:  # not known: not alone
+                    alone = False
+                if not alone:
+                    last = clock()  # the quiet stretch starts once the others are gone
             inv = {"group": group, "final": True}
             history.append(process, OpType.INVOKE, "share", inv)
             records: list = []

@@ -103,20 +103,29 @@ def _no_secret_in(run_dir: Path) -> None:
 
 def test_external_mode_observes_a_secured_cluster_and_leaves_it_as_it_was(
         compose_cluster, tmp_path, monkeypatch):
-    """No faults of ours: the verdict is valid; the monitor reached every broker and the
-    quorum through SASL_SSL; the run's topic was made with the promised configs and is
-    gone; the canary, the containers and the secret are as they were."""
+    """No faults of ours, share consumers (KIP-932) of a share group of the run's own: the
+    verdict is valid; the group took the run's lock (15 s: the brokers' default minimum)
+    and delivery limit, the share checker judged every record, the coordinator's own log
+    was read; the monitor reached every broker and the quorum through SASL_SSL; the run's
+    topic was made with the promised configs and is gone; the canary, the containers and
+    the secret are as they were."""
     monkeypatch.setenv(ENV, cc.SECRET)
     before = _containers()
     assert len(before) == 3
     proc = kafka_chaos("run", "--backend", "external", "--bootstrap-servers",
                        compose_cluster["bootstrap"].split(",")[0], "--client-properties",
                        str(compose_cluster["properties"]), "--nemesis", "none",
+                       "--sub-via", "share", "--share-lock-ms", "15000",
                        "--time-limit", "20", "--out", str(tmp_path / "runs"))
     run_dir = (tmp_path / "runs" / "latest").resolve()
     results = results_of(run_dir, proc)
     assert proc.returncode == 0 and results["valid"] is True, proc.stdout[-3000:]
     facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["share_group_config"] == {"share.auto.offset.reset": "earliest",
+                                           "share.record.lock.duration.ms": "15000",
+                                           "share.delivery.count.limit": "3"}
+    assert facts["share"]["drain"] == "ok" and facts["share"]["persisted"] == "ok", facts
+    assert results["anomalies"]["share-redelivery"]["count"] > 0  # releases came back
     attached = facts["attached"]
     assert sorted(attached["brokers"]) == ["n1", "n2", "n3"], attached
     assert attached["security"]["sasl.password"] == "[hidden]"

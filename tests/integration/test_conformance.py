@@ -17,8 +17,12 @@ import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import NewTopic
 
+from kafka_chaos import attach
 from kafka_chaos.clusters import admin, backends, dist
-from kafka_chaos.clusters.errors import DistributionError, EnvironmentUnsupported
+from kafka_chaos.clusters.errors import DistributionError, EnvironmentUnsupported, Refused
+from kafka_chaos.clusters.external import ExternalCluster
+from kafka_chaos.config import RunConfig
+from kafka_chaos.workloads.keys import KeySpace
 from tests.integration.conftest import leftovers, prepare
 
 pytestmark = pytest.mark.kafka
@@ -32,6 +36,23 @@ def _produce(bootstrap: str, topic: str, n: int) -> list[int]:
                   on_delivery=lambda err, msg: offsets.append(-1 if err else msg.offset()))
     p.flush(20)
     return offsets
+
+
+def _attached_kip_848_refused(cluster, tmp_path) -> None:
+    """Attached to this Kafka 3.9 cluster, ``--group-protocol consumer`` and ``--sub-via
+    share`` are refused before any topic is created: its brokers report ``group.version``
+    and ``share.version`` 0 (KIP-848 and KIP-932 off)."""
+    attached = ExternalCluster(cluster.bootstrap_servers, None, tmp_path / "attached")
+    attached.setup()
+    created: list[str] = []
+    for flags, feature in (({"sub_via": "subscribe", "group_protocol": "consumer"},
+                            "group.version"), ({"sub_via": "share"}, "share.version")):
+        cfg = RunConfig(backend="external", bootstrap_servers=cluster.bootstrap_servers,
+                        **flags)
+        with pytest.raises(Refused, match=rf"broker n\d at \S+ reports {feature} 0: "):
+            attach.create_topics(cfg, attached, KeySpace("kip848", 2), created, print)
+    assert created == [] and "kip848" not in admin.client(
+        cluster.bootstrap_servers).list_topics(timeout=10).topics
 
 
 def _answers(endpoint: str, timeout_s: float = 3.0) -> bool:
@@ -113,6 +134,8 @@ def test_backend_conformance(request, tmp_path, name):
         admin.create_topic(cluster.bootstrap_servers, "t", 1, 3)
         admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
         assert _produce(cluster.bootstrap_servers, "t", 5) == [0, 1, 2, 3, 4]
+        if name == "local":
+            _attached_kip_848_refused(cluster, tmp_path)
         # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election
         assert admin.elect_unclean(a, "t", [0]) == {0: "ELECTION_NOT_NEEDED"}
         state = backend.status(options)

@@ -45,13 +45,19 @@ from kafka_chaos.workloads.outcomes import classify
     ({"sub_via": "share", "client": "java", "client_version": "4.1.1"},
      "needs kafka-clients 4.2 or later"),
     ({"sub_via": "share", "kafka_version": "4.1.1"}, "needs Kafka 4.2 or later"),
-    ({"sub_via": "share", "backend": "external", "bootstrap_servers": "b:9092"},
-     "clusters of its own only"),
     ({"sub_via": "share", "share_delivery_limit": 11}, "less than or equal to 10"),
 ])
 def test_invalid_combinations_are_refused(kwargs, message):
     with pytest.raises(ValidationError, match=message):
         RunConfig(**kwargs)
+
+
+def test_share_groups_on_an_attached_cluster_are_asked_of_the_cluster_not_the_version():
+    """An attached cluster's Kafka version is unknown to the tool: the run asks its brokers
+    for ShareGroupHeartbeat at the start (``attach.create_topics``) instead."""
+    cfg = RunConfig(sub_via="share", backend="external", bootstrap_servers="b:9092",
+                    kafka_version="4.1.1")
+    assert cfg.sub_via == "share"
 
 
 @pytest.mark.parametrize("kwargs, idempotent", [

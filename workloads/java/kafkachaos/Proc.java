@@ -81,6 +81,18 @@ final class Proc {
     }
 
     /**
+     * Ends the process at the end of the workload: its share consumer closes (it leaves the
+     * share group, whose coordinator releases its records at once), the rest is dropped.
+     */
+    void end() {
+        if (share != null) {
+            share.close();
+            share = null;
+        }
+        drop();
+    }
+
+    /**
      * Ends the process as a crash would: the producer is closed without waiting (unsent records
      * are dropped) and the consumer without leaving its group where the client can (kafka-clients
      * 4.1+, KIP-1092 REMAIN_IN_GROUP); older clients send a LeaveGroup on close. Both close on a

@@ -110,6 +110,15 @@ final class Share {
         return "accept";
     }
 
+    /** Closes the consumer (at most 5 s): it leaves the share group. */
+    void close() {
+        try {
+            consumer.close(Duration.ofSeconds(5));
+        } catch (Exception ignored) {
+            // a consumer that cannot close is dropped all the same
+        }
+    }
+
     /**
      * Ends the consumer as a crash would, as near as kafka-clients allows: it is left without a
      * poll (its acquired records stay locked until the lock expires, KIP-932) and closed on a

@@ -35,7 +35,8 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  *   <li>{@code {"op": "drop", "process"}} -> {@code {}}: the process crashes.
  * </ul>
  *
- * The JVM exits when stdin closes. Client logs go to stderr.
+ * The JVM exits when stdin closes, once every process has ended ({@link Proc#end}). Client
+ * logs go to stderr.
  */
 public final class Worker {
     static final ByteArraySerializer BYTES_OUT = new ByteArraySerializer();
@@ -115,7 +116,14 @@ public final class Worker {
                 }
             });
         }
-        for (Proc p : procs.values()) p.drop();
+        List<Thread> ends = new ArrayList<>();
+        for (Proc p : procs.values()) {
+            Thread t = new Thread(p::end, "end-" + p.process);
+            t.setDaemon(true);
+            t.start();
+            ends.add(t);
+        }
+        for (Thread t : ends) t.join(10_000);
         System.exit(0);
     }
 
