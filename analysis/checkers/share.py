@@ -267,7 +267,8 @@ def _unsettled(h: History, d: DataFrame, limit: int | None) -> DataFrame:
                               (F.col("key") == F.col("p_key"))
                               & F.col("offset").between(F.col("p_first"), F.col("p_last")),
                               "left_semi")
-        takers = takers.join(cleared.where(unrecorded), takers.columns, "left_anti")
+        record = ["key", "offset", "value"]  # never null, unlike a count never seen
+        takers = takers.join(cleared.where(unrecorded).select(*record), record, "left_anti")
     kind = (F.when(F.lit(not drained), F.lit(SHARE_UNJUDGED))
             .when(unrecorded, F.lit(SHARE_UNJUDGED)).otherwise(F.lit(SHARE_LOST)))
     why = (F.when(F.lit(not drained), F.lit("no-quiet-drain"))

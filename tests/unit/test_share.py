@@ -70,15 +70,18 @@ def test_consumers_that_crashed_count_among_those_that_may_have_taken_a_record(r
 
 @pytest.mark.parametrize("count, verdict", [(3, True), (2, "unknown")])
 def test_the_coordinators_log_tells_a_record_archived_at_its_limit(run, count, verdict):
-    """Value 11, released at count 2, was never seen again. The share coordinator's log
-    (``share-state``) says offset 1 was archived: at count 3, the limit, that clears it (its
-    last acquisition no op returned); at count 2 it does not."""
+    """Value 11, released at count 2, was never seen again, nor was value 12 ever delivered
+    (processes 1-3 and the drain could have taken it unseen). The share coordinator's log
+    (``share-state``) says offsets 1 and 2 were archived: at count 3, the limit, that clears
+    them (their last acquisitions no op returned); at count 2 it does not."""
     x = base()
-    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 2, "release"), (0, 2, 12, 1, "accept")])
+    for p in (2, 3):
+        x.share(p, [])
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 2, "release")])
     x.share(40, [], drained=True).read_all(41, keys=[0, 1, 2])
     x.invoke("monitor", "share-state", {"group": "kc-share"})
     x.complete("monitor", "ok", "share-state",
-               {"group": "kc-share", "archived": {"0": [[1, 1, count]], "1": [[0, 5, 3]]}})
+               {"group": "kc-share", "archived": {"0": [[1, 2, count]], "1": [[0, 5, 3]]}})
     result = run(sample(x))
     assert counts(result) == {} and result["valid"] == verdict
 
