@@ -10,7 +10,7 @@ import dataclasses
 import time
 import uuid
 
-from confluent_kafka import KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
@@ -27,6 +27,14 @@ class PartitionState:
     leader: int
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+
+
+#: Client errors librdkafka recovers from by itself (a leader that moved, a broker connection
+#: that dropped, a request that timed out): a read meeting one goes on until its deadline.
+#: Right after a heal, a restarted broker takes its partitions back (preferred leader
+#: election), so a fresh consumer's first request can meet ``NOT_LEADER_OR_FOLLOWER``.
+PASSING_ERRORS = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
+                  KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
 
 
 def client(bootstrap: str, timeout_s: float = 10.0,

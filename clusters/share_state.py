@@ -33,6 +33,7 @@ from kio.serial import readers as r
 from kio.serial.errors import BufferUnderflow
 from kio.static.primitive import i8, i32
 
+from kafka_chaos.clusters.admin import PASSING_ERRORS
 from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.clusters.wire import WireError, call
 
@@ -111,9 +112,6 @@ STATE_TOPIC = "__share_group_state"
 #: "0:Available,2:Acked,4:Archived").
 AVAILABLE, ACKNOWLEDGED, ARCHIVED = 0, 2, 4
 _SNAPSHOT, _UPDATE = 0, 1
-#: consumer errors librdkafka recovers from by itself: the read goes on to its deadline
-_PASSING = (KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._TIMED_OUT,
-            KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE)
 Batch = tuple[int, int, int, int]
 
 
@@ -219,7 +217,7 @@ def _consume(consumer: Consumer, ends: dict[int, int], group: str,
                 if msg.offset() >= left.get(msg.partition(), 0):
                     left.pop(msg.partition(), None)
                 continue
-            if msg.error().code() not in _PASSING:
+            if msg.error().code() not in PASSING_ERRORS:
                 raise KafkaException(msg.error())
             continue
         if msg.offset() + 1 >= left.get(msg.partition(), 0):

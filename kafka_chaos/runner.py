@@ -294,9 +294,8 @@ def _share_log(monitor: Monitor, cluster: Cluster, keys: KeySpace, group: str,
     at its delivery limit whose last delivery no op returned. Returns ``ok``, or ``info:``
     and why (the op is then ``info``: such records stay unjudged)."""
     def observe() -> dict:
-        topics = sorted({keys.tp(k)[0] for k in range(keys.keys)})
         ids = admin.topic_ids(admin.client(cluster.bootstrap_servers, security=cluster.security),
-                              topics)
+                              list(keys.topic_partitions))
         archived: dict[str, list[list[int]]] = {}
         found = share_state.persisted(cluster.bootstrap_servers, group, connection)
         for (tid, partition), batches in sorted(found.items()):
@@ -319,10 +318,7 @@ def _share_log(monitor: Monitor, cluster: Cluster, keys: KeySpace, group: str,
 def _share_offsets(cluster: Cluster, group: str, keys: KeySpace) -> dict | str:
     """``{key: {"start_offset", "lag", ...}}`` of the share group's share-partitions
     (``clusters.share_state``), or why the coordinator did not say."""
-    topics: dict[str, list[int]] = {}
-    for k in range(keys.keys):
-        topic, partition = keys.tp(k)
-        topics.setdefault(topic, []).append(partition)
+    topics = {t: list(range(n)) for t, n in keys.topic_partitions.items()}
     try:
         found = share_state.start_offsets(cluster.bootstrap_servers, group, topics,
                                           security=cluster.security)

@@ -15,6 +15,7 @@ from typing import Callable
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
+from kafka_chaos.clusters.admin import PASSING_ERRORS
 from kafka_chaos.history import HistoryWriter, OpType
 from kafka_chaos.workloads.keys import KeySpace
 
@@ -95,15 +96,9 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
 
 
 def _passing(err: KafkaError) -> bool:
-    """Whether a consumer error is one librdkafka recovers from by itself (a leader that moved,
-    a broker connection that dropped): the read goes on until its deadline. Right after a heal,
-    a restarted broker takes its partitions back (preferred leader election), so a fresh
-    consumer's first request can meet ``NOT_LEADER_OR_FOLLOWER`` on a healthy cluster."""
-    return err.retriable() or err.code() in _PASSING
-
-
-_PASSING = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-            KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+    """Whether a consumer error is one librdkafka recovers from by itself
+    (``admin.PASSING_ERRORS``): the read goes on until its deadline."""
+    return err.retriable() or err.code() in PASSING_ERRORS
 
 
 def _watermarks(consumer: Consumer, tp: TopicPartition, deadline: float) -> tuple[int, int]:
