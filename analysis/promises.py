@@ -29,7 +29,6 @@ from typing import Any, Callable
 
 from kafka_chaos.analysis import evidence as ev
 from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
-                                        SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK,
                                         SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
                                         SHARE_REDELIVERY)
 
@@ -333,11 +332,13 @@ RULES: tuple[Rule, ...] = (
          "KIP-932, Concepts",
          _IMPRECISE_COUNTS,
          writer=lambda case: case.state_write_failed),
-    Rule("share-failover-redelivery", (SHARE_AFTER_ACK, SHARE_ACCEPTED_TWICE,
-                                       SHARE_LOCK_OVERLAP), lambda c: True,
+    # not for share-after-ack nor share-accepted-twice: both need an acknowledgement answered
+    # ok, and the leader answers one only once the share coordinator has persisted it
+    # (SharePartition.rollbackOrProcessStateUpdates), so a new leader loads it
+    Rule("share-failover-redelivery", (SHARE_LOCK_OVERLAP,), lambda c: True,
          "a share-partition's in-flight state lives on the partition's leader; a new leader "
-         "loads it from the share coordinator, so locks and acknowledgements in flight at the "
-         "move may be lost and the record delivered again",
+         "loads it from the share coordinator, so the locks held at the move are lost and "
+         "the record delivered again",
          "KIP-932, Concepts",
          "This means that the delivery behavior is at-least-once.",
          evidence=_leader_change, mechanism="a leader change of the record's partition"),

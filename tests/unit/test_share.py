@@ -128,6 +128,22 @@ def test_a_record_accepted_twice_and_delivered_after_its_accept(run):
         "key 0 offset 0 (value 10) was accepted twice, by processes 1 and 2")
 
 
+def test_a_leader_change_does_not_explain_a_settled_record_delivered_again(run):
+    """The leader answers an acknowledgement ok only once the share coordinator persisted
+    it, and a new leader loads that state: a record accepted or rejected ok and delivered
+    again across a leader change is still a violation."""
+    x = base()
+    x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "reject")])
+    sample(x, {(T, 0): P(2, 2, [2, 3])})
+    x.share(2, [(0, 0, 10, 2, "accept"), (0, 2, 12, 2, "accept")])
+    result = run(end(x))
+    assert counts(result) == {"share-accepted-twice": 1, "share-after-ack": 2}
+    for name in ("share-accepted-twice", "share-after-ack"):
+        a = result["anomalies"][name]
+        assert a["outcomes"]["violation"] == a["count"] and not a["rules"], (name, a)
+    assert result["valid"] is False
+
+
 def test_a_refused_accept_settles_nothing(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept")], acks={0: "INVALID_RECORD_STATE"})
