@@ -190,6 +190,48 @@ def delete_topics(bootstrap: str, topics: list[str], timeout_s: float = 30.0,
     return gone
 
 
+def delete_groups(bootstrap: str, prefix: str, named: tuple[str, ...] = (),
+                  timeout_s: float = 50.0, security: ClientSecurity | None = None
+                  ) -> tuple[list[str], dict[str, str]]:
+    """Delete every consumer group whose id starts with ``prefix`` (ListGroups, of both
+    protocols) and the groups ``named`` (share groups: librdkafka lists consumer groups
+    only), with DeleteGroups (which deletes a share group's state with it, KIP-932). A group
+    no broker knows is left out of both lists. A group with members left (``NON_EMPTY_GROUP``: a dropped member stays
+    until its session ends, 45 s by Kafka's KIP-848 and share defaults) is asked again every
+    second until ``timeout_s``. Returns ``(deleted, {group: error name})`` for those kept.
+    Raises ``Refused`` for a missing ``DESCRIBE``/``DELETE`` permission, ``ClusterError``
+    when the groups cannot be listed."""
+    handle = client(bootstrap, security=security)  # referenced until the answers came
+    try:
+        listed = handle.list_consumer_groups(request_timeout=10).result(timeout=15)
+    except KafkaException as exc:
+        raise _refusal(exc.args[0], "listing groups") or ClusterError(
+            f"listing groups failed: {exc.args[0].str()}") from exc
+    left = sorted({g.group_id for g in listed.valid if g.group_id.startswith(prefix)}
+                  | set(named))
+    deleted: list[str] = []
+    kept: dict[str, str] = {}
+    deadline = time.monotonic() + timeout_s
+    while left:
+        kept = {}
+        for group, fut in handle.delete_consumer_groups(left, request_timeout=10).items():
+            try:
+                fut.result(timeout=15)
+                deleted.append(group)
+            except KafkaException as exc:
+                err = exc.args[0]
+                refused = _refusal(err, f"deleting group {group}")
+                if refused is not None:
+                    raise refused from exc
+                if err.code() != KafkaError.GROUP_ID_NOT_FOUND:
+                    kept[group] = err.name()
+        left = sorted(g for g, name in kept.items() if name == "NON_EMPTY_GROUP")
+        if not left or time.monotonic() + 1 > deadline:
+            break
+        time.sleep(1)
+    return sorted(deleted), kept
+
+
 def set_topic_config(admin: AdminClient, topic: str, settings: dict[str, str],
                      timeout_s: float = 15.0) -> None:
     """Incrementally set topic configs (KIP-339), e.g. ``unclean.leader.election.enable``.
@@ -243,14 +285,24 @@ def broker_config(admin: AdminClient, broker_id: int, key: str,
 
 def _describe(admin: AdminClient, kind: ResourceType, name: str, key: str,
               timeout_s: float) -> str | None:
+    """One DescribeConfigs; ``UNKNOWN_TOPIC_OR_PART`` is asked again every 0.5 s until
+    ``timeout_s``: the broker that answers learns of a topic just created only when the
+    controller's metadata reaches it (a read-back right after CreateTopics met it)."""
     res = ConfigResource(kind, name)
-    try:
-        entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
-            timeout=timeout_s + 5)
-    except KafkaException as exc:
-        what = f"describing configs of {name}"
-        raise _refusal(exc.args[0], what) or ClusterError(
-            f"{what} failed: {exc.args[0].str()}") from exc
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            entries = admin.describe_configs([res], request_timeout=timeout_s)[res].result(
+                timeout=timeout_s + 5)
+            break
+        except KafkaException as exc:
+            err = exc.args[0]
+            if (err.code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+                    and time.monotonic() + 0.5 < deadline):
+                time.sleep(0.5)
+                continue
+            what = f"describing configs of {name}"
+            raise _refusal(err, what) or ClusterError(f"{what} failed: {err.str()}") from exc
     entry = entries.get(key)
     return None if entry is None else entry.value
 

@@ -19,7 +19,8 @@ from confluent_kafka.admin import NewTopic
 
 from kafka_chaos import attach
 from kafka_chaos.clusters import admin, backends, dist
-from kafka_chaos.clusters.errors import DistributionError, EnvironmentUnsupported, Refused
+from kafka_chaos.clusters.errors import (ClusterError, DistributionError, EnvironmentUnsupported,
+                                         Refused)
 from kafka_chaos.clusters.external import ExternalCluster
 from kafka_chaos.config import RunConfig
 from kafka_chaos.workloads.keys import KeySpace
@@ -136,6 +137,11 @@ def test_backend_conformance(request, tmp_path, name):
         assert _produce(cluster.bootstrap_servers, "t", 5) == [0, 1, 2, 3, 4]
         if name == "local":
             _attached_kip_848_refused(cluster, tmp_path)
+            # a topic a broker does not know yet is asked again until the timeout, then named
+            started = time.monotonic()
+            with pytest.raises(ClusterError, match="no-such-topic failed: .*[Uu]nknown topic"):
+                admin.topic_config(a, "no-such-topic", "cleanup.policy", timeout_s=2.0)
+            assert time.monotonic() - started >= 1.5
         # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election
         assert admin.elect_unclean(a, "t", [0]) == {0: "ELECTION_NOT_NEEDED"}
         state = backend.status(options)
