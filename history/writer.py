@@ -53,6 +53,9 @@ class HistoryWriter:
         self._next_index = 0
         start = time.monotonic_ns() if start_ns is None else start_ns
         self._clock = clock or (lambda: time.monotonic_ns() - start)
+        #: ``time.monotonic_ns()`` minus ``now_ns()``, exactly: what another OS process adds to
+        #: its own monotonic clock to write this history's times (None with ``clock``)
+        self.start_ns: int | None = None if clock else start
         self._flush_each = flush_each
         self.columnar_error: BaseException | None = None
         self._columnar = None

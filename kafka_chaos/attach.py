@@ -158,6 +158,31 @@ def drop_topics(cfg: RunConfig, cluster: Cluster, created: list[str],
     return out
 
 
+def drop_groups(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: list[str],
+                log: Callable[[str], None]) -> dict:
+    """Delete the run's consumer and share groups (named ``<keys.base>-...``, as
+    ``workload_settings`` names them) from an attached cluster, unless ``--keep-topics``
+    keeps them with the topics whose offsets they hold; never raises. A group whose dropped
+    members' sessions have not ended yet is waited for (``admin.delete_groups``). Returns
+    ``{"deleted": [...], "kept": {group: error}, "error": str | None}`` for ``run.json``."""
+    out: dict = {"deleted": [], "kept": {}, "error": None}
+    if cfg.keep_topics or not created:
+        return out
+    shares = (workload_settings(cfg, cluster, keys).share_group,) if cfg.sub_via == "share" \
+        else ()
+    try:
+        out["deleted"], out["kept"] = admin.delete_groups(
+            cluster.bootstrap_servers, f"{keys.base}-", shares, security=cluster.security)
+    except ClusterError as exc:
+        out["error"] = str(exc)
+        log(f"could not delete the run's groups: {exc}")
+    if out["deleted"]:
+        log(f"deleted groups {', '.join(out['deleted'])}")
+    if out["kept"]:
+        log(f"could not delete groups {out['kept']}")
+    return out
+
+
 def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> WorkloadSettings:
     """The run's workload settings with the cluster's security settings for every client and,
     on an attached cluster, consumer groups and transactional ids named after the run's

@@ -330,12 +330,6 @@ class RunConfig(BaseModel):
         if self.group_protocol == "consumer" and self.sub_via != "subscribe":
             raise ValueError("--group-protocol consumer needs --sub-via subscribe: assigned "
                              "consumers join no group")
-        if (self.group_protocol == "consumer" and self.client == "librdkafka"
-                and self.crash_clients):
-            raise ValueError("--crash-clients with --group-protocol consumer on librdkafka: "
-                             "confluent-kafka 2.16's KIP-848 consumer, destroyed without "
-                             "close after broker kills, hung the run here (docs/clients.md); "
-                             "use --client java")
         if (self.group_protocol == "consumer" and self.backend not in ATTACHED
                 and _version(self.kafka_version) < (4, 0)):
             raise ValueError(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "

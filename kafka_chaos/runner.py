@@ -148,6 +148,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     finally:
         stop.set()
         if not cluster.owned:
+            facts["groups"] = attach.drop_groups(cfg, cluster, keys, created, log)
             facts["topics"] = attach.drop_topics(cfg, cluster, created, log)
         cluster.teardown()
         facts["total_s"] = round(time.monotonic() - t0, 2)

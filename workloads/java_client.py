@@ -140,9 +140,10 @@ class JavaDriver:
         after = time.monotonic_ns()
         if before <= hello["nano"] <= after:  # the JVM reads Python's monotonic clock
             # read before the history's clock: the offset errs late by the time between, so
-            # an ack_ns stays an upper bound of the acknowledgement (what it must be)
-            now = time.monotonic_ns()
-            self.offset_ns = self.clock() - now
+            # an ack_ns stays an upper bound of the acknowledgement (what it must be); the
+            # least of a few pairs: a thread switch between two reads (up to 5 ms) would put
+            # an ack_ns after its op's completion
+            self.offset_ns = min(-time.monotonic_ns() + self.clock() for _ in range(5))
         self.version = hello["version"]
         self.idempotence = hello["idempotence"]
         self.default_idempotence = hello["default_idempotence"]

@@ -18,6 +18,7 @@ import confluent_kafka
 from confluent_kafka import KafkaException, Producer
 
 from kafka_chaos.history import HistoryWriter, OpType
+from kafka_chaos.workloads.child import ChildClient, ChildClientError
 from kafka_chaos.workloads.client import Client
 from kafka_chaos.workloads.generator import Generator
 from kafka_chaos.workloads.java_client import JavaClient, JavaDriver
@@ -51,9 +52,12 @@ class QueueWorkload:
         self._threads: list[threading.Thread] = []
         self._rng = random.Random(seed)
         self._crash: set[int] = set()
-        self._live: dict[int, Client] = {}
+        self._live: dict[int, Client | JavaClient | ChildClient] = {}
         self.counts = {"ok": 0, "fail": 0, "info": 0, "acked": 0}
         self.java: JavaDriver | None = None
+        #: why a process's clients could not be made in a child process (its worker then
+        #: stops): the run's verdict cannot be valid (``judge_run``)
+        self.failed: str | None = None
         if settings.client == "java":
             self.java = JavaDriver(bootstrap, settings, keys, settings.client_version,
                                    history.path.with_name("java-client.log"),
@@ -65,7 +69,10 @@ class QueueWorkload:
         with and without the run's setting, KIP-679, and ``failed`` if the driver failed
         while the workload ran)."""
         if self.java is None:
-            return {"name": "librdkafka", "version": confluent_kafka.libversion()[0]}
+            info = {"name": "librdkafka", "version": confluent_kafka.libversion()[0]}
+            if self.failed:
+                info["failed"] = self.failed
+            return info
         info = {"name": "java", "version": self.java.version,
                 "idempotence": self.java.idempotence,
                 "default_idempotence": self.java.default_idempotence}
@@ -149,23 +156,38 @@ class QueueWorkload:
             with self._lock:
                 self._crash.add(rng.randrange(self.s.clients))
 
-    def _client(self, process: int, slot: int, rng: random.Random) -> Client | JavaClient:
+    def _client(self, process: int, slot: int, rng: random.Random
+                ) -> Client | JavaClient | ChildClient:
         if self.java is not None:
-            client: Client | JavaClient = JavaClient(self.java, process, slot, rng)
+            client: Client | JavaClient | ChildClient = JavaClient(self.java, process, slot, rng)
+        elif (self.s.group_protocol == "consumer" and self.s.crash_interval_s > 0
+              and self.history.start_ns is not None):
+            # a crash of librdkafka's KIP-848 consumer kills its OS process (workloads/child.py)
+            client = ChildClient(process, slot, self.bootstrap, self.s, self.keys,
+                                 rng.randrange(2**32), -self.history.start_ns,
+                                 self.history.path.with_name("client-children.log"))
         else:
             client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
                             clock=self.history.now_ns)
         self._live[slot] = client
         return client
 
+    def _start(self, process: int, slot: int, rng: random.Random
+               ) -> Client | JavaClient | ChildClient | None:
+        try:
+            return self._client(process, slot, rng)
+        except ChildClientError as exc:
+            self.failed = self.failed or str(exc)
+            return None
+
     def _loop(self, slot: int, seed: int) -> None:
         rng = random.Random(seed)
         gen = Generator(self.s, self.keys, rng, self._values)
         process, fresh = slot, True
-        client = self._client(process, slot, rng)
+        client = self._start(process, slot, rng)
         interval_s = self.s.clients / self.s.rate
         next_at = time.monotonic() + rng.random() * interval_s
-        while not self._stop.is_set():
+        while client is not None and not self._stop.is_set():
             delay = next_at - time.monotonic()
             if delay > 0 and self._stop.wait(delay):
                 break
@@ -182,7 +204,7 @@ class QueueWorkload:
             if typ == "info" or client.dead:
                 client.drop()
                 process, fresh = self.next_process(), True
-                client = self._client(process, slot, rng)
+                client = self._start(process, slot, rng)
 
     def _count(self, typ: str, f: str, done) -> None:
         acked = 0

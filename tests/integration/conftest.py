@@ -55,6 +55,9 @@ def leftovers() -> list[str]:
     pids = subprocess.run(["pgrep", "-f", "kafka_chaos.clusters.lossyfs"], capture_output=True,
                           text=True).stdout
     found += [f"lossyfs daemon pid {p}" for p in pids.split()]
+    pids = subprocess.run(["pgrep", "-f", "kafka_chaos.workloads.child"], capture_output=True,
+                          text=True).stdout
+    found += [f"child client pid {p}" for p in pids.split()]
     pids = subprocess.run(["pgrep", "-f", "SparkConnectServer"], capture_output=True,
                           text=True).stdout
     found += [f"spark-server pid {p}" for p in pids.split()]

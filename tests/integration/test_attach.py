@@ -93,6 +93,12 @@ def _topics(cluster: dict) -> set[str]:
     return set(admin.client(cluster["bootstrap"], 10.0, sec).list_topics(timeout=15).topics)
 
 
+def _groups(cluster: dict) -> set[str]:
+    sec = security.load(cluster["properties"], {ENV: cc.SECRET})
+    listed = admin.client(cluster["bootstrap"], 10.0, sec).list_consumer_groups().result(15)
+    return {g.group_id for g in listed.valid}
+
+
 def _no_secret_in(run_dir: Path) -> None:
     for path in run_dir.rglob("*"):
         if path.is_file():
@@ -107,8 +113,8 @@ def test_external_mode_observes_a_secured_cluster_and_leaves_it_as_it_was(
     verdict is valid; the group took the run's lock (15 s: the brokers' default minimum)
     and delivery limit, the share checker judged every record, the coordinator's own log
     was read; the monitor reached every broker and the quorum through SASL_SSL; the run's
-    topic was made with the promised configs and is gone; the canary, the containers and
-    the secret are as they were."""
+    topic was made with the promised configs and is gone, and so is its share group; the
+    canary, the containers and the secret are as they were."""
     monkeypatch.setenv(ENV, cc.SECRET)
     before = _containers()
     assert len(before) == 3
@@ -135,6 +141,10 @@ def test_external_mode_observes_a_secured_cluster_and_leaves_it_as_it_was(
     assert '"controller":{"leader"' in history and '"answering":{"1":true,"2":true,"3":true}' \
         in history
     assert topic not in _topics(compose_cluster) and CANARY in _topics(compose_cluster)
+    # its share group is gone too (DeleteGroups: the group and its share state)
+    groups = facts["groups"]
+    assert f"{topic}-share" in groups["deleted"] and groups["kept"] == {}, groups
+    assert not [g for g in _groups(compose_cluster) if g.startswith(topic)]
     assert _canary(compose_cluster["bootstrap"], compose_cluster["conn"]) == \
         compose_cluster["canary"]
     assert _containers() == before
@@ -185,6 +195,9 @@ def test_docker_attach_faults_the_compose_containers_in_place(compose_cluster, t
         all=True, filters={"label": f"com.docker.compose.project={PROJECT}"})}
     assert set(states.values()) == {"running"}, states
     assert not [t for t in _topics(compose_cluster) if t.startswith("kafka-chaos")]
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["groups"]["kept"] == {} and facts["groups"]["error"] is None, facts["groups"]
+    assert not [g for g in _groups(compose_cluster) if g.startswith("kafka-chaos")]
     assert _canary(compose_cluster["bootstrap"], compose_cluster["conn"]) == \
         compose_cluster["canary"]
     _no_secret_in(run_dir)

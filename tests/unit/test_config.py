@@ -34,8 +34,6 @@ from kafka_chaos.workloads.outcomes import classify
     ({"isolation_level": "serializable"}, "read_committed"),
     ({"sub_via": "both"}, "assign"),
     ({"client": "rust"}, "librdkafka"),
-    ({"sub_via": "subscribe", "group_protocol": "consumer", "crash_clients": True},
-     "hung the run here"),
     ({"group_protocol": "consumer"}, "needs --sub-via subscribe"),
     ({"sub_via": "subscribe", "group_protocol": "consumer", "kafka_version": "3.9.1"},
      "needs Kafka 4.0 or later"),
