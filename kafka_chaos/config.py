@@ -267,6 +267,11 @@ class RunConfig(BaseModel):
         False, section="nemesis", report=True,
         help="On a cluster the tool did not create (docker-attach, ssh-attach), let kill, "
         "stop and pause take its last serving broker (refused by default).")
+    proxy: bool = setting(
+        False, section="nemesis", report=True,
+        help="Put the Kafka protocol proxy (docs/proxy.md) between the workload's clients "
+        "and the brokers: a listener per broker, every reply that names a broker rewritten "
+        "to it. Plaintext listeners only.")
     #: ``--nemesis-targets`` as given ("" = each fault's default targets)
     nemesis_targets: str = setting(
         "", section="nemesis", key="targets", report=True,
@@ -351,6 +356,9 @@ class RunConfig(BaseModel):
             raise ValueError(f"--client-properties: --backend {self.backend} makes a "
                              f"plaintext cluster of its own; attach with "
                              f"{' or '.join(ATTACHED)}")
+        if self.proxy and self.client_properties is not None:
+            raise ValueError("--proxy with --client-properties: the proxy speaks plaintext "
+                             "only (it does not end TLS or SASL)")
         if self.fault_last_broker and self.backend not in ATTACHED:
             raise ValueError(f"--fault-last-broker: --backend {self.backend} makes its own "
                              "cluster, whose brokers every fault may take")

@@ -26,6 +26,7 @@ from kafka_chaos.config import RunConfig, load_scenario
 from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
 from kafka_chaos.nemesis.monitor import Monitor
+from kafka_chaos.nemesis.proxy import KafkaProxy
 from kafka_chaos.nemesis.script import Runner
 from kafka_chaos.nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
                               unhealed)
@@ -186,18 +187,34 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
                           cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                           targets=parse_targets(cfg.nemesis_targets, packages), log=log,
                           after_op=lambda f: _sample(monitor, f"after {f}", log))
-    workload = QueueWorkload(cluster.bootstrap_servers, history, settings, keys,
-                             seed=rng.randrange(2**32))
-    monitor.start()
+    proxy = _proxy(cluster, log) if cfg.proxy else None
     try:
-        _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler, workload,
-                facts, live)
-        facts["client"] = workload.client_info()
+        workload = QueueWorkload(proxy.bootstrap if proxy else cluster.bootstrap_servers,
+                                 history, settings, keys, seed=rng.randrange(2**32))
+        monitor.start()
+        try:
+            _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler,
+                    workload, facts, live)
+            facts["client"] = workload.client_info()
+        finally:
+            # before the history closes: no sample may be left open in it
+            monitor.stop()
+            facts["monitor_samples"] = monitor.samples
     finally:
-        # before the history closes: no sample may be left open in it
-        monitor.stop()
-        facts["monitor_samples"] = monitor.samples
+        if proxy is not None:
+            proxy.stop()
+            facts["proxy"] = proxy.counts()
     return facts
+
+
+def _proxy(cluster: Cluster, log) -> KafkaProxy:
+    """The started Kafka protocol proxy in front of ``cluster``'s brokers (``--proxy``): the
+    workload's clients reach the brokers through it; the monitor and the final reads do not.
+    Raises ``ProxyError``."""
+    proxy = KafkaProxy.for_cluster(cluster)
+    proxy.start()
+    log(f"Kafka proxy listening at {proxy.bootstrap}")
+    return proxy
 
 
 def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,

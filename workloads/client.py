@@ -48,8 +48,11 @@ class Client:
         self.keys = keys
         self._tps = [keys.tp(k) for k in range(keys.keys)]
         self.dead = False
-        self.producer = Producer(settings.producer_config(
-            bootstrap, f"{settings.ids}-txn-{slot}" if settings.txn else None))
+        #: names the process in every request it sends (a proxy, a broker's request log)
+        self.client_id = f"{settings.ids}-p{process}"
+        self.producer = Producer({**settings.producer_config(
+            bootstrap, f"{settings.ids}-txn-{slot}" if settings.txn else None),
+            "client.id": self.client_id})
         self._txn_ready = False
         self.consumer: Consumer | None = None
         self.share_consumer: ShareConsumer | None = None
@@ -200,7 +203,7 @@ class Client:
                 self._event("committed", done)
 
     def _new_consumer(self, group: str) -> Consumer:
-        conf = self.s.consumer_config(self.bootstrap, group)
+        conf = {**self.s.consumer_config(self.bootstrap, group), "client.id": self.client_id}
         if conf["enable.auto.commit"]:
             conf["on_commit"] = self._on_commit
         self.consumer = Consumer(conf)
@@ -287,8 +290,9 @@ class Client:
         the records it had got, their acknowledgements of unknown outcome (some may have been
         sent, and a later commit would send the rest): the process is retired."""
         if self.share_consumer is None:
-            self.share_consumer = ShareConsumer(share.consumer_config(
-                self.bootstrap, value["group"], self.s.connection, self.s.request_timeout_ms))
+            self.share_consumer = ShareConsumer({**share.consumer_config(
+                self.bootstrap, value["group"], self.s.connection, self.s.request_timeout_ms),
+                "client.id": self.client_id})
             self.share_consumer.subscribe(sorted({tp[0] for tp in self._tps}))
         records: list = []
         try:

@@ -1,0 +1,171 @@
+"""The Kafka protocol as the proxy needs it: frame headers, and the replies it rewrites.
+
+Every request and reply is a size-prefixed frame (https://kafka.apache.org/protocol). The
+proxy reads a request's header (API key, version, correlation id, client id) at fixed
+offsets, and a reply's correlation id; replies that name brokers (Metadata, FindCoordinator,
+DescribeCluster, and the leader hints of Produce, Fetch and the share requests, KIP-951 and
+KIP-932 ``NodeEndpoints``) are decoded and encoded again with kio (Aiven's Python types of
+the Kafka protocol, generated from the message schemas of Kafka's clients), with each
+broker's host and port replaced by the proxy's listener for that broker. The ApiVersions
+reply is capped to the versions kio knows, so that every reply the proxy must rewrite is one
+it can decode.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import struct
+from typing import Any, Callable
+
+from kio.index import KioIndexError, load_response_schema
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import SerialError
+from kio.serial.readers import read_unsigned_varint
+from kio.static.primitive import i16
+
+PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+#: The APIs whose replies to clients name brokers by address: Produce and Fetch (the new
+#: leader's ``NodeEndpoints``, KIP-951), Metadata, FindCoordinator, DescribeCluster (KIP-700),
+#: ShareFetch and ShareAcknowledge (``NodeEndpoints``, KIP-932). Of kio's schemas only these
+#: and the KRaft quorum's own requests (Vote, DescribeQuorum, ...) hold a host and a port.
+REWRITTEN = frozenset({PRODUCE, FETCH, METADATA, 10, 60, 78, 79})
+
+#: ``(node id, host, port) -> (host, port)``: where a client is to reach that broker.
+Endpoint = Callable[[int, str, int], tuple[str, int]]
+
+
+@dataclasses.dataclass(frozen=True)
+class RequestHeader:
+    """What the proxy reads of a request: ``api_key``, ``version``, ``correlation`` id and
+    ``client_id`` (request header v1/v2: the client id is an int16-sized string in both)."""
+
+    api_key: int
+    version: int
+    correlation: int
+    client_id: str | None
+
+
+def request_header(data: bytes) -> RequestHeader:
+    """The header of a request frame ``data`` (without its size). Raises ``struct.error``
+    on a frame too short to hold one."""
+    api_key, version, correlation, size = struct.unpack_from(">hhih", data, 0)
+    client = None if size < 0 else data[10:10 + size].decode("utf-8", "replace")
+    return RequestHeader(api_key, version, correlation, client)
+
+
+def response_correlation(data: bytes) -> int:
+    """The correlation id of a reply frame ``data`` (without its size)."""
+    return struct.unpack_from(">i", data, 0)[0]
+
+
+def produce_acks(data: bytes, header: RequestHeader) -> int:
+    """The ``acks`` of a Produce request frame: with ``acks=0`` the broker sends no reply,
+    so the proxy waits for none. Versions 9+ are flexible: a tagged-field block after the
+    client id, and a compact transactional id (Produce request schema)."""
+    (size,) = struct.unpack_from(">h", data, 8)
+    at = 10 + max(size, 0)
+    if header.version >= 9:
+        count, size = read_unsigned_varint(data, at)
+        at += size
+        for _ in range(count):  # each: tag, size, bytes
+            _, size = read_unsigned_varint(data, at)
+            at += size
+            length, size = read_unsigned_varint(data, at)
+            at += size + length
+        length, size = read_unsigned_varint(data, at)
+        at += size + max(length - 1, 0)
+    else:
+        (length,) = struct.unpack_from(">h", data, at)
+        at += 2 + max(length, 0)
+    return struct.unpack_from(">h", data, at)[0]
+
+
+def kio_max_version(api_key: int) -> int | None:
+    """The highest version of ``api_key``'s reply that kio can decode; None for an API kio
+    does not know."""
+    name = api_key_map.get(api_key)
+    return None if name is None else max(schema_name_map[name])
+
+
+def _decode(data: bytes, api_key: int, version: int) -> tuple[type, Any, Any] | None:
+    try:
+        schema = load_response_schema(api_key, version)
+        header, at = entity_reader(schema.__header_schema__)(data, 0)
+        body, size = entity_reader(schema)(data, at)
+    except (KioIndexError, SerialError, ValueError, IndexError, struct.error):
+        return None
+    return (schema, header, body) if at + size == len(data) else None
+
+
+def _encode(schema: type, header: Any, body: Any) -> bytes:
+    out = io.BytesIO()
+    entity_writer(schema.__header_schema__)(out, header)
+    entity_writer(schema)(out, body)
+    return out.getvalue()
+
+
+def cap_api_versions(data: bytes, version: int) -> tuple[bytes, dict[int, tuple[int, int]]]:
+    """An ApiVersions reply with the highest version of each API of ``REWRITTEN`` lowered to
+    kio's (``kio_max_version``) where the broker's is higher; the other APIs keep the
+    broker's versions, so the clients use what they would without the proxy. Returns ``(reply, {api key:
+    (broker's max, kio's max)})``; a reply that does not decode, or that carries an error
+    (the broker answers an unknown ApiVersions version in v0), comes back as it was."""
+    decoded = _decode(data, API_VERSIONS, version)
+    if decoded is None or decoded[2].error_code != 0:
+        return data, {}
+    schema, header, body = decoded
+    capped: dict[int, tuple[int, int]] = {}
+    keys = []
+    for key in body.api_keys:
+        top = kio_max_version(key.api_key) if key.api_key in REWRITTEN else None
+        if top is not None and key.min_version <= top < key.max_version:
+            capped[int(key.api_key)] = (int(key.max_version), top)
+            key = dataclasses.replace(key, max_version=i16(top))
+        keys.append(key)
+    if not capped:
+        return data, {}
+    return _encode(schema, header, dataclasses.replace(body, api_keys=tuple(keys))), capped
+
+
+def broker_endpoints(data: bytes, api_key: int, version: int
+                     ) -> tuple[Any, list[tuple[int, str, int]]] | None:
+    """The brokers a reply names: ``(decoded reply, [(node id, host, port), ...])``, or
+    None when it does not decode."""
+    decoded = _decode(data, api_key, version)
+    if decoded is None:
+        return None
+    found: list[tuple[int, str, int]] = []
+    _walk(decoded[2], lambda node, host, port: found.append((node, host, port)) or (host, port))
+    return decoded, found
+
+
+def rewrite(decoded: Any, endpoint: Endpoint) -> bytes:
+    """A decoded reply (``broker_endpoints``) encoded again with every broker's host and
+    port replaced by ``endpoint(node id, host, port)``."""
+    schema, header, body = decoded
+    return _encode(schema, header, _walk(body, endpoint))
+
+
+def _walk(entity: Any, endpoint: Endpoint) -> Any:
+    """``entity`` with every nested entity that has a broker id (``node_id`` or
+    ``broker_id``), a ``host`` and a ``port`` given ``endpoint``'s address."""
+    changes: dict[str, Any] = {}
+    names = {f.name for f in dataclasses.fields(entity)}
+    for name in names:
+        value = getattr(entity, name)
+        if isinstance(value, tuple) and value and dataclasses.is_dataclass(value[0]):
+            new = tuple(_walk(v, endpoint) for v in value)
+            if any(a is not b for a, b in zip(new, value)):
+                changes[name] = new
+        elif dataclasses.is_dataclass(value) and not isinstance(value, type):
+            new = _walk(value, endpoint)
+            if new is not value:
+                changes[name] = new
+    node = "node_id" if "node_id" in names else "broker_id" if "broker_id" in names else None
+    if node and {"host", "port"} <= names and entity.host:
+        host, port = endpoint(int(getattr(entity, node)), entity.host, int(entity.port))
+        if (host, port) != (entity.host, entity.port):
+            changes.update(host=host, port=type(entity.port)(port))
+    return dataclasses.replace(entity, **changes) if changes else entity

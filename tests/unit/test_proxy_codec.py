@@ -1,0 +1,120 @@
+"""The proxy's codec (``nemesis/proxy/codec.py``) on replies and requests built with kio:
+every broker a reply names gets the proxy's address and nothing else changes, ApiVersions is
+capped to what kio decodes, and a Produce request's ``acks`` is read in both header forms."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import io
+import uuid
+
+import pytest
+from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
+from kio.schema.errors import ErrorCode
+from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
+from kio.schema.metadata.v12.response import (MetadataResponse, MetadataResponseBroker,
+                                              MetadataResponsePartition, MetadataResponseTopic)
+from kio.schema.produce.v7.request import ProduceRequest as Produce7
+from kio.schema.produce.v9.request import ProduceRequest as Produce9
+from kio.schema.produce.v13.response import NodeEndpoint, ProduceResponse
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+from kafka_chaos.clusters import wire
+from kafka_chaos.nemesis.proxy import codec
+
+ZERO = datetime.timedelta(0)
+
+
+def _reply(body, correlation: int = 7) -> bytes:
+    out = io.BytesIO()
+    header = body.__header_schema__
+    entity_writer(header)(out, header(correlation_id=i32(correlation)))
+    entity_writer(type(body))(out, body)
+    return out.getvalue()
+
+
+def _decode(data: bytes, schema):
+    header, at = entity_reader(schema.__header_schema__)(data, 0)
+    body, size = entity_reader(schema)(data, at)
+    assert at + size == len(data)
+    return header, body
+
+
+def _rewritten(body, api_key: int) -> tuple[object, list]:
+    data = _reply(body)
+    decoded, brokers = codec.broker_endpoints(data, api_key, body.__version__)
+    ports = {1: 41001, 2: 41002, 3: 41003}
+    out = codec.rewrite(decoded, lambda node, host, port: ("127.0.0.1", ports[node]))
+    assert codec.response_correlation(out) == 7
+    return _decode(out, type(body))[1], brokers
+
+
+def test_metadata_brokers_get_the_proxys_addresses_and_nothing_else_changes() -> None:
+    partition = MetadataResponsePartition(
+        error_code=ErrorCode.none, partition_index=i32(0), leader_id=i32(2), leader_epoch=i32(4),
+        replica_nodes=(i32(1), i32(2), i32(3)), isr_nodes=(i32(2), i32(3)),
+        offline_replicas=())
+    topic = MetadataResponseTopic(error_code=ErrorCode.none, name="t", topic_id=uuid.uuid4(),
+                                  partitions=(partition,))
+    body = MetadataResponse(
+        throttle_time=ZERO, cluster_id="c", controller_id=i32(1), topics=(topic,),
+        brokers=tuple(MetadataResponseBroker(node_id=i32(n), host=f"10.77.0.{10 + n}",
+                                             port=i32(9092), rack=None) for n in (1, 2, 3)))
+    got, brokers = _rewritten(body, codec.METADATA)
+    assert brokers == [(1, "10.77.0.11", 9092), (2, "10.77.0.12", 9092),
+                       (3, "10.77.0.13", 9092)]
+    assert [(b.node_id, b.host, b.port) for b in got.brokers] == [
+        (1, "127.0.0.1", 41001), (2, "127.0.0.1", 41002), (3, "127.0.0.1", 41003)]
+    assert got.topics == body.topics and got.cluster_id == "c"
+
+
+def test_coordinators_and_produce_leader_hints_are_rewritten() -> None:
+    found = FindCoordinatorResponse(throttle_time=ZERO, coordinators=(Coordinator(
+        key="g", node_id=i32(3), host="b3", port=i32(9092), error_code=ErrorCode.none,
+        error_message=None),))
+    got, _ = _rewritten(found, 10)
+    assert (got.coordinators[0].host, got.coordinators[0].port) == ("127.0.0.1", 41003)
+    # KIP-951: a Produce reply naming the new leader (a tagged field)
+    produce = ProduceResponse(responses=(), throttle_time=ZERO, node_endpoints=(
+        NodeEndpoint(node_id=i32(2), host="b2", port=i32(9092), rack=None),))
+    got, brokers = _rewritten(produce, codec.PRODUCE)
+    assert brokers == [(2, "b2", 9092)]
+    assert (got.node_endpoints[0].host, got.node_endpoints[0].port) == ("127.0.0.1", 41002)
+
+
+def test_api_versions_are_capped_to_what_kio_decodes() -> None:
+    top, meta = codec.kio_max_version(codec.FETCH), codec.kio_max_version(codec.METADATA)
+    body = ApiVersionsResponse(error_code=ErrorCode.none, throttle_time=ZERO, api_keys=(
+        ApiVersion(api_key=i16(codec.FETCH), min_version=i16(4), max_version=i16(top + 3)),
+        ApiVersion(api_key=i16(codec.METADATA), min_version=i16(0), max_version=i16(meta)),
+        ApiVersion(api_key=i16(28), min_version=i16(0), max_version=i16(99)),
+        ApiVersion(api_key=i16(32000), min_version=i16(0), max_version=i16(9))))
+    out, capped = codec.cap_api_versions(_reply(body), 3)
+    assert capped == {codec.FETCH: (top + 3, top)}
+    got = _decode(out, ApiVersionsResponse)[1]
+    # TxnOffsetCommit (28) names no broker: the clients keep the broker's versions of it
+    assert [(k.api_key, k.max_version) for k in got.api_keys] == [
+        (codec.FETCH, top), (codec.METADATA, meta), (28, 99), (32000, 9)]
+    # an error reply (v0 form) and a reply needing no cap come back as they were
+    plain = _reply(dataclasses.replace(body, api_keys=body.api_keys[1:]))
+    assert codec.cap_api_versions(plain, 3) == (plain, {})
+    assert codec.cap_api_versions(b"\x00\x00\x00\x07\x00\x23", 3)[1] == {}
+
+
+@pytest.mark.parametrize("request_type", [Produce7, Produce9])
+@pytest.mark.parametrize("acks, txn", [(0, None), (-1, "kc-txn-3"), (1, None)])
+def test_produce_acks_are_read_in_both_header_forms(request_type, acks, txn) -> None:
+    request = request_type(transactional_id=txn, acks=i16(acks),
+                           timeout=datetime.timedelta(seconds=30), topic_data=())
+    frame = wire.frame(request, 11)[4:]
+    header = codec.request_header(frame)
+    assert (header.api_key, header.version, header.correlation, header.client_id) == (
+        0, request_type.__version__, 11, wire.CLIENT_ID)
+    assert codec.produce_acks(frame, header) == acks
+
+
+def test_a_reply_that_does_not_decode_is_none() -> None:
+    assert codec.broker_endpoints(b"\x00\x00\x00\x07\x01", codec.METADATA, 12) is None
+    assert codec.broker_endpoints(b"\x00\x00\x00\x07", 32000, 0) is None

@@ -1,0 +1,40 @@
+"""The proxy's own life, without a broker: a listener that cannot be bound is one clear
+error and nothing is left running; a broker that refuses the proxy's connection closes the
+client's and is counted. (Through real brokers: tests/integration/test_proxy.py.)"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from kafka_chaos.nemesis.proxy import KafkaProxy, ProxyError
+
+
+def _refused_port() -> int:
+    with socket.socket() as s:  # bound, then closed: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_listener_that_cannot_be_bound_is_an_error_and_nothing_runs() -> None:
+    proxy = KafkaProxy({1: ("127.0.0.1", 9092)}, listen_host="192.0.2.1")  # not ours
+    with pytest.raises(ProxyError, match="the Kafka proxy"):
+        proxy.start()
+    assert not proxy._thread.is_alive()
+
+
+def test_a_broker_that_refuses_closes_the_clients_connection_and_is_counted() -> None:
+    proxy = KafkaProxy({1: ("127.0.0.1", _refused_port())})
+    proxy.start()
+    try:
+        host, port = proxy.bootstrap.split(":")
+        with socket.create_connection((host, int(port)), timeout=5) as client:
+            client.settimeout(5)
+            assert client.recv(1) == b""  # closed by the proxy
+        counts = proxy.counts()
+        assert counts["connections"] == {"1": 1} and counts["upstream_failures"] == 1
+        assert counts["listeners"] == {"1": proxy.bootstrap}
+    finally:
+        proxy.stop()
+    assert not proxy._thread.is_alive()
