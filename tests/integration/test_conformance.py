@@ -14,7 +14,7 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import KafkaException, Producer
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import NewTopic
 
 from kafka_chaos import attach
@@ -104,6 +104,35 @@ def _stamp_skew(bootstrap: str) -> float:
     return stamps[0] if stamps else float("nan")
 
 
+def _a_dropped_members_group_is_deleted_once_its_session_ends(cluster) -> None:
+    """``admin.delete_groups`` (what a run on an attached cluster does at its end): a classic
+    group whose only member was destroyed without leaving is ``NON_EMPTY_GROUP`` until the
+    member's 6 s session ends, then deleted; a group of another prefix stays."""
+    def member(group: str) -> None:
+        c = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": group,
+                      "session.timeout.ms": 6000, "enable.auto.commit": False,
+                      "auto.offset.reset": "earliest"})
+        c.subscribe(["t"])
+
+        def assigned() -> bool:
+            c.poll(0.5)  # the join and the assignment are served here
+            return bool(c.assignment())
+
+        assert _until(assigned)
+        c.commit(offsets=[TopicPartition("t", 0, 1)], asynchronous=False)
+        # dropped without close: no LeaveGroup, its member stays until the session ends
+
+    member("kc-del-g")
+    member("other-g")
+    started = time.monotonic()
+    assert admin.delete_groups(cluster.bootstrap_servers, "kc-del-", timeout_s=30) == (
+        ["kc-del-g"], {})
+    assert time.monotonic() - started >= 2, "deleted at once: was the member ever there?"
+    a = admin.client(cluster.bootstrap_servers)
+    left = {g.group_id for g in a.list_consumer_groups().result(15).valid}
+    assert "kc-del-g" not in left and "other-g" in left, left
+
+
 @pytest.mark.parametrize("name", backends.OWN)
 def test_backend_conformance(request, tmp_path, name):
     """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a
@@ -142,6 +171,7 @@ def test_backend_conformance(request, tmp_path, name):
             with pytest.raises(ClusterError, match="no-such-topic failed: .*[Uu]nknown topic"):
                 admin.topic_config(a, "no-such-topic", "cleanup.policy", timeout_s=2.0)
             assert time.monotonic() - started >= 1.5
+            _a_dropped_members_group_is_deleted_once_its_session_ends(cluster)
         # the ElectLeaders (UNCLEAN) call works end to end; a led partition needs no election
         assert admin.elect_unclean(a, "t", [0]) == {0: "ELECTION_NOT_NEEDED"}
         state = backend.status(options)

@@ -49,6 +49,7 @@ final class Proc {
         this.s = s;
         Properties p = new Properties();
         p.putAll(s.producer);
+        p.put("client.id", clientId());  // names the process in its requests (a proxy)
         if (s.txn) p.put("transactional.id", s.ids + "-txn-" + slot);
         producer = new KafkaProducer<>(p, Worker.BYTES_OUT, Worker.BYTES_OUT);
     }
@@ -147,7 +148,7 @@ final class Proc {
         if (share == null) {
             Set<String> topics = new TreeSet<>();
             for (TopicPartition tp : s.keys) topics.add(tp.topic());
-            share = new Share(s, (String) value.get("group"), topics);
+            share = new Share(s, (String) value.get("group"), topics, clientId());
         }
         Object[] done = share.op(Boolean.TRUE.equals(value.get("hold")), seed);
         if ("info".equals(done[0])) dead = true;
@@ -269,11 +270,17 @@ final class Proc {
         }
     };
 
+    /** The {@code client.id} of this process's clients, as on librdkafka. */
+    private String clientId() {
+        return s.ids + "-p" + process;
+    }
+
     private KafkaConsumer<byte[], byte[]> consumer(String group) {
         if (consumer == null) {
             Properties p = new Properties();
             p.putAll(s.consumer);
             p.put("group.id", group);
+            p.put("client.id", clientId());
             consumer = new KafkaConsumer<>(p, Worker.BYTES_IN, Worker.BYTES_IN);
         }
         return consumer;

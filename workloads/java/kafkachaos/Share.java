@@ -32,12 +32,13 @@ final class Share {
     private final Worker.Settings s;
     private final String group;
 
-    Share(Worker.Settings s, String group, Collection<String> topics) {
+    Share(Worker.Settings s, String group, Collection<String> topics, String clientId) {
         this.s = s;
         this.group = group;
         Properties p = new Properties();
         p.putAll(s.share);
         p.put("group.id", group);
+        p.put("client.id", clientId);
         consumer = new KafkaShareConsumer<>(p, Worker.BYTES_IN, Worker.BYTES_IN);
         consumer.subscribe(topics);
     }
