@@ -25,7 +25,7 @@ pytestmark = pytest.mark.kafka
 def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path, client):
     proc = kafka_chaos("run", "--client", client, "--sub-via", "share", "--crash-clients",
                        "--crash-client-interval", "4", "--nemesis", "kill,pause,partition",
-                       "--nemesis-interval", "4", "--time-limit", "30", "--seed", "932",
+                       "--nemesis-interval", "4", "--time-limit", "40", "--seed", "932",
                        "--out", str(tmp_path), timeout_s=900)
     run_dir = (tmp_path / "latest").resolve()
     res = results_of(run_dir, proc)
