@@ -196,9 +196,10 @@ def delete_groups(bootstrap: str, prefix: str, named: tuple[str, ...] = (),
     """Delete every consumer group whose id starts with ``prefix`` (ListGroups, of both
     protocols) and the groups ``named`` (share groups: librdkafka lists consumer groups
     only), with DeleteGroups (which deletes a share group's state with it, KIP-932). A group
-    no broker knows is left out of both lists. A group with members left (``NON_EMPTY_GROUP``: a dropped member stays
-    until its session ends, 45 s by Kafka's KIP-848 and share defaults) is asked again every
-    second until ``timeout_s``. Returns ``(deleted, {group: error name})`` for those kept.
+    no broker knows is left out of both lists. A group with members left
+    (``NON_EMPTY_GROUP``: a dropped member stays until its session ends, 45 s by Kafka's
+    KIP-848 and share defaults) is asked again every second until ``timeout_s``. Returns
+    ``(deleted, {group: error name})`` for those kept.
     Raises ``Refused`` for a missing ``DESCRIBE``/``DELETE`` permission, ``ClusterError``
     when the groups cannot be listed."""
     handle = client(bootstrap, security=security)  # referenced until the answers came

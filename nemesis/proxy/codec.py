@@ -109,9 +109,10 @@ def _encode(schema: type, header: Any, body: Any) -> bytes:
 def cap_api_versions(data: bytes, version: int) -> tuple[bytes, dict[int, tuple[int, int]]]:
     """An ApiVersions reply with the highest version of each API of ``REWRITTEN`` lowered to
     kio's (``kio_max_version``) where the broker's is higher; the other APIs keep the
-    broker's versions, so the clients use what they would without the proxy. Returns ``(reply, {api key:
-    (broker's max, kio's max)})``; a reply that does not decode, or that carries an error
-    (the broker answers an unknown ApiVersions version in v0), comes back as it was."""
+    broker's versions, so the clients use what they would without the proxy. Returns
+    ``(reply, {api key: (broker's max, kio's max)})``; a reply that does not decode, or that
+    carries an error (the broker answers an unknown ApiVersions version in v0), comes back
+    as it was."""
     decoded = _decode(data, API_VERSIONS, version)
     if decoded is None or decoded[2].error_code != 0:
         return data, {}

@@ -3,8 +3,8 @@
 
 A comparison whose two cells differ only in the client: one seed of read-process-write
 transactions with aborts in a classic consumer group under kills and pauses. The quick
-start on the Java client. Then a run per client of plain sends in a KIP-848 consumer group with manual commits under kills, processes
-crashed without closing."""
+start on the Java client. Then a run per client of plain sends in a KIP-848 consumer group
+with manual commits under kills, processes crashed without closing."""
 
 from __future__ import annotations
 

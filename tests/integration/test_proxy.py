@@ -17,10 +17,10 @@ from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_
 def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it(
         request, tmp_path, backend):
     """The quick start's run with ``--proxy`` and no faults (the embedded backend; the docker
-    one is for the next increment, CI time): valid; each broker was reached through its own listener; the Metadata and
-    FindCoordinator replies were rewritten and none that named a broker was left undecoded;
-    every process that sent did so as a client the proxy saw (``client.id``
-    ``kc-p<process>``); nothing is left on the host."""
+    one is for the next increment, CI time): valid; each broker was reached through its own
+    listener; the Metadata and FindCoordinator replies were rewritten and none that named a
+    broker was left undecoded; every process that sent did so as a client the proxy saw
+    (``client.id`` ``kc-p<process>``); nothing is left on the host."""
     _, args = prepare(request, backend, dist.resolve(), [["broker", "controller"]] * 3,
                       tmp_path / "hosts.yaml")
     proc = kafka_chaos("run", *args, "--proxy", "--nemesis", "none", "--sub-via", "subscribe",
