@@ -198,8 +198,9 @@ def delete_groups(bootstrap: str, prefix: str, named: tuple[str, ...] = (),
     only), with DeleteGroups (which deletes a share group's state with it, KIP-932). A group
     no broker knows is left out of both lists. A group with members left
     (``NON_EMPTY_GROUP``: a dropped member stays until its session ends, 45 s by Kafka's
-    KIP-848 and share defaults) is asked again every second until ``timeout_s``. Returns
-    ``(deleted, {group: error name})`` for those kept.
+    KIP-848 and share defaults), or that met a retriable error (a coordinator moving after
+    a heal), is asked again every second until ``timeout_s``. Returns ``(deleted, {group:
+    error name})`` for those kept.
     Raises ``Refused`` for a missing ``DESCRIBE``/``DELETE`` permission, ``ClusterError``
     when the groups cannot be listed."""
     handle = client(bootstrap, security=security)  # referenced until the answers came
@@ -214,8 +215,9 @@ def delete_groups(bootstrap: str, prefix: str, named: tuple[str, ...] = (),
     kept: dict[str, str] = {}
     deadline = time.monotonic() + timeout_s
     while left:
-        kept = {}
+        again = []
         for group, fut in handle.delete_consumer_groups(left, request_timeout=10).items():
+            kept.pop(group, None)  # this try decides it anew
             try:
                 fut.result(timeout=15)
                 deleted.append(group)
@@ -226,7 +228,9 @@ def delete_groups(bootstrap: str, prefix: str, named: tuple[str, ...] = (),
                     raise refused from exc
                 if err.code() != KafkaError.GROUP_ID_NOT_FOUND:
                     kept[group] = err.name()
-        left = sorted(g for g, name in kept.items() if name == "NON_EMPTY_GROUP")
+                    if err.code() == KafkaError.NON_EMPTY_GROUP or err.retriable():
+                        again.append(group)
+        left = sorted(again)
         if not left or time.monotonic() + 1 > deadline:
             break
         time.sleep(1)

@@ -54,7 +54,7 @@ class ChildClient:
 
     def __init__(self, process: int, slot: int, bootstrap: str, settings: WorkloadSettings,
                  keys: KeySpace, seed: int, offset_ns: int, log: Path) -> None:
-        self.process, self.slot, self.s = process, slot, settings
+        self.process, self.slot = process, slot
         self.dead = False
         self.uncommitted: dict[str, int] = {}
         # an op waits at most as long as the slowest op of the in-process client can take

@@ -48,7 +48,8 @@ class KafkaProxy:
         self._counts: dict[str, Any] = {
             "connections": collections.Counter(), "requests": collections.Counter(),
             "rewritten": collections.Counter(), "unparsed": collections.Counter(),
-            "upstream_failures": 0, "capped": {}, "client_ids": set(),
+            "upstream_failures": 0, "errors": collections.Counter(), "capped": {},
+            "client_ids": set(),
         }
 
     @classmethod
@@ -93,7 +94,8 @@ class KafkaProxy:
         """What the proxy saw: ``connections`` accepted per broker, ``requests`` per API key,
         replies ``rewritten`` and left ``unparsed`` (naming a broker, but kio could not decode
         them: a client may then reach that broker directly) per API key, ``upstream_failures``
-        (a broker that refused the proxy's connection), ``capped`` ApiVersions entries
+        (a broker that refused the proxy's connection), ``errors`` (connections the proxy
+        itself ended on an exception, by its type), ``capped`` ApiVersions entries
         (``{api key: [broker's max, kio's max]}``), the ``client_ids`` seen, and each
         broker's ``listeners`` (``{node id: "host:port"}``). JSON-ready."""
         c = self._counts
@@ -102,6 +104,7 @@ class KafkaProxy:
                 "rewritten": {str(k): v for k, v in sorted(c["rewritten"].items())},
                 "unparsed": {str(k): v for k, v in sorted(c["unparsed"].items())},
                 "upstream_failures": c["upstream_failures"],
+                "errors": dict(sorted(c["errors"].items())),
                 "capped": {str(k): list(v) for k, v in sorted(c["capped"].items())},
                 "client_ids": sorted(c["client_ids"]),
                 "listeners": {str(n): f"{self.listen_host}:{port}"
@@ -153,6 +156,11 @@ class KafkaProxy:
                 side.cancel()
             for w in (client_w, broker_w):
                 w.close()
+        # a side that raised (a frame kio or the header reader refused) ended the connection:
+        # counted, so that it shows in run.json rather than in asyncio's log alone
+        for result in await asyncio.gather(*sides, return_exceptions=True):
+            if isinstance(result, Exception):
+                self._counts["errors"][type(result).__name__] += 1
 
     async def _requests(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
                         pending: dict[int, tuple[int, int]]) -> None:
@@ -177,8 +185,7 @@ class KafkaProxy:
             if frame is None:
                 return
             asked = pending.pop(codec.response_correlation(frame), None)
-            if asked is not None and (asked[0] in codec.REWRITTEN
-                                      or asked[0] == codec.API_VERSIONS):
+            if asked is not None:
                 frame = await self._rewrite(frame, *asked, hosts)
                 hosts = {h.encode() for h, _ in self._upstream.values()}
             writer.write(struct.pack(">i", len(frame)) + frame)
@@ -190,8 +197,8 @@ class KafkaProxy:
             frame, capped = codec.cap_api_versions(frame, version)
             self._counts["capped"].update(capped)
             return frame
-        if not any(h in frame for h in hosts):  # names no broker: nothing to decode
-            return frame
+        if api_key not in codec.REWRITTEN or not any(h in frame for h in hosts):
+            return frame  # names no broker: nothing to decode
         found = codec.broker_endpoints(frame, api_key, version)
         if found is None:
             self._counts["unparsed"][api_key] += 1

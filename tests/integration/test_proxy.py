@@ -33,6 +33,7 @@ def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it
     assert all(v.startswith("127.0.0.1:") for v in counts["listeners"].values())
     assert counts["rewritten"]["3"] > 0 and counts["rewritten"]["10"] > 0, counts
     assert counts["unparsed"] == {} and counts["upstream_failures"] == 0, counts
+    assert counts["errors"] == {}, counts
     assert set(counts["capped"]) <= {str(k) for k in codec.REWRITTEN}, counts
     assert counts["requests"]["0"] > 0 and counts["requests"]["1"] > 0, counts  # Produce, Fetch
     senders = {op.process for op in read_history(run_dir / "history.jsonl")

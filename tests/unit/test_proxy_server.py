@@ -5,6 +5,7 @@ client's and is counted. (Through real brokers: tests/integration/test_proxy.py.
 from __future__ import annotations
 
 import socket
+import time
 
 import pytest
 
@@ -38,3 +39,26 @@ def test_a_broker_that_refuses_closes_the_clients_connection_and_is_counted() ->
     finally:
         proxy.stop()
     assert not proxy._thread.is_alive()
+
+
+def test_a_frame_the_proxy_cannot_read_ends_that_connection_and_is_counted() -> None:
+    """A request too short to hold a header: the proxy closes that client's connection and
+    counts the exception in ``errors`` (run.json), not in asyncio's log alone."""
+    with socket.socket() as broker:  # accepts and says nothing: the frame never reaches it
+        broker.bind(("127.0.0.1", 0))
+        broker.listen()
+        proxy = KafkaProxy({1: broker.getsockname()})
+        proxy.start()
+        try:
+            host, port = proxy.bootstrap.split(":")
+            with socket.create_connection((host, int(port)), timeout=5) as client:
+                client.settimeout(5)
+                client.sendall(b"\x00\x00\x00\x02\x00\x03")
+                assert client.recv(1) == b""  # closed by the proxy
+            # counted right after the close, on the proxy's own loop
+            deadline = time.monotonic() + 5
+            while not proxy.counts()["errors"] and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert proxy.counts()["errors"] == {"error": 1}  # struct.error
+        finally:
+            proxy.stop()
