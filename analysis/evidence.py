@@ -33,6 +33,12 @@ Event kinds (``Event.kind``), per topic-partition:
   the loss where it found one node alone, or the last known leader when both were empty:
   the replicas that had every acknowledged record; None when no sample in the
   ``MAX_BLIND_NS`` before it shows the partition).
+- ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
+  requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
+  times on the history clock (its first and last such request). ``facts``: ``requests``
+  (how many), ``fault`` (its id), ``values`` (how many record values the proxy read in
+  them; None when it could not read them all). The values themselves are in
+  ``Record.copied``.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ END = 2**62
 
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
+DUPLICATED = "request-duplicated"
 
 TP = tuple[str, int]
 #: ``(lo, hi, lo_ns, hi_ns)``: history indexes and times (ns; None when unknown) of a stretch.
@@ -118,6 +125,12 @@ class Record:
     config enabled it throughout. ``names``:
     node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``. ``clock``:
     ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
+    ``duplicates_maybe``: ``[lo, hi]`` stretches in which a proxy ``duplicate`` fault was
+    active whose report the record lacks (its end completed ``info`` or never), or that sent
+    Produce requests whose partitions the proxy could not read: any Produce of the run may
+    have been sent twice then. ``copied``: ``(tp, fault id)`` -> the record values of the
+    Produce requests of ``tp`` that fault sent twice (None: the proxy could not read them
+    all).
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -129,6 +142,14 @@ class Record:
     names: dict[int, str] = dataclasses.field(default_factory=dict)
     power_losses: bool = False
     clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
+        default_factory=dict)
+
+    def index_before(self, t_ns: int) -> int:
+        """The last index of the record's ops at or before time ``t_ns``, or 0."""
+        i = bisect.bisect_right(self.clock, (t_ns, END)) - 1
+        return self.clock[i][1] if i >= 0 else 0
 
     def index_from(self, t_ns: int) -> int:
         """The first index of the record's ops (invokes and completions) at or after time
@@ -314,6 +335,42 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
             _power_loss(rec, r, done, ids, states)
+    _duplicated(rec, by_op)
+
+
+def _duplicated(rec: Record, ops: list[dict]) -> None:
+    """``request-duplicated`` events from the reports of the proxy's ended ``duplicate``
+    faults, and ``duplicates_maybe`` for those whose report is missing."""
+    reported: set[int] = set()
+    for r in ops:
+        done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else {}
+        if r["f"] == "heal-all":
+            done = done.get("request") if isinstance(done.get("request"), dict) else {}
+        elif r["f"] != "request-heal":
+            continue
+        for report in done.get("ended") or ():
+            if report.get("fault") != "duplicate" or report.get("undecoded"):
+                continue  # one whose partitions are unknown leaves it in duplicates_maybe
+            reported.add(report.get("id"))
+            for name, (first, last, n) in (report.get("partitions") or {}).items():
+                topic, _, p = name.rpartition("-")
+                if p.isdigit():
+                    tp = (topic, int(p))
+                    values = (report.get("values") or {}).get(name)
+                    rec.copied[(tp, report.get("id"))] = (None if values is None
+                                                          else frozenset(values))
+                    rec.events.setdefault(tp, []).append(Event(
+                        DUPLICATED, tp, rec.index_before(first), rec.index_from(last),
+                        first, last, {"requests": n, "fault": report.get("id"),
+                                      "values": None if values is None else len(values)}))
+    for r in ops:
+        if r["f"] != "request-fault" or r["type"] == "fail":
+            continue
+        asked = r["inv"] or {}
+        kind = (asked.get("request") or {}).get("fault") or asked.get("target")
+        if kind == "duplicate" and (r["type"] != "ok" or (r["done"] or {}).get("id")
+                                    not in reported):
+            rec.duplicates_maybe.append((r["op"], END))
 
 
 def _scope(r: dict) -> str:

@@ -244,7 +244,11 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
     write = None
     if at.get("write_inv") is not None:
         write = (at["write_inv"], at.get("write_done") or evidence.END)
-    return promises.Case(tuple(tp) if tp else None, lo, hi, write=write,
+    sent = None
+    if name == "duplicate" and at.get("writer") is not None:
+        sent = (at["writer"], done.get(at["writer"]) or evidence.END)
+    return promises.Case(tuple(tp) if tp else None, lo, hi, write=write, sent=sent,
+                         value=ex.get("value") if name == "duplicate" else None,
                          writer_f=f.get(at.get("writer")),
                          fenced=_FENCED.get(ex.get("ended_by"), False),
                          state_write_failed=bool(ex.get("state_write_failed")))

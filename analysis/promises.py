@@ -68,7 +68,9 @@ class Case:
     a ``group-overlap`` was fenced (it reported the partition lost, or it died), not (it
     revoked it), or None when its own record cannot tell. ``state_write_failed``: an
     acknowledgement of the share-partition failed (or has an unknown outcome) within the
-    window of a ``share-count-regress``.
+    window of a ``share-count-regress``. ``sent``: ``(invoke, completion)`` indexes of the
+    op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
+    ``value`` that value.
     """
 
     tp: tuple[str, int] | None
@@ -79,6 +81,8 @@ class Case:
     ww: bool = False
     fenced: bool | None = False
     state_write_failed: bool = False
+    sent: tuple[int, int] | None = None
+    value: int | None = None
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -161,6 +165,26 @@ def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
             and set(e.facts["needed"]) <= set(e.facts["nodes"])]
 
 
+def _proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Produce requests of the partition the proxy sent twice while the value's send was in
+    flight (``Case.sent``; the finding's window when the history lacks it) that carried the
+    value itself, where the proxy could read their values."""
+    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
+    out = []
+    for e in rec.of(c.tp, ev.DUPLICATED, lo, hi):
+        values = rec.copied.get((c.tp, e.facts["fault"]))
+        if values is None or c.value in values:
+            out.append(e)
+    return out
+
+
+def _proxy_duplicated_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A proxy ``duplicate`` fault whose report the record lacks, active in the window."""
+    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
+    return next(((a, b, None, None) for a, b in rec.duplicates_maybe if a <= hi and lo <= b),
+                None)
+
+
 def _retrying_without_idempotence(c: dict) -> bool:
     return not c.get("idempotence") and int(c.get("retries", 0)) > 0
 
@@ -218,6 +242,18 @@ RULES: tuple[Rule, ...] = (
          "guarantee no longer holds.",
          evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged,
          mechanism="a power loss of every replica that had the writes"),
+    Rule("proxy-duplicated-produce", ("duplicate",),
+         lambda c: bool(c.get("proxy")) and not c.get("idempotence"),
+         "the Kafka protocol proxy's duplicate fault sent a Produce request of the partition "
+         "to its leader twice while the value's send was in flight (the value among its "
+         "records, where the proxy could read them), and without idempotence "
+         "the broker cannot tell the copy from a new batch",
+         "Kafka producer configs, `enable.idempotence`; KIP-98; docs/proxy.md",
+         "When set to 'true', the producer will ensure that exactly one copy of each message "
+         "is written in the stream. If 'false', producer retries due to broker failures, "
+         "etc., may write duplicates of the retried message in the stream.",
+         writer=_plain_producer, evidence=_proxy_duplicated, doubt=_proxy_duplicated_maybe,
+         mechanism="a Produce request of the partition sent twice by the proxy"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "the value's producer retried without idempotence",
          "Kafka producer configs, `enable.idempotence`; KIP-98",

@@ -1,6 +1,7 @@
 """Benchmark: a bare producer with and without the Kafka protocol proxy, same cluster.
 
     sudo .venv/bin/python bench/proxy_bench.py [--seconds 10] [--rounds 2] [--partitions 6]
+                                               [--rate 1000]
 
 Brings up the local 3-broker cluster (root: network namespaces), creates one topic with
 replication factor 3, starts the proxy (``nemesis/proxy``) in front of it, then alternates
@@ -9,9 +10,11 @@ acks=all, ``linger.ms`` 5, no idempotence) producing as fast as it can for ``--s
 directly, then the same through the proxy (the cluster's speed drifts from phase to phase,
 so each pair is taken close together).
 
-Prints, per phase, acknowledged sends/s and the p50 / p99 latency of a send (from
-``produce()`` to its delivery report, ms), then the proxy's share of the direct throughput
-and its p99 against the direct p99 over all rounds, and the proxy's counts. Tears the
+Each round has two phases: as fast as the producer can (throughput; its latency is then
+that of a full queue), and ``--rate`` sends/s evenly spaced (latency). Prints, per phase,
+acknowledged sends/s and the p50 / p99 latency of a send (from ``produce()`` to its
+delivery report, ms), then per phase the proxy's share of the direct throughput and its
+p50 and p99 against the direct ones over all rounds, and the proxy's counts. Tears the
 cluster down in any case.
 """
 
@@ -36,8 +39,11 @@ from kafka_chaos.workloads.settings import WorkloadSettings  # noqa: E402
 TOPIC = "bench"
 
 
-def produce(bootstrap: str, partitions: int, seconds: float) -> tuple[float, float, float]:
-    """``(acknowledged sends/s, p50 ms, p99 ms)`` of one producer sending for ``seconds``."""
+def produce(bootstrap: str, partitions: int, seconds: float,
+            rate: float | None = None) -> tuple[float, float, float]:
+    """``(acknowledged sends/s, p50 ms, p99 ms)`` of one producer sending for ``seconds``,
+    as fast as it can, or ``rate`` sends/s evenly spaced (then the latency is the proxy's
+    and the brokers', not a full queue's)."""
     p = Producer(WorkloadSettings().producer_config(bootstrap))
     latencies: list[float] = []
     sent: dict[bytes, float] = {}
@@ -49,6 +55,10 @@ def produce(bootstrap: str, partitions: int, seconds: float) -> tuple[float, flo
     start = time.monotonic()
     i = 0
     while time.monotonic() - start < seconds:
+        if rate is not None:
+            due = start + i / rate
+            while time.monotonic() < due:
+                p.poll(max(0.0, min(0.001, due - time.monotonic())))
         value = str(i).encode()
         try:
             sent[value] = time.monotonic()
@@ -70,6 +80,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--partitions", type=int, default=6)
+    ap.add_argument("--rate", type=float, default=1000.0,
+                    help="sends/s of the latency phase")
     args = ap.parse_args()
 
     with tempfile.TemporaryDirectory(prefix="kc-pbench-") as tmp:
@@ -82,21 +94,23 @@ def main() -> None:
             admin.wait_ready(cluster.bootstrap_servers, 3, [TOPIC], timeout_s=60)
             proxy = KafkaProxy.for_cluster(cluster)
             proxy.start()
-            results: dict[str, list[tuple[float, float, float]]] = {"direct": [],
-                                                                    "proxy": []}
+            results: dict[tuple[str, str], list[tuple[float, float, float]]] = {}
             for r in range(args.rounds):
-                for name, bootstrap in (("direct", cluster.bootstrap_servers),
-                                        ("proxy", proxy.bootstrap)):
-                    rate, p50, p99 = produce(bootstrap, args.partitions, args.seconds)
-                    results[name].append((rate, p50, p99))
-                    print(f"round {r + 1} {name:<6}: {rate:>9,.0f} acknowledged sends/s, "
-                          f"p50 {p50:6.1f} ms, p99 {p99:6.1f} ms")
-            direct = statistics.mean(x[0] for x in results["direct"])
-            proxied = statistics.mean(x[0] for x in results["proxy"])
-            d99 = statistics.mean(x[2] for x in results["direct"])
-            p99 = statistics.mean(x[2] for x in results["proxy"])
-            print(f"through the proxy: {proxied / direct:.0%} of the direct throughput; "
-                  f"p99 {p99:.1f} ms against {d99:.1f} ms direct")
+                for phase, rate in (("flat out", None), (f"{args.rate:g}/s", args.rate)):
+                    for name, bootstrap in (("direct", cluster.bootstrap_servers),
+                                            ("proxy", proxy.bootstrap)):
+                        got = produce(bootstrap, args.partitions, args.seconds, rate)
+                        results.setdefault((phase, name), []).append(got)
+                        print(f"round {r + 1} {phase:>8} {name:<6}: {got[0]:>9,.0f} "
+                              f"acknowledged sends/s, p50 {got[1]:6.1f} ms, "
+                              f"p99 {got[2]:6.1f} ms")
+            for phase in ("flat out", f"{args.rate:g}/s"):
+                d, x = results[(phase, "direct")], results[(phase, "proxy")]
+                mean = [[statistics.mean(v[i] for v in rows) for i in range(3)]
+                        for rows in (d, x)]
+                print(f"{phase}: through the proxy {mean[1][0] / mean[0][0]:.0%} of the direct "
+                      f"throughput; p50 {mean[1][1]:.1f} ms against {mean[0][1]:.1f} ms, "
+                      f"p99 {mean[1][2]:.1f} ms against {mean[0][2]:.1f} ms direct")
             counts = proxy.counts()
             print(f"proxy: requests {counts['requests']}, connections "
                   f"{counts['connections']}, rewritten {counts['rewritten']}")

@@ -407,8 +407,15 @@ class RunConfig(BaseModel):
         if both := set(self.allow) & set(self.forbid):
             raise ValueError(f"checkers: {sorted(both)[0]!r} is both allowed and forbidden")
         parse_targets(self.nemesis_targets, self.nemesis)
+        if "request" in self.nemesis and not self.proxy:
+            raise ValueError("--nemesis request: request faults happen in the Kafka protocol "
+                             "proxy; add --proxy")
         if self.scenario is not None:
-            load_scenario(self.scenario)
+            faults = {f for step in load_scenario(self.scenario).steps for f in step.do}
+            if "request-fault" in faults and not self.proxy:
+                raise ValueError(f"--scenario {self.scenario}: its request-fault steps happen "
+                                 "in the Kafka protocol proxy; add --proxy (or proxy: true in "
+                                 "its settings)")
         if self.scenario is not None and self.nemesis:
             raise ValueError("--scenario runs its own faults: use it with --nemesis none")
         if self.backend in ATTACHED:

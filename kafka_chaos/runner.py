@@ -27,6 +27,7 @@ from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
 from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.proxy import KafkaProxy
+from kafka_chaos.nemesis.requests import RequestNemesis
 from kafka_chaos.nemesis.script import Runner
 from kafka_chaos.nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
                               unhealed)
@@ -178,23 +179,26 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     if cfg.scenario:
         # any a script may ask for
         packages = ["kill", "stop", "pause", "partition", "clock", "leader"]
-    nemesis = build_nemesis(cluster, packages, rng, extra=(
-        UncleanElectionNemesis(cluster, rng, keys.base, cfg.unclean_leader_election),))
-    settings = attach.workload_settings(cfg, cluster, keys)
-    monitor = Monitor(cluster, history, list(keys.topic_partitions), share=(
-        (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
-    scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
-                          cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
-                          targets=parse_targets(cfg.nemesis_targets, packages), log=log,
-                          after_op=lambda f: _sample(monitor, f"after {f}", log))
-    proxy = _proxy(cluster, log) if cfg.proxy else None
+    proxy = _proxy(cluster, history, cfg.seed, log) if cfg.proxy else None
     try:
+        extra: list = [UncleanElectionNemesis(cluster, rng, keys.base,
+                                              cfg.unclean_leader_election)]
+        if proxy is not None:
+            extra.append(RequestNemesis(cluster, rng, proxy))
+        nemesis = build_nemesis(cluster, packages, rng, extra=tuple(extra))
+        settings = attach.workload_settings(cfg, cluster, keys)
+        monitor = Monitor(cluster, history, list(keys.topic_partitions), share=(
+            (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
+        scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
+                              cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
+                              targets=parse_targets(cfg.nemesis_targets, packages), log=log,
+                              after_op=lambda f: _sample(monitor, f"after {f}", log))
         workload = QueueWorkload(proxy.bootstrap if proxy else cluster.bootstrap_servers,
                                  history, settings, keys, seed=rng.randrange(2**32))
         monitor.start()
         try:
             _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler,
-                    workload, facts, live)
+                    workload, facts, live, proxy)
             facts["client"] = workload.client_info()
         finally:
             # before the history closes: no sample may be left open in it
@@ -207,11 +211,11 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
     return facts
 
 
-def _proxy(cluster: Cluster, log) -> KafkaProxy:
+def _proxy(cluster: Cluster, history: HistoryWriter, seed: int, log) -> KafkaProxy:
     """The started Kafka protocol proxy in front of ``cluster``'s brokers (``--proxy``): the
     workload's clients reach the brokers through it; the monitor and the final reads do not.
-    Raises ``ProxyError``."""
-    proxy = KafkaProxy.for_cluster(cluster)
+    Its request faults are timed on ``history``'s clock. Raises ``ProxyError``."""
+    proxy = KafkaProxy.for_cluster(cluster, clock=history.now_ns, seed=seed)
     proxy.start()
     log(f"Kafka proxy listening at {proxy.bootstrap}")
     return proxy
@@ -219,7 +223,8 @@ def _proxy(cluster: Cluster, log) -> KafkaProxy:
 
 def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
             stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
-            workload: QueueWorkload, facts: dict, live: LiveCheck | None) -> None:
+            workload: QueueWorkload, facts: dict, live: LiveCheck | None,
+            proxy: KafkaProxy | None = None) -> None:
     start = time.monotonic()
     if cfg.sub_via == "share":
         facts["share_group_config"] = attach.share_group_config(cfg, cluster,
@@ -249,7 +254,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         facts["healed"] = scheduler.finish()
         if not cfg.scenario:  # a scenario's steps say themselves what they did
             facts["faults_not_run"] = scheduler.not_run()
-        facts["heal_left"] = unhealed(cluster, facts["healed"])
+        facts["heal_left"] = unhealed(cluster, facts["healed"], proxy)
         if facts["heal_left"]:
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()

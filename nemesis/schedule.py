@@ -1,9 +1,10 @@
 """Nemesis packages and the seeded scheduler that runs them (Jepsen ``nemesis/combined``).
 
 A package names the ``f`` that starts a fault (or several, one drawn each time), the ``f`` that
-ends it, the targets to draw from and a colour for plots. The scheduler alternates: wait ``interval_s``, start a random fault from
-the chosen packages, wait ``interval_s``, end it. Every nemesis op is recorded in the history as
-process ``"nemesis"``; ``finish()`` always ends with every fault healed.
+ends it, the targets to draw from and a colour for plots. The scheduler alternates: wait
+``interval_s``, start a random fault from the chosen packages, wait ``interval_s``, end it.
+Every nemesis op is recorded in the history as process ``"nemesis"``; ``finish()`` always
+ends with every fault healed.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.leaders import LEADER_TARGETS, LeaderNemesis
 from kafka_chaos.nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
+from kafka_chaos.nemesis.proxy.faults import KINDS
 from kafka_chaos.nemesis.targets import (KILL_TARGETS, LAGGING_LEADER, LONE_LEADER,
                                         POWER_TARGETS, PROCESS_TARGETS)
 
@@ -52,6 +54,9 @@ PACKAGES: dict[str, dict[str, Any]] = {
     "clock": {"start": ("clock-bump", "clock-strobe"), "stop": "clock-reset",
               "targets": _PROCESS_DEFAULT, "accepts": PROCESS_TARGETS, "color": "#A0E9C8"},
     # unclean leader election allowed for a while, on the topic or cluster-wide
+    # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
+    "request": {"start": "request-fault", "stop": "request-heal", "targets": list(KINDS),
+                "accepts": KINDS, "color": "#C8E9A0"},
     "unclean": {"start": "unclean-on", "stop": "unclean-off", "targets": ["topic", "cluster"],
                 "accepts": ("topic", "cluster"), "color": "#E9E3A0", "stop_at_target": True},
 }
@@ -83,7 +88,8 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
                              f"also lagging-leader, kill and lose-unfsynced also "
                              f"lone-leader), partitions "
                              f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
-                             f"leader {', '.join(LEADER_TARGETS)}")
+                             f"leader {', '.join(LEADER_TARGETS)}, request "
+                             f"{', '.join(KINDS)}")
     return out
 
 
@@ -131,13 +137,17 @@ def schedule_rng(seed: int) -> random.Random:
     return random.Random(random.Random(f"schedule-{seed}").randrange(2**32))
 
 
-def unhealed(cluster, healed: dict[str, Any]) -> list[str]:
+def unhealed(cluster, healed: dict[str, Any], proxy=None) -> list[str]:
     """What the final heal left behind, read back from the cluster, as sentences: each nemesis
     whose teardown raised (``Composed.teardown`` records ``"error: ..."``), each node whose
-    process is not running or is paused, each iptables rule of ours still in place, each clock still
-    skewed. Empty when the heal is verified."""
+    process is not running or is paused, each iptables rule of ours still in place, each clock
+    still skewed, each request fault still active in ``proxy`` (a ``KafkaProxy``). Empty
+    when the heal is verified."""
     left = [f"{name}: {what}" for name, what in (healed or {}).items()
             if isinstance(what, str) and what.startswith("error: ")]
+    if proxy is not None:
+        left += [f"request fault {i} is still active in the proxy"
+                 for i in proxy.active_faults()]
     left += [f"{n.name} is not running" for n in cluster.nodes if not cluster.is_running(n)]
     try:
         if isinstance(cluster, Pausable):
@@ -224,7 +234,8 @@ class Scheduler:
                 done = None
             else:
                 self.history.append(NEMESIS, OpType.OK, f, done)
-                self.log(f"nemesis {f}: {json.dumps(done)}")
+                said = json.dumps(done)  # a request fault's report lists its requests
+                self.log(f"nemesis {f}: {said if len(said) <= 400 else said[:400] + ' ...'}")
                 self._ran.update(p for p in self.packages if _starts(p, f))
             self.after_op(f)
             return done

@@ -22,6 +22,12 @@ pydantic, unknown keys refused with the key path and line (``clusters.yamlfile``
         target: L
         expect: {answering: {L: false}}   # must show in the next sample taken after ``do``
 
+A ``request-fault`` step gives the fault in ``request`` (``nemesis.proxy.faults``; the run
+needs ``--proxy``). The ``request-heal`` that ends it is unmet when the fault acted on no
+request, and, with ``into_open_txn: true``, when no request it kept reached its broker while
+its client's next transaction was open (a delayed EndTxn applied to the wrong transaction,
+KAFKA-17754).
+
 Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
 of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
 mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}). A step whose
@@ -43,6 +49,7 @@ from kafka_chaos.clusters import yamlfile
 from kafka_chaos.nemesis.faults import PARTITION_TARGETS
 from kafka_chaos.nemesis.leaders import LEADER_TARGETS
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
+from kafka_chaos.nemesis.proxy.faults import RequestFault
 from kafka_chaos.nemesis.targets import KILL_TARGETS
 
 #: Where the built-in scenarios are (``<name>.yaml``).
@@ -51,7 +58,9 @@ BUILT_IN = Path(__file__).with_name("scenarios")
 _TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced", "clock-bump",
              "clock-strobe", "roll", "move-leader"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
-_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader"}
+_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader", "request-heal"}
+#: The fs whose value is the step's ``request`` (a fault in the protocol proxy).
+_REQUEST = {"request-fault"}
 _TARGET_NAMES = (set(KILL_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
                  | set(LEADER_TARGETS))
 
@@ -82,6 +91,8 @@ class Step(BaseModel):
     expect: Condition | None = None
     timeout: float = Field(30.0, gt=0)
     retry_every: float | None = Field(None, gt=0)
+    request: RequestFault | None = None
+    into_open_txn: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -92,10 +103,17 @@ class Step(BaseModel):
 
     @model_validator(mode="after")
     def _combinations(self) -> "Step":
-        unknown = [f for f in self.do if f not in _TARGETED | _TOPIC_ONLY | _NO_VALUE]
+        known = _TARGETED | _TOPIC_ONLY | _NO_VALUE | _REQUEST
+        unknown = [f for f in self.do if f not in known]
         if unknown:
             raise ValueError(f"do: unknown fault {unknown[0]!r}; choose from "
-                             f"{', '.join(sorted(_TARGETED | _TOPIC_ONLY | _NO_VALUE))}")
+                             f"{', '.join(sorted(known))}")
+        if self.into_open_txn and "request-heal" not in self.do:
+            raise ValueError("into_open_txn goes with do: request-heal (what the ended faults "
+                             "must show)")
+        if ("request-fault" in self.do) != (self.request is not None):
+            raise ValueError("request goes with do: request-fault, and it needs one (the "
+                             "fault: {fault: delay, apis: [EndTxn], delay_ms: 5000, ...})")
         if self.retry_every is not None and self.until is None:
             raise ValueError("retry_every needs until (what to retry for)")
         if self.at is not None and self.after:
@@ -220,6 +238,11 @@ class Runner:
                                                                       step.partition):
                     return (f"no un-fsynced write of {self.topic}-{step.partition} was lost "
                             f"({done})")
+                if f == "request-heal" and (idle := _idle_faults(done)):
+                    return f"the request fault {idle} met no request it could act on"
+                if f == "request-heal" and step.into_open_txn and not _into_open_txn(done):
+                    return ("no request the faults kept reached its broker while its "
+                            "client's next transaction was open")
             if step.expect is not None:
                 state = self.monitor.wait_for(lambda s: self.monitor.samples > before, 5.0,
                                               self.stop)
@@ -238,6 +261,8 @@ class Runner:
                 return f"{_show(step.until)} not seen within {step.timeout:g} s"
 
     def _value(self, f: str, step: Step) -> Any:
+        if f in _REQUEST:
+            return {"request": step.request.model_dump(mode="json", exclude_defaults=True)}
         if f in _NO_VALUE and (f != "start" or step.target is None):
             return None  # start takes a target (those nodes only), else brings back all
         if f in _TOPIC_ONLY:  # unclean toggles aim at the topic or the whole cluster
@@ -286,6 +311,31 @@ def _lost_partition_data(done: Any, topic: str, partition: int) -> bool:
     return any(gone > 0 and path.startswith(prefix)
                for node in ((done or {}).get("lost") or {}).values()
                for path, gone in (node.get("logs") or {}).items())
+
+
+def _idle_faults(done: Any) -> str | None:
+    """The first request fault a ``request-heal`` ended that applied to no request, or that
+    forwarded none it was to forward late (a delay or a hold), as text; None when each did."""
+    for r in (done or {}).get("ended") or ():
+        late = r.get("fault") in ("delay", "hold")
+        if not r.get("applied") or (late and not any(
+                q.get("forwarded_ns") is not None for q in r.get("requests") or ())):
+            return f"{r.get('fault')} of {', '.join(map(str, r.get('apis') or []))}"
+    return None
+
+
+def _into_open_txn(done: Any) -> bool:
+    """Whether a request some ended fault kept reached its broker while its client's next
+    transaction was open: after a later AddPartitionsToTxn or Produce of that client (the
+    next transaction's first request, in transactions v1 and v2) and no later EndTxn of it
+    after those (``Applied``'s ``overtaken_by``: API -> when the last was forwarded)."""
+    for r in (done or {}).get("ended") or ():
+        for q in r.get("requests") or ():
+            seen = q.get("overtaken_by") or {}
+            began = max(seen.get("AddPartitionsToTxn", -1), seen.get("Produce", -1))
+            if began >= 0 and seen.get("EndTxn", -1) < began:
+                return True
+    return False
 
 
 def _show(cond: Condition) -> str:

@@ -18,7 +18,7 @@ import io
 import struct
 from typing import Any, Callable
 
-from kio.index import KioIndexError, load_response_schema
+from kio.index import KioIndexError, load_request_schema, load_response_schema
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
@@ -55,6 +55,78 @@ def request_header(data: bytes) -> RequestHeader:
     return RequestHeader(api_key, version, correlation, client)
 
 
+def with_correlation(data: bytes, correlation: int) -> bytes:
+    """The request frame ``data`` (without its size) under another correlation id."""
+    return data[:4] + struct.pack(">i", correlation) + data[8:]
+
+
+def produce_partitions(data: bytes, version: int, names: dict[Any, str]
+                       ) -> dict[str, list[bytes | None] | None] | None:
+    """``{"topic-p": [record value, ...]}`` of a Produce request frame (values None for a
+    partition whose records are compressed or not in the v2 batch format), or None when kio
+    cannot decode it. From version 13 a Produce names topics by id (KIP-516): ``names`` maps
+    the ids the proxy saw in Metadata replies (``metadata_topics``) to names; an id it never
+    saw is given as ``id:<uuid>``."""
+    decoded = _decode(data, PRODUCE, version, load_request_schema)
+    if decoded is None:
+        return None
+    body = decoded[2]
+    out: dict[str, list[bytes | None] | None] = {}
+    for topic in body.topic_data:
+        name = getattr(topic, "name", None)
+        if name is None:
+            tid = getattr(topic, "topic_id", None)
+            name = names.get(tid) or f"id:{tid}"
+        for p in topic.partition_data:
+            out[f"{name}-{int(p.index)}"] = batch_values(bytes(p.records or b""))
+    return out
+
+
+def batch_values(data: bytes) -> list[bytes | None] | None:
+    """The values of the records in ``data``, a sequence of record batches (magic 2, the
+    format of KIP-98: a 61-byte header, then records of zigzag varints); None when a batch
+    is compressed (its records are then one compressed blob), of an older format, or cut
+    short."""
+    out: list[bytes | None] = []
+    at = 0
+    try:
+        while at < len(data):
+            (length,) = struct.unpack_from(">i", data, at + 8)
+            end = at + 12 + length
+            (attributes,) = struct.unpack_from(">h", data, at + 21)
+            if data[at + 16] != 2 or attributes & 0x07 or end > len(data):
+                return None
+            (count,) = struct.unpack_from(">i", data, at + 57)
+            pos = at + 61
+            for _ in range(count):
+                size, pos = _zigzag(data, pos)
+                record_end = pos + size
+                pos += 1  # attributes
+                for _ in range(2):  # timestamp delta, offset delta
+                    _, pos = _zigzag(data, pos)
+                key_size, pos = _zigzag(data, pos)
+                pos += max(key_size, 0)
+                value_size, pos = _zigzag(data, pos)
+                out.append(None if value_size < 0 else data[pos:pos + value_size])
+                pos = record_end
+            at = end
+    except (struct.error, IndexError, ValueError):
+        return None
+    return out
+
+
+def _zigzag(data: bytes, at: int) -> tuple[int, int]:
+    raw, size = read_unsigned_varint(data, at)
+    return (raw >> 1) ^ -(raw & 1), at + size
+
+
+def metadata_topics(decoded: Any) -> dict[Any, str]:
+    """``{topic id: name}`` of a decoded Metadata reply (``broker_endpoints``); empty for
+    versions before topic ids (v10)."""
+    return {t.topic_id: t.name for t in getattr(decoded[2], "topics", ())
+            if getattr(t, "topic_id", None) is not None and t.name}
+
+
 def response_correlation(data: bytes) -> int:
     """The correlation id of a reply frame ``data`` (without its size)."""
     return struct.unpack_from(">i", data, 0)[0]
@@ -89,9 +161,13 @@ def kio_max_version(api_key: int) -> int | None:
     return None if name is None else max(schema_name_map[name])
 
 
-def _decode(data: bytes, api_key: int, version: int) -> tuple[type, Any, Any] | None:
+def _decode(data: bytes, api_key: int, version: int,
+            load: Callable[[int, int], type] = load_response_schema
+            ) -> tuple[type, Any, Any] | None:
+    """``(schema, header, body)`` of a whole reply frame (a request frame with ``load``
+    ``load_request_schema``), or None when it does not decode to its last byte."""
     try:
-        schema = load_response_schema(api_key, version)
+        schema = load(api_key, version)
         header, at = entity_reader(schema.__header_schema__)(data, 0)
         body, size = entity_reader(schema)(data, at)
     except (KioIndexError, SerialError, ValueError, IndexError, struct.error):

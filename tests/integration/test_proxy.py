@@ -1,26 +1,37 @@
 """The Kafka protocol proxy (``nemesis/proxy``) on a real cluster: the workload's clients
-reach the brokers only through it, and a fault-free run through it is valid."""
+reach the brokers only through it and a fault-free run through it is valid; its request
+faults do what they say and are judged by the proxy's own record; ``delayed-end-txn``
+(KAFKA-17754) on three client/version pairs; latency and bandwidth shaping measured."""
 
 from __future__ import annotations
 
 import json
+import statistics
+import time
 
 import pytest
+from confluent_kafka import Producer
 
-from kafka_chaos.clusters import dist
+from kafka_chaos.clusters import admin, dist, wire
+from kafka_chaos.clusters.local import LocalCluster
 from kafka_chaos.history import read_history
-from kafka_chaos.nemesis.proxy import codec
+from kafka_chaos.nemesis.proxy import KafkaProxy, codec
+from kafka_chaos.nemesis.proxy.faults import RequestFault
+from kafka_chaos.workloads.settings import WorkloadSettings
 from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
 
+TOPIC = "shaped"
 
-@pytest.mark.parametrize("backend", ["local"])
+
+@pytest.mark.parametrize("backend", ["local", "docker"])
 def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it(
         request, tmp_path, backend):
-    """The quick start's run with ``--proxy`` and no faults (the embedded backend; the docker
-    one is for the next increment, CI time): valid; each broker was reached through its own
-    listener; the Metadata and FindCoordinator replies were rewritten and none that named a
-    broker was left undecoded; every process that sent did so as a client the proxy saw
-    (``client.id`` ``kc-p<process>``); nothing is left on the host."""
+    """The quick start's run with ``--proxy`` and no faults, on the embedded and the docker
+    backends (the proxy on this host, the brokers in containers): valid; each broker was
+    reached through its own listener; the Metadata and FindCoordinator replies were
+    rewritten and none that named a broker was left undecoded; every process that sent did
+    so as a client the proxy saw (``client.id`` ``kc-p<process>``); nothing is left on the
+    host."""
     _, args = prepare(request, backend, dist.resolve(), [["broker", "controller"]] * 3,
                       tmp_path / "hosts.yaml")
     proc = kafka_chaos("run", *args, "--proxy", "--nemesis", "none", "--sub-via", "subscribe",
@@ -39,4 +50,215 @@ def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it
     senders = {op.process for op in read_history(run_dir / "history.jsonl")
                if isinstance(op.process, int) and op.f == "send" and op.type.value == "ok"}
     assert senders and {f"kc-p{p}" for p in senders} <= set(counts["client_ids"]), counts
+    assert leftovers() == []
+
+
+_WRITES = """\
+name: proxy-writes
+about: a dropped Produce response, then duplicated Produce requests
+steps:
+  - after: 4
+    do: request-fault
+    request: {fault: drop-response, apis: [Produce], probability: 0.3}
+  - after: 5
+    do: request-heal
+  - after: 2
+    do: request-fault
+    request: {fault: duplicate, apis: [Produce], probability: 0.3}
+  - after: 5
+    do: request-heal
+  - after: 3
+"""
+
+_TXNS = """\
+name: proxy-txns
+about: duplicated Produce requests of an idempotent producer, then a delayed EndTxn
+steps:
+  - after: 4
+    do: request-fault
+    request: {fault: duplicate, apis: [Produce], probability: 0.3}
+  - after: 5
+    do: request-heal
+  - after: 2
+    do: request-fault
+    request: {fault: delay, apis: [EndTxn], delay_ms: 1500, probability: 0.5}
+  - after: 6
+    do: request-heal
+  - after: 3
+"""
+
+
+def _ended(run_dir) -> list[dict]:
+    """The reports of every request fault the run ended (its request-heal ops)."""
+    return [r for op in read_history(run_dir / "history.jsonl")
+            if op.process == "nemesis" and op.f == "request-heal" and op.type.value == "ok"
+            for r in op.value["ended"]]
+
+
+def test_request_faults_on_a_real_cluster_do_what_they_say_and_are_judged(request, tmp_path):
+    """Two scripted runs through the proxy (the embedded backend, one cluster at a time).
+
+    Without idempotence and without retries: a Produce whose response the proxy dropped
+    leaves its sends ``info``, and their records are in the log (the final reads read them);
+    a Produce the proxy sent twice writes its records twice: ``duplicate``, each permitted
+    by the proxy's own record of that partition's copy (``proxy-duplicated-produce``), none a
+    violation. Transactional (so idempotent): the copies write nothing twice, and an EndTxn
+    held 1.5 s reaches its coordinator that much after the client sent it (the proxy's
+    times); both runs valid."""
+    _, args = prepare(request, "local", dist.resolve(), [["broker", "controller"]] * 3,
+                      tmp_path / "hosts.yaml")
+    (tmp_path / "writes.yaml").write_text(_WRITES)
+    proc = kafka_chaos("run", *args, "--proxy", "--scenario", str(tmp_path / "writes.yaml"),
+                       "--no-idempotence", "--retries", "0",
+                       "--out", str(tmp_path / "writes"))
+    run_dir = (tmp_path / "writes" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    assert proc.returncode == 0 and results["valid"] is True, proc.stdout[-3000:]
+    dropped, doubled = _ended(run_dir)
+    assert dropped["fault"] == "drop-response" and dropped["applied"] > 0, dropped
+    history = read_history(run_dir / "history.jsonl")
+    in_log = {v for op in history if op.f == "poll" and op.type.value == "ok"
+              for m in op.value if m[0] == "poll" for recs in m[1].values() for _, v in recs}
+    unknown = {m[2][1] for op in history if op.f == "send" and op.type.value == "info"
+               for m in op.value if m[2][0] is None}
+    assert unknown and unknown & in_log, "no send left info by a dropped response was read"
+    assert doubled["fault"] == "duplicate" and doubled["applied"] > 0, doubled
+    assert all(tp.startswith("kafka-chaos-") for tp in doubled["partitions"]), doubled
+    dup = results["anomalies"]["duplicate"]
+    assert dup["count"] > 0 and dup["outcomes"]["violation"] == 0, dup
+    assert dup["rules"] == {"proxy-duplicated-produce": dup["outcomes"]["permitted"]}, dup
+    assert leftovers() == []
+
+    (tmp_path / "txns.yaml").write_text(_TXNS)
+    proc = kafka_chaos("run", *args, "--proxy", "--scenario", str(tmp_path / "txns.yaml"),
+                       "--txn", "--out", str(tmp_path / "txns"))
+    run_dir = (tmp_path / "txns" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    assert proc.returncode == 0 and results["valid"] is True, proc.stdout[-3000:]
+    doubled, delayed = _ended(run_dir)
+    assert doubled["applied"] > 0 and results["anomalies"].get("duplicate", {}).get(
+        "count", 0) == 0, (doubled, results["anomalies"].get("duplicate"))
+    late = [r["forwarded_ns"] - r["received_ns"] for r in delayed["requests"]
+            if r["forwarded_ns"] is not None]
+    assert delayed["by_api"] == {"EndTxn": delayed["applied"]} and late, delayed
+    assert min(late) >= 1_500_000_000, late
+    assert leftovers() == []
+
+
+#: The anomalies KAFKA-17754 makes: the late EndTxn commits the first writes of the open
+#: transaction, which then fails, yet they are read (G1a), the transaction itself reading
+#: them as committed (precommitted-read); what it commits or aborts may also be missed
+#: (lost-write, unseen) or read out of order.
+_TORN = {"G1a", "precommitted-read", "lost-write", "unseen", "G1c", "G1c-process",
+         "G1c-realtime", "poll-skip", "nonmonotonic-poll", "int-poll-skip"}
+
+
+@pytest.mark.parametrize("client, version", [
+    ("librdkafka", dist.DEFAULT_KAFKA_VERSION), ("java", dist.DEFAULT_KAFKA_VERSION),
+    ("librdkafka", "3.9.1")])
+def test_delayed_end_txn_tears_transactions_v1_and_not_v2(request, tmp_path, client, version):
+    """``--scenario delayed-end-txn`` (KAFKA-17754), its precondition proven by the proxy's
+    own times: a held EndTxn reached its coordinator while its client's next transaction was
+    open (else the run would end unknown). librdkafka speaks transactions v1 only, on 3.9.1
+    and on 4.4.0: a violation, aborted reads among its anomalies and nothing else but what
+    a torn transaction makes. The Java client on 4.4.0 speaks transactions v2 (KIP-890: it
+    sends no AddPartitionsToTxn, which the proxy's counts show): valid."""
+    _, args = prepare(request, "local", dist.resolve(version), [["broker", "controller"]] * 3,
+                      tmp_path / "hosts.yaml")
+    proc = kafka_chaos("run", *args, "--scenario", "delayed-end-txn", "--client", client,
+                       "--kafka-version", version, "--out", str(tmp_path / "runs"))
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["scenario"] == {"steps_done": 3, "marks": {}}, proc.stdout[-3000:]
+    [delayed] = _ended(run_dir)
+    assert delayed["by_api"] == {"EndTxn": delayed["applied"]} and delayed["applied"] > 0
+    found = {name for name, a in results["anomalies"].items()
+             if a.get("count") and a.get("outcomes", {}).get("violation")}
+    if client == "java":
+        assert proc.returncode == 0 and results["valid"] is True, proc.stdout[-3000:]
+        assert "24" not in facts["proxy"]["requests"], facts["proxy"]["requests"]
+    else:
+        assert proc.returncode == 1 and results["valid"] is False, proc.stdout[-3000:]
+        assert "G1a" in found and found <= _TORN, found
+        assert facts["proxy"]["requests"]["24"] > 0
+    assert leftovers() == []
+
+
+def _round_trips(endpoint: str, n: int = 15) -> float:
+    """The median time (s) of ``n`` ApiVersions asked of ``endpoint``, each on a fresh
+    connection."""
+    took = []
+    for _ in range(n):
+        start = time.monotonic()
+        wire.api_versions(endpoint)
+        took.append(time.monotonic() - start)
+    return statistics.median(took)
+
+
+def _bytes_per_s(bootstrap: str, seconds: float, size: int = 2000) -> float:
+    """Value bytes a bare producer (the workload's producer configuration) gets
+    acknowledged per second, producing as fast as it can for ``seconds``. Its batches are
+    kept to 64 KiB and its request timeout to 30 s: librdkafka's 1 MB batches, five in
+    flight, would wait longer than the workload's 3 s on a 400 kB/s link, and time out."""
+    config = WorkloadSettings().producer_config(bootstrap)
+    p = Producer({**config, "batch.size": 65536, "request.timeout.ms": 30000,
+                  "delivery.timeout.ms": 120000})
+    acked = [0]
+
+    def on_delivery(err, msg) -> None:
+        if err is None:
+            acked[0] += len(msg.value())
+
+    payload = b"x" * size
+    p.produce(TOPIC, payload, on_delivery=on_delivery)
+    p.flush(30)  # connected, metadata known: the clock starts now
+    acked[0] = 0
+    start = time.monotonic()
+    while time.monotonic() - start < seconds:
+        try:
+            p.produce(TOPIC, payload, on_delivery=on_delivery)
+        except BufferError:
+            p.poll(0.01)
+        p.poll(0)
+    elapsed = time.monotonic() - start
+    rate = acked[0] / elapsed
+    p.flush(30)
+    return rate
+
+
+def test_latency_and_bandwidth_through_the_proxy_are_what_was_set(tmp_path):
+    """Network shaping without netem, on real brokers: a ``delay`` of every API (a link's
+    latency, 100 ms) adds 80-120 ms to an ApiVersions round trip through the proxy; a
+    ``bandwidth`` of 400,000 bytes/s holds a bare producer's acknowledged value bytes to
+    80-100 % of it (the batches' and requests' own bytes take the rest), where without it
+    the producer gets well above that."""
+    cluster = LocalCluster(dist.resolve(), tmp_path / "nodes", brokers=3)
+    proxy = None
+    try:
+        cluster.setup()
+        admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
+        admin.create_topic(cluster.bootstrap_servers, TOPIC, 1, 3)
+        admin.wait_ready(cluster.bootstrap_servers, 3, [TOPIC], timeout_s=60)
+        proxy = KafkaProxy.for_cluster(cluster)
+        proxy.start()
+        endpoint = proxy.bootstrap.split(",")[0]
+        base = _round_trips(endpoint)
+        proxy.add_fault(RequestFault(fault="delay", apis=["*"], delay_ms=100))
+        shaped = _round_trips(endpoint)
+        [report] = proxy.end_faults()
+        assert 0.08 <= shaped - base <= 0.12, (base, shaped)
+        assert report["by_api"] == {"ApiVersions": 15}, report["by_api"]
+
+        free = _bytes_per_s(proxy.bootstrap, 4)
+        proxy.add_fault(RequestFault(fault="bandwidth", apis=["*"], bytes_per_s=400_000))
+        limited = _bytes_per_s(proxy.bootstrap, 8)
+        [report] = proxy.end_faults()
+        assert free > 600_000, free
+        assert 320_000 <= limited <= 400_000, limited
+        assert report["by_api"]["Produce"] > 0, report["by_api"]
+    finally:
+        if proxy is not None:
+            proxy.stop()
+        cluster.teardown()
     assert leftovers() == []

@@ -191,3 +191,71 @@ def test_the_light_name_list_matches_the_checkers():
 
     assert names.CYCLE_ANOMALIES == elle.CYCLE_ANOMALIES
     assert set(names.ANOMALIES) == set(ANOMALIES) and len(ANOMALIES) == len(set(ANOMALIES))
+
+
+# --- a duplicate pinned on the proxy's own record of the Produce it sent twice --------------
+
+def _nemesis(op: int, f: str, inv, done, type_: str = "ok") -> dict:
+    return {"op": op, "index": op + 1, "process": "nemesis", "f": f, "type": type_,
+            "inv": inv, "done": done, "invoke_time": op * 1_000_000,
+            "time": (op + 1) * 1_000_000}
+
+
+def _proxy_record(tp: str = "t-0", at_ms: int = 11, heal: str = "ok", values=(100, 101)):
+    """Samples of t-0 and t-1 every 4 ms over 40 ms; a duplicate fault from 8 ms to 30 ms
+    whose report (``heal`` ok) has the proxy send a Produce of ``tp`` holding ``values``
+    (None: unread) twice at ``at_ms``."""
+    rows = [_sample(op, p, 1, 1) for op in range(0, 41, 4) for p in (("t", 0), ("t", 1))]
+    for n, r in enumerate(rows):  # two samples per slot: t-0 at op, t-1 at op + 2
+        r["op"] = r["op"] + 2 * (n % 2)
+        r["index"] = r["op"] + 1
+        r["invoke_time"], r["time"] = r["op"] * 1_000_000, r["index"] * 1_000_000
+    start = {"target": "duplicate"}
+    report = {"id": 1, "fault": "duplicate", "applied": 1, "undecoded": 0,
+              "partitions": {tp: [at_ms * 1_000_000, at_ms * 1_000_000, 1]},
+              "values": {tp: values}}
+    rows += [_nemesis(9, "request-fault", start, {"id": 1, "fault": "duplicate"}),
+             _nemesis(31, "request-heal", None, {"ended": [report]} if heal == "ok" else
+                      "NemesisError: timed out", heal)]
+    return evidence.build(rows, None, {})
+
+
+@pytest.mark.parametrize("sent, tp, values, idempotence, outcome", [
+    ((10, 13), "t-0", [100, 101], False, PERMITTED),  # the copy carried the value
+    ((10, 13), "t-0", None, False, PERMITTED),        # unread values: its partition and time
+    ((10, 13), "t-0", [102], False, VIOLATION),       # a copy of other values only
+    ((10, 13), "t-1", [101], False, VIOLATION),       # the proxy sent another partition's twice
+    ((10, 13), "t-0", [101], True, VIOLATION),        # idempotence: the broker drops the copy
+    ((20, 23), "t-0", None, False, VIOLATION),        # the send came after the copy
+])
+def test_a_duplicate_is_permitted_by_the_proxys_copy_of_its_own_partitions_produce(
+        sent, tp, values, idempotence, outcome):
+    rec = _proxy_record(tp, values=values)
+    case = Case(("t", 0), sent[0], 40, sent=sent, writer_f="send", value=101)
+    verdict = judge_case("duplicate", case, facts(rec, idempotence=idempotence, retries=0,
+                                                  proxy=True), rec)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["rule"] == "proxy-duplicated-produce"
+        assert verdict["evidence"].kind == evidence.DUPLICATED
+    # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
+    txn = Case(("t", 0), sent[0], 40, sent=sent, writer_f="txn", value=101)
+    assert judge_case("duplicate", txn, facts(rec, idempotence=False, retries=0, proxy=True),
+                      rec)["outcome"] == VIOLATION
+
+
+def test_a_duplicate_fault_whose_report_is_missing_leaves_duplicates_unexplained():
+    rec = _proxy_record(heal="info")
+    case = Case(("t", 0), 10, 40, sent=(10, 13), writer_f="send", value=101)
+    f = facts(rec, idempotence=False, retries=0, proxy=True)
+    verdict = judge_case("duplicate", case, f, rec)
+    assert verdict["outcome"] == UNEXPLAINED and verdict["why"]
+    early = Case(("t", 0), 2, 40, sent=(2, 5), writer_f="send")  # before the fault began
+    assert judge_case("duplicate", early, f, rec)["outcome"] == VIOLATION
+    # a report whose Produce requests the proxy could not read: their partitions unknown
+    rows = [_nemesis(1, "request-fault", {"target": "duplicate"}, {"id": 1}),
+            _nemesis(3, "request-heal", None, {"ended": [{
+                "id": 1, "fault": "duplicate", "undecoded": 1, "partitions": {}}]})]
+    rows += [_sample(op, ("t", 0), 1, 1) for op in range(4, 40, 4)]
+    rec = evidence.build(rows, None, {})
+    assert judge_case("duplicate", case, f, rec)["outcome"] == UNEXPLAINED

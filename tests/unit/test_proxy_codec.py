@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
+import struct
 import uuid
 
 import pytest
@@ -17,9 +18,11 @@ from kio.schema.metadata.v12.response import (MetadataResponse, MetadataResponse
                                               MetadataResponsePartition, MetadataResponseTopic)
 from kio.schema.produce.v7.request import ProduceRequest as Produce7
 from kio.schema.produce.v9.request import ProduceRequest as Produce9
+from kio.schema.produce.v9 import request as p9
+from kio.schema.produce.v13 import request as p13
 from kio.schema.produce.v13.response import NodeEndpoint, ProduceResponse
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
+from kio.static.primitive import Records, i16, i32
 
 from kafka_chaos.clusters import wire
 from kafka_chaos.nemesis.proxy import codec
@@ -118,3 +121,57 @@ def test_produce_acks_are_read_in_both_header_forms(request_type, acks, txn) -> 
 def test_a_reply_that_does_not_decode_is_none() -> None:
     assert codec.broker_endpoints(b"\x00\x00\x00\x07\x01", codec.METADATA, 12) is None
     assert codec.broker_endpoints(b"\x00\x00\x00\x07", 32000, 0) is None
+
+
+def _zigzag(n: int) -> bytes:
+    raw, out = (n << 1) ^ (n >> 63), b""
+    while True:
+        byte, raw = raw & 0x7F, raw >> 7
+        out += bytes([byte | (0x80 if raw else 0)])
+        if not raw:
+            return out
+
+
+def _batch(values: list[bytes | None], attributes: int = 0) -> bytes:
+    """A record batch (magic 2) of ``values``, keyless; the CRC is not checked here."""
+    records = b""
+    for i, v in enumerate(values):
+        body = (b"\x00" + _zigzag(0) + _zigzag(i) + _zigzag(-1)
+                + (_zigzag(-1) if v is None else _zigzag(len(v)) + v) + _zigzag(0))
+        records += _zigzag(len(body)) + body
+    rest = (struct.pack(">i", 0) + b"\x02" + struct.pack(">I", 0)
+            + struct.pack(">hiqqqhii", attributes, len(values) - 1, 0, 0, -1, -1, -1,
+                          len(values)) + records)
+    return struct.pack(">qi", 0, len(rest)) + rest
+
+
+def test_record_values_are_read_from_plain_batches_only() -> None:
+    two = _batch([b"12", b"13"]) + _batch([b"14", None])
+    assert codec.batch_values(two) == [b"12", b"13", b"14", None]
+    assert codec.batch_values(_batch([b"12"], attributes=1)) is None  # gzip
+    assert codec.batch_values(_batch([b"12"])[:-3]) is None
+    assert codec.batch_values(b"") == []
+
+
+def test_the_partitions_a_produce_writes_are_named_by_topic_name_or_id() -> None:
+    """Produce v9 names topics; v13 gives their ids (KIP-516), named from the Metadata
+    replies the proxy saw, and an id it never saw is kept as such."""
+    timeout = datetime.timedelta(seconds=30)
+    v9 = p9.ProduceRequest(transactional_id=None, acks=i16(-1), timeout=timeout, topic_data=(
+        p9.TopicProduceData(name="t", partition_data=(
+            p9.PartitionProduceData(index=i32(0), records=Records(_batch([b"7", b"8"]))),
+            p9.PartitionProduceData(index=i32(2), records=None))),))
+    frame = wire.frame(v9, 5)[4:]
+    assert codec.produce_partitions(frame, 9, {}) == {"t-0": [b"7", b"8"], "t-2": []}
+    known, unknown = uuid.uuid4(), uuid.uuid4()
+    v13 = p13.ProduceRequest(transactional_id="x", acks=i16(-1), timeout=timeout, topic_data=(
+        p13.TopicProduceData(topic_id=known, partition_data=(
+            p13.PartitionProduceData(index=i32(1), records=None),)),
+        p13.TopicProduceData(topic_id=unknown, partition_data=(
+            p13.PartitionProduceData(index=i32(0), records=None),))))
+    frame = wire.frame(v13, 6)[4:]
+    assert list(codec.produce_partitions(frame, 13, {known: "u"})) == ["u-1",
+                                                                       f"id:{unknown}-0"]
+    assert codec.produce_partitions(frame[:20], 13, {}) is None
+    copy = codec.with_correlation(frame, -3)
+    assert codec.request_header(copy).correlation == -3 and copy[8:] == frame[8:]

@@ -27,6 +27,9 @@ def _write(tmp_path, text: str):
     ("name: x\nsteps:\n  - do: heal\n    retry_every: 2\n", ["retry_every needs until"]),
     ("name: x\nsteps:\n  - after: -1\n", ["steps.0.after", "greater than or equal to 0"]),
     ("name: x\nsteps: []\n", ["steps", "at least 1"]),
+    ("name: x\nsteps:\n  - do: request-fault\n", ["request goes with do: request-fault"]),
+    ("name: x\nsteps:\n  - do: request-fault\n    request: {fault: delay, apis: [EndTnx]}\n",
+     ["line 4", "steps.0.request.apis", "'EndTnx' is no Kafka API"]),
 ])
 def test_bad_schedule_files_are_refused_naming_where(tmp_path, text, words):
     with pytest.raises(ValueError) as err:
@@ -39,7 +42,8 @@ def test_built_in_scenarios_load_and_unknown_names_are_refused():
     assert {"isr-shrink-unclean", "zombie-leader"} <= set(script.names())
     for name in script.names():
         assert load_scenario(name).name == name
-    with pytest.raises(ValueError, match="choose from acks1-lagging-follower, isr-shrink-unclean"):
+    with pytest.raises(ValueError, match="choose from acks1-lagging-follower, delayed-end-txn, "
+                       "isr-shrink-unclean"):
         load_scenario("split-brain")
 
 
@@ -145,3 +149,48 @@ def test_a_power_loss_step_needs_lost_log_bytes_and_a_targeted_start_aims_at_its
                 "target": [2], "topic": "t", "partition": 0}), ("start", None)]
         else:
             assert unmet in seen["unmet"] and [f for f, _ in ops] == ["lose-unfsynced"]
+
+
+def test_a_request_fault_step_gives_its_fault_and_its_end_must_show_it_acted():
+    """A request fault that met no request (or forwarded none it delayed) proves nothing:
+    the step is unmet, and the run unknown."""
+    applied = {"fault": "delay", "apis": ["EndTxn"], "applied": 1,
+               "requests": [{"forwarded_ns": 5}]}
+    for report, unmet in ((applied, None), ({**applied, "applied": 0}, "met no request"),
+                          ({**applied, "requests": [{"forwarded_ns": None}]}, "delay of EndTxn")):
+        monitor = _Monitor([_state(2, [2])])
+        ops = []
+
+        def run_op(f, value):
+            ops.append((f, value))
+            monitor.advance()
+            return {"ended": [report]} if f == "request-heal" else {}
+
+        steps = [{"do": "request-fault",
+                  "request": {"fault": "delay", "apis": ["EndTxn"], "delay_ms": 5000}},
+                 {"after": 0.01, "do": "request-heal"}]
+        seen = script.Runner(_Cluster(), run_op, monitor, "t", threading.Event(),
+                             lambda m: None).run(script.Script(name="x", steps=steps))
+        assert ops == [("request-fault", {"request": {"fault": "delay", "apis": ["EndTxn"],
+                                                      "delay_ms": 5000}}),
+                       ("request-heal", None)]
+        if unmet is None:
+            assert seen["steps_done"] == 2
+        else:
+            assert unmet in seen["unmet"] and seen["steps_done"] == 1
+
+
+@pytest.mark.parametrize("seen, met", [
+    ({"AddPartitionsToTxn": 5, "EndTxn": 3}, True),    # the next transaction open
+    ({"Produce": 5}, True),                            # transactions v2: its first Produce
+    ({"AddPartitionsToTxn": 5, "EndTxn": 7}, False),   # that one had ended too
+    ({"EndTxn": 3}, False),                            # a retry of its own only
+    ({}, False)])
+def test_a_late_request_must_have_found_its_clients_next_transaction_open(seen, met):
+    done = {"ended": [{"fault": "delay", "apis": ["EndTxn"], "applied": 1,
+                       "requests": [{"forwarded_ns": 9, "overtaken_by": seen}]}]}
+    monitor = _Monitor([_state(2, [2])])
+    steps = [{"do": "request-heal", "into_open_txn": True}]
+    seen_ = script.Runner(_Cluster(), lambda f, v: done, monitor, "t", threading.Event(),
+                          lambda m: None).run(script.Script(name="x", steps=steps))
+    assert ("unmet" not in seen_) == met, seen_
