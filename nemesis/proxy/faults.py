@@ -132,6 +132,8 @@ class Applied:
     #: "topic-p" -> the decimal record values of those requests; None once one could not be
     #: read (compressed, another format, not a number) or past ``MAX_VALUES``
     values: dict[str, set[int] | None] = dataclasses.field(default_factory=dict)
+    #: how many values ``values`` took in (against ``MAX_VALUES``)
+    value_count: int = 0
     by_api: dict[str, int] = dataclasses.field(default_factory=dict)
     #: requests of it queued in the proxy and not yet forwarded
     waiting: int = 0
@@ -183,12 +185,12 @@ class Applied:
             known = self.values.setdefault(tp, set())
             if known is None:
                 continue
-            if values is None or any(v is None or not v.isdigit() for v in values) or (
-                    sum(len(x or ()) for x in self.values.values()) + len(values)
-                    > MAX_VALUES):
+            if (values is None or any(v is None or not v.isdigit() for v in values)
+                    or self.value_count + len(values) > MAX_VALUES):
                 self.values[tp] = None
             else:
                 known.update(int(v) for v in values)
+                self.value_count += len(values)
         if len(self.requests) >= MAX_LISTED:
             return None
         entry = {"api": name, "client": client, "broker": broker, "received_ns": at_ns,

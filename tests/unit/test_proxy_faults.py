@@ -5,6 +5,7 @@ tests/integration/test_proxy.py.)"""
 
 from __future__ import annotations
 
+import random
 import socket
 import struct
 import threading
@@ -14,7 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from kafka_chaos.nemesis.base import NemesisError
-from kafka_chaos.nemesis.proxy import KafkaProxy
+from kafka_chaos.nemesis.proxy import KafkaProxy, faults
 from kafka_chaos.nemesis.proxy.faults import RequestFault, api_key, api_name
 from kafka_chaos.nemesis.requests import RequestNemesis
 
@@ -249,3 +250,18 @@ def test_faults_are_validated_naming_the_field() -> None:
     with pytest.raises(NemesisError, match="names no fault"):
         RequestNemesis.spec({"target": "leader"})
     assert RequestNemesis.spec({"target": "duplicate"}).keys >= {0, 26, 28}
+
+
+def test_a_reports_values_are_read_while_they_can_be_and_bounded(monkeypatch) -> None:
+    """Decimal values of the Produce requests a fault applied to are listed per partition;
+    one unreadable batch, or more than ``MAX_VALUES`` in all, leaves that partition's
+    values unknown (None), never partial."""
+    monkeypatch.setattr(faults, "MAX_VALUES", 4)
+    applied = faults.Applied(RequestFault(fault="duplicate"), 1, random.Random(0), 0)
+    applied.note(0, "kc-p1", 1, 10, {"t-0": [b"1", b"2"], "t-1": [b"5"]})
+    applied.note(0, "kc-p1", 1, 20, {"t-1": [b"6"], "t-2": None})
+    applied.note(0, "kc-p1", 1, 30, {"t-0": [b"3"]})
+    report = applied.report(40)
+    assert report["values"] == {"t-0": None, "t-1": [5, 6], "t-2": None}
+    assert report["partitions"] == {"t-0": [10, 30, 2], "t-1": [10, 20, 2], "t-2": [20, 20, 1]}
+    assert report["applied"] == 3 and report["by_api"] == {"Produce": 3}
