@@ -154,14 +154,16 @@ class Partitionable(abc.ABC):
 
     @abc.abstractmethod
     def drop(self, node: Node, peers: list[Node], port: int | None = None,
-             inbound_only: bool = False) -> None:
+             inbound_only: bool = False, loss: float | None = None) -> None:
         """Drop traffic between ``node`` and each of ``peers`` (both directions, rules on ``node``).
 
         With ``port``, only TCP connections to that port on either side are cut (e.g. the
         broker listener ``Node.broker_port``, leaving the controller listener intact). With
         ``inbound_only``, only what ``node`` receives from the peers is dropped (a one-way
         partition: ``node`` still sends to them; TCP needs both ways, so connections fail in
-        both directions, while datagrams from ``node`` still arrive).
+        both directions, while datagrams from ``node`` still arrive). With ``loss`` (a
+        probability), each packet is dropped with that probability (``netfaults.drop_rules``):
+        packet loss, which TCP answers with retransmissions and timeouts.
         """
 
     @abc.abstractmethod

@@ -39,13 +39,25 @@ def chains_script(prefix: str, action: str) -> str:
     return ("; " if action == "delete" else " && ").join(parts)
 
 
-def drop_rules(peer: Node, port: int | None, inbound_only: bool = False) -> list[list[str]]:
+def drop_rules(peer: Node, port: int | None, inbound_only: bool = False,
+               loss: float | None = None) -> list[list[str]]:
     """The ``iptables -A`` argv tails that cut ``peer`` off (both directions, or only what
-    arrives from it), or only TCP to and from ``port`` on either side."""
+    arrives from it), or only TCP to and from ``port`` on either side. With ``loss`` (a
+    probability in (0, 1)), each packet is dropped with that probability instead of every
+    one: iptables' ``statistic`` match in ``random`` mode, drawn per packet by the kernel
+    (``iptables-extensions(8)``); the packet loss ``tc netem`` would give, where netem is
+    not available.
+
+    Raises ``ValueError`` for a ``loss`` outside (0, 1)."""
     chains = (("INPUT", "-s"),) if inbound_only else (("INPUT", "-s"), ("OUTPUT", "-d"))
+    drop = ["-j", "DROP"]
+    if loss is not None:
+        if not 0 < loss < 1:
+            raise ValueError(f"loss must be a probability between 0 and 1, not {loss!r}")
+        drop = ["-m", "statistic", "--mode", "random", "--probability", f"{loss:.6f}", *drop]
     if port is None:
-        return [[chain, side, peer.host, "-j", "DROP"] for chain, side in chains]
-    return [[chain, side, peer.host, "-p", "tcp", f"--{p}", str(port), "-j", "DROP"]
+        return [[chain, side, peer.host, *drop] for chain, side in chains]
+    return [[chain, side, peer.host, "-p", "tcp", f"--{p}", str(port), *drop]
             for chain, side in chains for p in ("dport", "sport")]
 
 
@@ -53,9 +65,9 @@ class NamespaceIptables(Partitionable):
     """``Partitionable`` for a ``Cluster`` whose ``exec`` runs in the node's own namespace."""
 
     def drop(self, node: Node, peers: list[Node], port: int | None = None,
-             inbound_only: bool = False) -> None:
+             inbound_only: bool = False, loss: float | None = None) -> None:
         for peer in peers:
-            for rule in drop_rules(peer, port, inbound_only):
+            for rule in drop_rules(peer, port, inbound_only, loss):
                 res = self.exec(node, ["iptables", "-A", *rule])
                 if res.exit != 0:
                     raise CommandFailed(f"iptables on {node.name} failed: {res.err.strip()}", res)
@@ -87,13 +99,13 @@ class OwnChainIptables(NamespaceIptables):
     CHAINS = own_chains()
 
     def drop(self, node: Node, peers: list[Node], port: int | None = None,
-             inbound_only: bool = False) -> None:
+             inbound_only: bool = False, loss: float | None = None) -> None:
         for builtin, chain in self.CHAINS.items():
             self.exec(node, ["iptables", "-N", chain])  # fails harmlessly when it exists
             if self.exec(node, ["iptables", "-C", builtin, "-j", chain]).exit != 0:
                 self._must(node, ["iptables", "-I", builtin, "1", "-j", chain])
         for peer in peers:
-            for builtin, *rule in drop_rules(peer, port, inbound_only):
+            for builtin, *rule in drop_rules(peer, port, inbound_only, loss):
                 self._must(node, ["iptables", "-A", self.CHAINS[builtin], *rule])
 
     def _must(self, node: Node, argv: list[str]) -> None:

@@ -167,10 +167,10 @@ class AttachedSshCluster(Cluster, Killable, Pausable, Partitionable):
 
     # -- partitions ----------------------------------------------------------------------
     def drop(self, node: Node, peers: list[Node], port: int | None = None,
-             inbound_only: bool = False) -> None:
+             inbound_only: bool = False, loss: float | None = None) -> None:
         chains = own_chains()
         rules = [shlex.join(["iptables", "-A", chains[rule[0]], *rule[1:]])
-                 for peer in peers for rule in drop_rules(peer, port, inbound_only)]
+                 for peer in peers for rule in drop_rules(peer, port, inbound_only, loss)]
         self._run(node, " && ".join([chains_script("kc", "ensure"), *rules]),
                   "adding iptables rules")
 

@@ -287,10 +287,10 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
                                       timeout_s=timeout_s)
 
     def drop(self, node: Node, peers: list[Node], port: int | None = None,
-             inbound_only: bool = False) -> None:
+             inbound_only: bool = False, loss: float | None = None) -> None:
         chains = _chains(self.prefix)
         cmds = [shlex.join(["iptables", "-A", chains[rule[0]], *rule[1:]])
-                for peer in peers for rule in drop_rules(peer, port, inbound_only)]
+                for peer in peers for rule in drop_rules(peer, port, inbound_only, loss)]
         r = self._remote(node)
         self._check(r, r.script(" && ".join(cmds), sudo=self.hosts[node.node_id].sudo),
                     "adding iptables rules")

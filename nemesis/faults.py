@@ -237,10 +237,18 @@ class PartitionNemesis(Nemesis):
     port cuts); ``bridge`` adds ``"bridge": name``; ``one-way`` is ``{"dropped": [[from],
     [to, ...]]}``, ``majorities-ring`` ``{"hears": {name: [names]}}`` (one-way drops), and
     the client cuts ``{"isolated": [["clients"], [name]], "port": int, "clients": address}``.
+
+    ``loss`` (-> ``heal``) makes the same shapes lossy instead of cut: each packet those
+    rules match is dropped with probability ``value["loss"]`` (``LOSS``: 0.3 by default;
+    iptables' ``statistic`` match, ``netfaults.drop_rules``); its ``ok`` value is the
+    partition's plus ``"loss": p``. Unlike the proxy's faults it reaches every link of the
+    shape, replication and controller links included.
     """
 
-    fs = frozenset({"partition", "heal"})
+    fs = frozenset({"partition", "loss", "heal"})
     name = "partition"
+    #: The packet loss probability of ``loss`` when ``value`` gives none.
+    LOSS = 0.3
 
     def invoke(self, f: str, value: Any) -> Any:
         if not isinstance(self.cluster, Partitionable):
@@ -248,24 +256,38 @@ class PartitionNemesis(Nemesis):
         if f == "heal":
             self.cluster.heal_network()
             return {"healed": True}
-        nodes = list(self.cluster.nodes)
         value = value or {}
+        if f == "partition":
+            return self._shape(value, None)
+        p = float(value.get("loss", self.LOSS))
+        if not 0 < p < 1:
+            raise NemesisError(f"loss must be a probability between 0 and 1, not {p}")
+        return {**self._shape(value, p), "loss": p}
+
+    def _shape(self, value: dict, loss: float | None) -> dict:
+        """Cut (``loss`` None) or make lossy the links of ``value["target"]``'s shape."""
+        cluster = self.cluster
+
+        def cut(node: Node, peers: list[Node], **how: Any) -> None:
+            cluster.drop(node, peers, loss=loss, **how)
+
+        nodes = list(cluster.nodes)
         target = value.get("target", "isolate-one")
         if target in ("leader-replication", "zombie-leader", "isolate-leader", "clients-leader"):
-            lone = leader_of(self.cluster, value["topic"], value.get("partition", 0))
+            lone = leader_of(cluster, value["topic"], value.get("partition", 0))
             if lone is None:
                 raise NemesisError("the partition has no leader to cut off")
         elif target == "isolate-controller":
-            lone = active_controller(self.cluster)
+            lone = active_controller(cluster)
             if lone is None:
                 raise NemesisError("no active controller to cut off")
         elif target == "clients-one":
-            lone = self.rng.choice(self.cluster.brokers)
+            lone = self.rng.choice(cluster.brokers)
         else:
             lone = self.rng.choice(nodes)
         if target in ("clients-leader", "clients-one"):
-            host = self.cluster.client_host()
-            self.cluster.drop(lone, [Node(0, "clients", host, ())], port=lone.broker_port)
+            host = cluster.client_host()
+            cut(lone, [Node(0, "clients", host, ())], port=lone.broker_port)
             return {"isolated": [["clients"], [lone.name]], "port": lone.broker_port,
                     "clients": host}
         if target in ("leader-replication", "zombie-leader"):
@@ -273,12 +295,12 @@ class PartitionNemesis(Nemesis):
             peers = [n for n in nodes if n != lone
                      and (n.is_broker if target == "leader-replication" else n.is_controller)]
             port = getattr(lone, port_of)
-            self.cluster.drop(lone, peers, port=port)
+            cut(lone, peers, port=port)
             return {"isolated": [[lone.name], [n.name for n in peers]], "port": port}
         if target == "one-way":
             others = [n for n in nodes if n != lone]
             for n in others:
-                self.cluster.drop(n, [lone], inbound_only=True)
+                cut(n, [lone], inbound_only=True)
             return {"dropped": [[lone.name], [n.name for n in others]]}
         if target == "majorities-ring":
             self.rng.shuffle(nodes)
@@ -287,7 +309,7 @@ class PartitionNemesis(Nemesis):
                 window = [nodes[(i + k) % len(nodes)] for k in range(len(nodes) // 2 + 1)]
                 deaf = [p for p in nodes if p not in window]
                 if deaf:
-                    self.cluster.drop(n, deaf, inbound_only=True)
+                    cut(n, deaf, inbound_only=True)
                 hears[n.name] = sorted(p.name for p in window)
             return {"hears": hears}
         extra = {}
@@ -303,9 +325,9 @@ class PartitionNemesis(Nemesis):
             raise NemesisError(f"unknown partition target {target!r}; choose from "
                                f"{', '.join(PARTITION_TARGETS)}")
         for a in groups[0]:
-            self.cluster.drop(a, groups[1])
+            cut(a, groups[1])
         for b in groups[1]:
-            self.cluster.drop(b, groups[0])
+            cut(b, groups[0])
         return {"isolated": [[n.name for n in g] for g in groups], **extra}
 
     def teardown(self) -> Any:

@@ -30,6 +30,8 @@ _PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
 #: losses also aim where a loss is possible, so a default schedule can show one.
 _KILL_DEFAULT = [*_PROCESS_DEFAULT, LAGGING_LEADER, LONE_LEADER]
 _POWER_DEFAULT = [*_PROCESS_DEFAULT, LONE_LEADER]
+#: Lossy links where TCP's retransmissions matter: replication, clients, a node, a split.
+LOSS_DEFAULT = ["leader-replication", "clients-leader", "isolate-one", "halves"]
 #: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour
 #: (Jepsen's package colours where it has the package).
 PACKAGES: dict[str, dict[str, Any]] = {
@@ -41,6 +43,9 @@ PACKAGES: dict[str, dict[str, Any]] = {
               "accepts": PROCESS_TARGETS, "color": "#C5A0E9"},
     "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
                   "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
+    # the same shapes lossy instead of cut: 30 % of their packets dropped (iptables statistic)
+    "loss": {"start": "loss", "stop": "heal", "targets": list(LOSS_DEFAULT),
+             "accepts": PARTITION_TARGETS, "color": "#A0E0E9"},
     # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
     "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _POWER_DEFAULT,
                        "accepts": POWER_TARGETS, "color": "#E9A0C8"},
@@ -86,7 +91,7 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
                              f"{', '.join(packages) or 'the chosen faults (none)'}; process "
                              f"faults take {', '.join(PROCESS_TARGETS)} or node ids (kill "
                              f"also lagging-leader, kill and lose-unfsynced also "
-                             f"lone-leader), partitions "
+                             f"lone-leader), partitions and losses "
                              f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
                              f"leader {', '.join(LEADER_TARGETS)}, request "
                              f"{', '.join(KINDS)}")
@@ -168,7 +173,7 @@ def build_nemesis(cluster, packages: list[str], rng: random.Random,
     parts: list[Nemesis] = list(extra)
     if {"kill", "stop", "pause", "lose-unfsynced", "roll"} & set(packages):
         parts.append(ProcessNemesis(cluster, rng))
-    if "partition" in packages:
+    if {"partition", "loss"} & set(packages):
         parts.append(PartitionNemesis(cluster, rng))
     if "clock" in packages:
         parts.append(ClockNemesis(cluster, rng))

@@ -55,7 +55,7 @@ from kafka_chaos.nemesis.targets import KILL_TARGETS
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
 #: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
-_TARGETED = {"kill", "stop", "pause", "partition", "lose-unfsynced", "clock-bump",
+_TARGETED = {"kill", "stop", "pause", "partition", "loss", "lose-unfsynced", "clock-bump",
              "clock-strobe", "roll", "move-leader"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
 _NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader", "request-heal"}
@@ -93,6 +93,7 @@ class Step(BaseModel):
     retry_every: float | None = Field(None, gt=0)
     request: RequestFault | None = None
     into_open_txn: bool = False
+    loss: float | None = Field(None, gt=0, lt=1)
 
     @model_validator(mode="before")
     @classmethod
@@ -114,6 +115,8 @@ class Step(BaseModel):
         if ("request-fault" in self.do) != (self.request is not None):
             raise ValueError("request goes with do: request-fault, and it needs one (the "
                              "fault: {fault: delay, apis: [EndTxn], delay_ms: 5000, ...})")
+        if self.loss is not None and "loss" not in self.do:
+            raise ValueError("loss (a packet loss probability) goes with do: loss")
         if self.retry_every is not None and self.until is None:
             raise ValueError("retry_every needs until (what to retry for)")
         if self.at is not None and self.after:
@@ -274,7 +277,8 @@ class Runner:
         elif isinstance(target, int):
             target = [target]
         return {"target": target if target is not None else "one", "topic": self.topic,
-                "partition": step.partition}
+                "partition": step.partition,
+                **({"loss": step.loss} if f == "loss" and step.loss is not None else {})}
 
     def _node_id(self, ref: str | int) -> int | None:
         ref = str(ref)

@@ -183,10 +183,12 @@ class _Net:
                       for i in range(1, n + 1)]
         self.cuts: set[tuple[int, int, int | None]] = set()
         self.one_way: set[tuple[int, int]] = set()  # (from, to) whose packets are dropped
+        self.losses: set[float | None] = set()
 
-    def drop(self, node, peers, port=None, inbound_only=False):
+    def drop(self, node, peers, port=None, inbound_only=False, loss=None):
         self.cuts |= {(node.node_id, p.node_id, port) for p in peers}
         self.one_way |= {(p.node_id, node.node_id) for p in peers if inbound_only}
+        self.losses.add(loss)
 
 
 def _shape(target: str, seed: int = 1, net: _Net | None = None) -> tuple[dict, set]:
@@ -210,6 +212,31 @@ def test_partition_shapes_cut_exactly_between_their_groups():
             assert done["bridge"] not in a + b  # it keeps every link
     with pytest.raises(NemesisError, match="choose from isolate-one"):
         _shape("majorities-sphere")
+
+
+def test_a_loss_makes_the_same_shape_lossy_and_is_healed_like_a_partition():
+    from kafka_chaos.clusters.netfaults import drop_rules
+    from kafka_chaos.nemesis.faults import PartitionNemesis
+
+    cut, lossy = _Net(), _Net()
+    Partitionable.register(_Net)
+    done = PartitionNemesis(cut, random.Random(3)).invoke("partition", {"target": "halves"})
+    lost = PartitionNemesis(lossy, random.Random(3)).invoke("loss", {"target": "halves",
+                                                                    "loss": 0.25})
+    assert lost == {**done, "loss": 0.25} and lossy.cuts == cut.cuts
+    assert cut.losses == {None} and lossy.losses == {0.25}
+    default = _Net()
+    assert PartitionNemesis(default, random.Random(3)).invoke(
+        "loss", {"target": "isolate-one"})["loss"] == PartitionNemesis.LOSS == 0.3
+    with pytest.raises(NemesisError, match="between 0 and 1"):
+        PartitionNemesis(_Net(), random.Random(3)).invoke("loss", {"loss": 1.5})
+    peer = Node(2, "n2", "10.0.0.2", ("broker",))
+    assert drop_rules(peer, 9092, loss=0.25)[0] == [
+        "INPUT", "-s", "10.0.0.2", "-p", "tcp", "--dport", "9092", "-m", "statistic",
+        "--mode", "random", "--probability", "0.250000", "-j", "DROP"]
+    assert drop_rules(peer, None)[1] == ["OUTPUT", "-d", "10.0.0.2", "-j", "DROP"]
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        drop_rules(peer, None, loss=0.0)
 
 
 @pytest.mark.parametrize("n", [3, 4, 5, 7])
@@ -406,7 +433,7 @@ class _Steps(_Net):
     def is_running(self, node):
         return True
 
-    def drop(self, node, peers, port=None, inbound_only=False):
+    def drop(self, node, peers, port=None, inbound_only=False, loss=None):
         self.steps.append(("drop", node.node_id, sorted(p.node_id for p in peers), port))
 
 

@@ -28,6 +28,8 @@ def _write(tmp_path, text: str):
     ("name: x\nsteps:\n  - after: -1\n", ["steps.0.after", "greater than or equal to 0"]),
     ("name: x\nsteps: []\n", ["steps", "at least 1"]),
     ("name: x\nsteps:\n  - do: request-fault\n", ["request goes with do: request-fault"]),
+    ("name: x\nsteps:\n  - do: partition\n    loss: 0.2\n", ["loss (a packet loss"]),
+    ("name: x\nsteps:\n  - do: loss\n    loss: 2\n", ["steps.0.loss", "less than 1"]),
     ("name: x\nsteps:\n  - do: request-fault\n    request: {fault: delay, apis: [EndTnx]}\n",
      ["line 4", "steps.0.request.apis", "'EndTnx' is no Kafka API"]),
 ])
@@ -110,6 +112,10 @@ def test_marks_target_nodes_and_conditions_hold_in_order():
     assert ops[1] == ("kill", {"target": [2], "topic": "t", "partition": 0})
     assert ops[2] == ("heal", None) and ops[3] == ("unclean-on", {"topic": "t"})
     assert [f for f, _ in ops[3:]] == ["unclean-on", "elect-unclean"] * 2 + ["start"]
+    _, ops = _run([_state(2, [1, 2, 3])], [{"do": "loss", "target": "halves", "loss": 0.2},
+                                           {"do": "loss"}])
+    assert ops == [("loss", {"target": "halves", "topic": "t", "partition": 0, "loss": 0.2}),
+                   ("loss", {"target": "one", "topic": "t", "partition": 0})]
 
 
 def test_a_step_that_does_not_happen_ends_the_script_naming_it():
