@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.analysis import elle, judge, promises, remote
+from kafka_chaos.analysis import elle, judge, liveness, promises, remote
 from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, EXAMPLES, cycles,
                                           versions)
 from kafka_chaos.analysis.checkers.common import summarize
@@ -292,6 +292,10 @@ def _run_checkers(h: History, v, reasons: list[str],
                 anomalies.update(summarize([frame], mine, every & set(mine)))
             except Exception as exc:
                 _failed(anomalies, reasons, name, exc)
+    try:  # from the monitor's samples, no Spark job (``analysis.liveness``)
+        anomalies[liveness.NAME] = liveness.hanging(rec, h.config)
+    except Exception as exc:
+        _failed(anomalies, reasons, liveness.NAME, exc)
     for name, complete in EXAMPLES.items():
         found = [k for k in name.split("+") if anomalies.get(k, {}).get("count")]
         if not found:

@@ -130,7 +130,9 @@ class Record:
     Produce requests whose partitions the proxy could not read: any Produce of the run may
     have been sent twice then. ``copied``: ``(tp, fault id)`` -> the record values of the
     Produce requests of ``tp`` that fault sent twice (None: the proxy could not read them
-    all).
+    all). ``offsets``: tp -> ``(index, time ns, hw, lso)`` of every sample whose leader told
+    its high watermark and last stable offset, in order. ``nemesis``: ``(op, f, invoke time
+    ns, completion time ns or None)`` of every nemesis op, in order.
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -145,6 +147,9 @@ class Record:
     duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
         default_factory=dict)
+    offsets: dict[TP, list[tuple[int, int, int, int]]] = dataclasses.field(
+        default_factory=dict)
+    nemesis: list[tuple[int, str, int, int | None]] = dataclasses.field(default_factory=list)
 
     def index_before(self, t_ns: int) -> int:
         """The last index of the record's ops at or before time ``t_ns``, or 0."""
@@ -223,6 +228,11 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     states = _states([r for r in rows if r["process"] == "monitor" and r["type"] == "ok"
                       and isinstance(r["done"], dict)])
     _monitor_events(rec, states)
+    rec.offsets = {tp: [(r["index"], r["time"], int(p["hw"]), int(p["lso"])) for r, p in seen
+                        if isinstance(p.get("hw"), int) and isinstance(p.get("lso"), int)]
+                   for tp, seen in states.items()}
+    rec.nemesis = [(r["op"], r["f"], r["invoke_time"], r["time"] if r.get("index") is not None
+                    else None) for r in rows if r["process"] == "nemesis"]
     _nemesis_events(rec, [r for r in rows if r["process"] == "nemesis"], ids, states)
     for es in rec.events.values():
         es.sort(key=lambda e: (e.lo, e.hi, e.kind))

@@ -75,6 +75,15 @@ _RENDER: dict[str, Callable[[dict], str]] = {
     "G1a": _g1a,
     "precommitted-read": lambda ex: (f"op {ex['reader']} read value {ex['value']} of key "
                                      f"{ex['key']}, which it had itself sent and not committed"),
+    "hanging-transaction": lambda ex: (
+        f"{ex['partition']}: the last stable offset stayed at {ex['lso']} below the high "
+        f"watermark ({ex['hw']}) from {ex['at_s'][0]} s to {ex['at_s'][1]} s, {ex['quiet_s']} s "
+        f"of it with no fault active (at most {ex['bound_s']} s: the transaction timeout and "
+        f"the coordinator's abort check)"),
+    "no-rewind-after-abort": lambda ex: (
+        f"process {ex['process']} aborted a transaction that had read key {ex['key']} from "
+        f"offset {ex['aborted_from']} and sought back to offset {ex['seek_to']}, then read on "
+        f"from offset {ex['offset']}{_ops(ex)}"),
     "group-skip": lambda ex: (f"group {ex['group']} committed key {ex['key']} up to offset "
                               f"{ex['committed']} but never delivered offset {ex['offset']} "
                               f"(value {ex['value']})"),

@@ -14,6 +14,11 @@ GROUP_REWIND = "group-rewind"
 EOS_DUPLICATE = "eos-duplicate"
 #: A partition owned by two members of one group at once, by their own rebalance callbacks.
 GROUP_OVERLAP = "group-overlap"
+#: Liveness: a partition's last stable offset stuck below its high watermark longer than the
+#: transaction timeout allows (``analysis.liveness``); a consumer reading on past what an
+#: aborted transaction consumed instead of rewinding (``analysis.checkers.rewind``).
+HANGING_TXN = "hanging-transaction"
+NO_REWIND = "no-rewind-after-abort"
 #: Share groups (KIP-932, ``analysis.checkers.share``): an acknowledged record never
 #: accepted, rejected or archived; accepted twice; delivered after it was settled; a delivery
 #: count not above an earlier one; above the limit; two holders of one lock; and the
@@ -34,11 +39,11 @@ SHARE = [SHARE_LOST, SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK, SHARE_COUNT_REGRESS,
 ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAGE_READ,
              "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
              "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "G1a",
-             "precommitted-read", *CYCLE_ANOMALIES, "group-skip", "group-redelivery",
-             GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP, *SHARE]
+             "precommitted-read", *CYCLE_ANOMALIES, HANGING_TXN, "group-skip",
+             "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP, NO_REWIND, *SHARE]
 #: Anomalies of a consumer group's delivery, not of the log.
 CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP,
-                 *SHARE)
+                 NO_REWIND, *SHARE)
 #: The properties a run checks, each with the anomalies that break it (every name of
 #: ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
 PROPERTIES = {
@@ -52,4 +57,5 @@ PROPERTIES = {
     "consumer delivery": ["group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE,
                           GROUP_OVERLAP],
     "share delivery": SHARE,
+    "liveness": [HANGING_TXN, NO_REWIND],
 }

@@ -51,6 +51,8 @@ from kio.schema.describe_topic_partitions.v0 import request as dtp_req
 from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
 from kio.schema.incremental_alter_configs.v1 import request as configs_req
 from kio.schema.incremental_alter_configs.v1 import response as configs_resp
+from kio.schema.list_offsets.v4 import request as offsets_req
+from kio.schema.list_offsets.v4 import response as offsets_resp
 from kio.schema.sasl_authenticate.v2 import request as auth_req
 from kio.schema.sasl_authenticate.v2 import response as auth_resp
 from kio.schema.sasl_handshake.v1 import request as handshake_req
@@ -58,7 +60,7 @@ from kio.schema.sasl_handshake.v1 import response as handshake_resp
 from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
-from kio.static.primitive import i8, i32
+from kio.static.primitive import i8, i32, i64
 
 from kafka_chaos.clusters import oauth
 from kafka_chaos.clusters.security import ClientSecurity
@@ -290,6 +292,37 @@ def describe_topic_partitions(endpoint: str, topics: list[str], timeout_s: float
         "elr": _ids(p.eligible_leader_replicas), "last_known_elr": _ids(p.last_known_elr),
         "offline": _ids(p.offline_replicas)} for p in t.partitions),
         key=lambda p: p["partition"]) for t in reply.topics if t.name is not None}
+
+
+#: ``ListOffsets`` timestamp asking for the end of the log, and its two isolation levels.
+LATEST, READ_UNCOMMITTED, READ_COMMITTED = -1, 0, 1
+
+
+def end_offsets(endpoint: str, partitions: dict[str, list[int]], timeout_s: float = 1.0,
+                security: ClientSecurity | None = None) -> dict[tuple[str, int], dict[str, int]]:
+    """The high watermark and the last stable offset of ``partitions`` (``{topic:
+    [partition, ...]}``) as the broker at ``endpoint`` leads them: ``ListOffsets`` v4 for the
+    latest offset, asked once ``read_uncommitted`` (the HW) and once ``read_committed`` (the
+    LSO: below it no transaction is open; KIP-98).
+
+    Returns ``{(topic, partition): {"hw": int, "lso": int}}`` for the partitions it
+    answered both for (one it does not lead answers NOT_LEADER_OR_FOLLOWER and is left
+    out). Raises ``WireError``.
+    """
+    got: dict[tuple[str, int], dict[str, int]] = {}
+    for field, isolation in (("hw", READ_UNCOMMITTED), ("lso", READ_COMMITTED)):
+        request = offsets_req.ListOffsetsRequest(
+            replica_id=BrokerId(-1), isolation_level=i8(isolation),
+            topics=tuple(offsets_req.ListOffsetsTopic(name=TopicName(t), partitions=tuple(
+                offsets_req.ListOffsetsPartition(partition_index=i32(p), timestamp=i64(LATEST))
+                for p in ps)) for t, ps in partitions.items()))
+        reply = call(endpoint, request, offsets_resp.ListOffsetsResponse, timeout_s, security)
+        for t in reply.topics:
+            for p in t.partitions:
+                if not p.error_code and p.offset >= 0:
+                    got.setdefault((str(t.name), int(p.partition_index)), {})[field] = \
+                        int(p.offset)
+    return {tp: v for tp, v in got.items() if len(v) == 2}
 
 
 def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: float = 10.0,

@@ -8,7 +8,8 @@ and an ``ok`` whose value is::
     {"answering": {"<node id>": bool, ...},
      "partitions": {"<topic>": [{"partition": 0, "leader": 1, "leader_epoch": 3,
                                  "replicas": [1, 2, 3], "isr": [1, 2], "elr": [3] | null,
-                                 "last_known_elr": [] | null, "offline": []}, ...]} | null,
+                                 "last_known_elr": [] | null, "offline": [],
+                                 "hw": 812, "lso": 790}, ...]} | null,
      "controller": {"leader": 4, "epoch": 2, "high_watermark": 812,
                     "voters": {"4": 812, ...}} | null,
      "took_ms": 12}
@@ -23,7 +24,9 @@ killed node does not, a node cut from its peers still does: the monitor reaches 
 from this host). ``partitions``: ``DescribeTopicPartitions`` (KIP-966) asked of every
 answering broker, per partition the answer with the highest leader epoch (a broker cut from
 the controllers keeps an old view), ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
-no eligible leader replicas. ``controller``: the KRaft quorum as its leader (the active
+no eligible leader replicas; ``hw`` and ``lso`` (the high watermark and the last stable
+offset, ``wire.end_offsets``) are what the leader answered, absent when it did not.
+``controller``: the KRaft quorum as its leader (the active
 controller) reports it through ``DescribeQuorum``, ``null`` when no controller answered as
 leader (a cluster without known controller nodes, an external one, is asked through its
 brokers). Every request connects as ``cluster.security`` says (TLS, SASL). Sources:
@@ -173,6 +176,8 @@ class Monitor:
         views = [(n.node_id, v) for n, v in zip(brokers, self._pool.map(self._describe, brokers))
                  if v is not None]
         partitions = _freshest(views) if views else None
+        if partitions:
+            self._end_offsets(partitions, {n.node_id: n for n in brokers})
         controller = None
         for node, endpoint in quorum_endpoints(nodes):
             if not up[node.node_id]:
@@ -203,6 +208,27 @@ class Monitor:
         for (topic, partition), state in sorted(found.items()):
             out.setdefault(topic, []).append({"partition": partition, **state})
         return out
+
+    def _end_offsets(self, partitions: dict[str, list[dict]], up: dict[int, Any]) -> None:
+        """Adds ``hw`` and ``lso`` to each partition of ``partitions`` whose leader (one of
+        the answering brokers ``up``) told them (``wire.end_offsets``)."""
+        led: dict[int, dict[str, list[int]]] = {}
+        for topic, parts in partitions.items():
+            for p in parts:
+                if p.get("leader") in up:
+                    led.setdefault(p["leader"], {}).setdefault(topic, []).append(p["partition"])
+
+        def ask(leader: int) -> dict:
+            try:
+                return wire.end_offsets(up[leader].client_endpoint, led[leader],
+                                        security=self.cluster.security)
+            except wire.WireError:
+                return {}
+
+        found = {tp: v for got in self._pool.map(ask, list(led)) for tp, v in got.items()}
+        for topic, parts in partitions.items():
+            for p in parts:
+                p.update(found.get((topic, p["partition"]), {}))
 
     def _describe(self, node) -> dict | None:
         try:

@@ -11,8 +11,8 @@ from typing import Any, Callable
 
 from pyspark.sql import DataFrame
 
-from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owners, polls, sends,
-                                           share, txn)
+from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owners, polls,
+                                           rewind, sends, share, txn)
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
 from kafka_chaos.analysis.names import (ANOMALIES, CONSUMER_SIDE,  # re-exported
@@ -33,6 +33,7 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     "G1a+precommitted-read": lambda h, v: txn.invisible_reads(v),
     f"group-skip+group-redelivery+{GROUP_REWIND}+{EOS_DUPLICATE}": consumer.delivery,
     GROUP_OVERLAP: lambda h, v: owners.overlaps(h),
+    rewind.NAME: rewind.unrewound,
     "+".join([*SHARE, SHARE_UNJUDGED]): lambda h, v: share.check(h),
 }
 

@@ -5,8 +5,8 @@ faults, fingerprint; never the seed), so a nightly job with a new seed each nigh
 suite of the same tests. Its test cases:
 
 - one per property the checkers check (``analysis.names.PROPERTIES``: lost writes,
-  duplicates, log integrity, ordering, transactions, cycles, consumer delivery, and share
-  delivery in a share-group run): a
+  duplicates, log integrity, ordering, transactions, cycles, consumer delivery, share
+  delivery in a share-group run, liveness): a
   ``<failure>`` when anomalies that break it are counted under ``--fail-on`` (its message
   lists them with their counts, its body explains the first examples, ``analysis.explain``);
   else an ``<error type="unknown">`` when one of the ``unknown_reasons`` concerns it (a

@@ -207,7 +207,10 @@ def test_a_fault_free_run_on_kafka_3_9_is_valid(request, tmp_path):
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     """Read-process-write transactions, 30 % aborted on purpose, brokers killed: committed
-    reads never see aborted records; uncommitted reads do, and that is reported (permitted)."""
+    reads never see aborted records; uncommitted reads do, and that is reported (permitted).
+    The liveness checks had something to check and found nothing: the monitor sampled each
+    leader's HW and LSO, saw transactions open (LSO below HW) and none hanging; after each
+    abort the process sought back and read again from there."""
     proc = kafka_chaos("run", "--txn", "--abort-p", "0.3", "--isolation-level", isolation,
                        "--nemesis", "kill", "--nemesis-interval", "5", "--time-limit", "25",
                        "--seed", "11", "--out", str(tmp_path))
@@ -223,6 +226,13 @@ def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     assert any(m[0] == "poll" and m[1] for op in committed for m in op.value), "no txn read"
     assert any(m[0] == "committed" for op in committed for m in op.value), "no offsets sent"
     assert "kill" in _nemesis_done(ops)
+    offsets = [p for op in ops if op.process == "monitor" and op.type.value == "ok"
+               for p in (op.value["partitions"] or {}).get("kafka-chaos", []) if "lso" in p]
+    assert len(offsets) > 100 and all(p["lso"] <= p["hw"] for p in offsets)
+    assert sum(p["lso"] < p["hw"] for p in offsets) > 5, "no transaction seen open"
+    assert any(m[0] == "seek" for op in aborted for m in op.value), "no rewind to check"
+    for name in ("hanging-transaction", "no-rewind-after-abort"):
+        assert res["anomalies"][name]["count"] == 0, res["anomalies"][name]["examples"]
     g1a = res["anomalies"]["G1a"]
     # micro-ops run in their generated order: a poll after the transaction's own sends may
     # read them, which only read_uncommitted shows

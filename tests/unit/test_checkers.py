@@ -179,6 +179,38 @@ def test_rebalance_and_seek_events_reset_only_their_key(run) -> None:
     assert first(result, "nonmonotonic-poll")["key"] == 2
 
 
+def test_a_consumer_reading_on_after_an_abort_did_not_rewind(run) -> None:
+    """Each process aborts a transaction that read its key from offset 1 and seeks back to
+    offset 1: process 0 reads on from offset 3 (no rewind: ``no-rewind-after-abort``, which
+    the poll order does not see past a seek); process 1 reads offset 1 again; process 2 was
+    assigned anew in between, which moves a consumer anywhere; process 3, assigned from the
+    beginning, read from offset 0 and sought to its committed offset 2, where it reads on."""
+    q = Q().assign(0, [0]).assign(1, [1]).assign(2, [2])
+    for k in (0, 1, 2):
+        q.send(5, [(k, 10 * k + i) for i in range(5)])
+    for p in (0, 1, 2):
+        k = p
+        q.poll(p, {k: [(0, 10 * k)]})
+        q.txn(p, [("poll", {k: [(1, 10 * k + 1), (2, 10 * k + 2)]})], type="fail",
+              events=[["seek", {str(k): 1}]])
+    q.poll(0, {0: [(3, 3), (4, 4)]}).poll(1, {1: [(1, 11), (2, 12)]})
+    q.assign(2, [2]).poll(2, {2: [(3, 23)]})
+    q.assign(3, [3]).send(5, [(3, 30 + i) for i in range(4)])
+    q.txn(3, [("poll", {3: [(0, 30), (1, 31), (2, 32)]})], type="fail",
+          events=[["seek", {"3": 2}]])
+    q.poll(3, {3: [(2, 32), (3, 33)]})
+    result = run(q.read_all(9))
+    assert found(result) == {"no-rewind-after-abort": 1}
+    ex = first(result, "no-rewind-after-abort")
+    assert {k: ex[k] for k in ("process", "key", "seek_to", "aborted_from", "offset")} == {
+        "process": 0, "key": 0, "seek_to": 1, "aborted_from": 1, "offset": 3}
+    assert result["anomalies"]["no-rewind-after-abort"]["side"] == "consumer"
+    assert result["valid"] is False and result["violations"] == ["no-rewind-after-abort"]
+    assert explain("no-rewind-after-abort", ex).startswith(
+        "process 0 aborted a transaction that had read key 0 from offset 1 and sought back to "
+        "offset 1, then read on from offset 3")
+
+
 def test_consumer_group_delivery_is_reported_apart_from_the_log(run) -> None:
     q = (Q(sub_via="subscribe", auto_commit=True)
          .subscribe(0, [0]).subscribe(1, [0])

@@ -24,7 +24,7 @@ from kafka_chaos.workloads.outcomes import classify
     ({"min_insync_replicas": 4}, "exceeds the replication factor"),
     ({"brokers": 1}, "exceeds --brokers"),
     ({"scenario": "nope"},
-     "choose from acks1-lagging-follower, delayed-end-txn, isr-shrink-unclean"),
+     "choose from acks1-lagging-follower, acks1-leader-move, delayed-end-txn"),
     ({"scenario": "isr-shrink-unclean", "nemesis": ["kill"]}, "--nemesis none"),
     ({"nemesis": ["request"]}, "request faults happen in the Kafka protocol proxy; add --proxy"),
     ({"scenario": "isr-shrink-unclean", "acks": "1"}, "--acks all"),

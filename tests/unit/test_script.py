@@ -44,8 +44,8 @@ def test_built_in_scenarios_load_and_unknown_names_are_refused():
     assert {"isr-shrink-unclean", "zombie-leader"} <= set(script.names())
     for name in script.names():
         assert load_scenario(name).name == name
-    with pytest.raises(ValueError, match="choose from acks1-lagging-follower, delayed-end-txn, "
-                       "isr-shrink-unclean"):
+    with pytest.raises(ValueError, match="choose from acks1-lagging-follower, acks1-leader-move, "
+                       "delayed-end-txn"):
         load_scenario("split-brain")
 
 

@@ -19,6 +19,7 @@ from kio.schema.describe_quorum.v1 import response as quorum
 from kio.schema.describe_topic_partitions.v0 import response as dtp
 from kio.schema.errors import ErrorCode
 from kio.schema.incremental_alter_configs.v1 import response as configs
+from kio.schema.list_offsets.v4 import response as offsets
 from kio.schema.types import BrokerId, TopicName
 from kio.serial import entity_writer
 from kio.static.primitive import i8, i32, i64
@@ -114,6 +115,43 @@ def test_describe_topic_partitions_reads_leader_epoch_isr_and_elr() -> None:
     # key 75 v0; 1 topic (compact string, tags), partition limit 2000, null cursor, tags
     assert broker.got == _h("00000032", "004b 0000 00000001", CLIENT, "00",
                             "02 0c", b"kafka-chaos".hex(), "00", "000007d0 ff 00")
+
+
+def test_end_offsets_asks_uncommitted_then_committed_and_keeps_what_both_answered() -> None:
+    def answer(hw_or_lso: int) -> bytes:
+        parts = (offsets.ListOffsetsPartitionResponse(
+                     partition_index=i32(0), error_code=ErrorCode.none, timestamp=i64(-1),
+                     offset=i64(hw_or_lso), leader_epoch=i32(2)),
+                 offsets.ListOffsetsPartitionResponse(  # led by another broker
+                     partition_index=i32(1), error_code=ErrorCode.not_leader_or_follower))
+        return reply_of(offsets.ListOffsetsResponse(
+            throttle_time=datetime.timedelta(0), topics=(offsets.ListOffsetsTopicResponse(
+                name=TopicName("kafka-chaos"), partitions=parts),)))
+
+    served = []
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def serve() -> None:
+        for reply in (answer(812), answer(790)):
+            conn, _ = listener.accept()
+            with conn:
+                size = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))[0]
+                served.append(conn.recv(size, socket.MSG_WAITALL))
+                conn.sendall(struct.pack(">i", len(reply)) + reply)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    endpoint = f"127.0.0.1:{listener.getsockname()[1]}"
+    got = wire.end_offsets(endpoint, {"kafka-chaos": [0, 1]}, timeout_s=2)
+    thread.join(2)
+    listener.close()
+    assert got == {("kafka-chaos", 0): {"hw": 812, "lso": 790}}
+    # key 2 v4; replica -1; isolation 0 then 1; one topic; partitions 0 and 1, each with
+    # current leader epoch -1 and timestamp -1 (the latest offset)
+    body = ("ffffffff {} 00000001 000b" + b"kafka-chaos".hex() + " 00000002"
+            + " 00000000 ffffffff ffffffffffffffff 00000001 ffffffff ffffffffffffffff")
+    assert served == [_h("0002 0004 00000001", CLIENT, body.format(level))
+                      for level in ("00", "01")]
 
 
 def test_cluster_defaults_and_reassignments_send_what_kafka_expects_and_raise_on_errors(

@@ -1,0 +1,111 @@
+"""Liveness the faults must not break: a partition whose last stable offset stops advancing
+while a transaction is open on it (``hanging-transaction``), from the monitor's samples of
+each partition's high watermark and LSO (``evidence.Record.offsets``).
+
+Kafka's promise: the transaction coordinator aborts a transaction that has been open longer
+than its ``transaction.timeout.ms``, checking every
+``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (Kafka broker configs), and
+the abort's markers advance the LSO of every partition the transaction wrote. A partition
+whose LSO stays below its HW at one offset for longer than both, plus ``SLACK_S`` for the
+markers, holds a *hanging transaction* (KIP-664: "the LSO is unable to advance", so
+``read_committed`` consumers stop there). Only time with no fault active counts: a fault
+can keep the coordinator or the partition's leader from writing the markers, and the bound
+starts again once it is healed. Pure Python: the samples are few (two a second).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from kafka_chaos.analysis import evidence as ev
+
+#: The anomaly's name in results (``names.HANGING_TXN``).
+NAME = "hanging-transaction"
+#: Kafka's default ``transaction.abort.timed.out.transaction.cleanup.interval.ms`` (ms).
+CLEANUP_INTERVAL_MS = 10_000
+#: The workload's ``transaction.timeout.ms`` when the run's config does not say (ms).
+TXN_TIMEOUT_MS = 10_000
+#: Seconds allowed on top for the coordinator to write the abort and its markers.
+SLACK_S = 10.0
+#: Nemesis ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any).
+_STOP_OF = {"kill": "start", "stop": "start", "lose-unfsynced": "start", "roll": "start",
+            "pause": "resume", "partition": "heal", "loss": "heal", "clock-bump": "clock-reset",
+            "clock-strobe": "clock-reset", "move-leader": "restore-leader",
+            "request-fault": "request-heal", "unclean-on": "unclean-off"}
+_STOPS = set(_STOP_OF.values()) | {"heal-all"}
+
+
+def bound_s(config: dict[str, Any] | None) -> float:
+    """Seconds an LSO may stay stuck with no fault active: the run's transaction timeout
+    plus the coordinator's abort check interval (its ``broker_config``, else Kafka's
+    default) plus ``SLACK_S``."""
+    config = config or {}
+    broker = config.get("broker_config") or {}
+    interval = broker.get("transaction.abort.timed.out.transaction.cleanup.interval.ms",
+                          CLEANUP_INTERVAL_MS)
+    timeout = config.get("txn_timeout_ms") or TXN_TIMEOUT_MS
+    return (int(timeout) + int(interval)) / 1000 + SLACK_S
+
+
+def disturbed(nemesis: list[tuple[int, str, int, int | None]]) -> list[tuple[float, float]]:
+    """The time stretches (ns; ``inf`` for one never ended) in which some fault was active:
+    from each fault's start invoke to the completion of the next op that ends it (its
+    package's stop, or ``heal-all``); an op of no known package counts from its invoke to
+    its completion. A start whose stop never completed is active to the end."""
+    out = []
+    ops = sorted(nemesis)
+    for i, (_, f, invoked, done) in enumerate(ops):
+        if f in _STOPS:
+            continue
+        if f in _STOP_OF:
+            stops = (_STOP_OF[f], "heal-all")
+            end = next((d for _, g, _, d in ops[i + 1:] if g in stops and d is not None),
+                       math.inf)
+        else:
+            end = math.inf if done is None else done
+        out.append((invoked, end))
+    return out
+
+
+def _quiet_ns(lo: int, hi: int, spans: list[tuple[float, float]]) -> float:
+    """Nanoseconds of ``[lo, hi]`` outside every span of ``spans``."""
+    covered, at = 0.0, float(lo)
+    for a, b in sorted((max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo):
+        if b > at:
+            covered += b - max(a, at)
+            at = b
+    return (hi - lo) - covered
+
+
+def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
+    """The cases of ``hanging-transaction``: ``{"count": n, "examples": [...]}``, one per
+    partition and stuck offset, each ``{"partition": "t-p", "lso", "hw" (at the last sample
+    of the stretch), "at_s": [first, last sample seconds], "indexes": [first, last sample
+    index], "quiet_s" (of it with no fault active), "bound_s"}``.
+
+    A stretch is consecutive samples of the partition (none further apart than
+    ``evidence.MAX_BLIND_NS``: where the monitor did not see it, nothing is claimed) whose
+    LSO is one offset below their HW."""
+    spans = disturbed(rec.nemesis)
+    limit = bound_s(config)
+    examples = []
+    for tp, samples in sorted(rec.offsets.items()):
+        stretch: list[tuple[int, int, int, int]] = []
+        for sample in samples + [None]:  # type: ignore[list-item]
+            keeps = (sample is not None and sample[3] < sample[2] and stretch
+                     and sample[3] == stretch[0][3]
+                     and sample[1] - stretch[-1][1] <= ev.MAX_BLIND_NS)
+            if keeps:
+                stretch.append(sample)
+                continue
+            if len(stretch) > 1:
+                quiet = _quiet_ns(stretch[0][1], stretch[-1][1], spans) / 1e9
+                if quiet > limit:
+                    examples.append({
+                        "partition": f"{tp[0]}-{tp[1]}", "lso": stretch[0][3],
+                        "hw": stretch[-1][2], "indexes": [stretch[0][0], stretch[-1][0]],
+                        "at_s": [round(stretch[0][1] / 1e9, 3), round(stretch[-1][1] / 1e9, 3)],
+                        "quiet_s": round(quiet, 3), "bound_s": limit})
+            stretch = [sample] if sample is not None and sample[3] < sample[2] else []
+    return {"count": len(examples), "examples": examples}

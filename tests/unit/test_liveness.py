@@ -1,0 +1,95 @@
+"""``hanging-transaction`` from the monitor's samples of the HW and LSO: only a stuck LSO
+longer than the transaction timeout and the coordinator's abort check, counted in time with
+no fault active and in stretches the monitor saw, is one."""
+
+from __future__ import annotations
+
+import math
+
+from kafka_chaos.analysis import evidence, liveness
+
+S = 1_000_000_000  # ns
+
+
+def _rows(samples: list[tuple[float, int, int] | None], nemesis=()) -> list[dict]:
+    """Monitor rows, one per ``(time s, hw, lso)`` every 0.5 s (None: no sample then), of
+    partition t-0 led by node 1, and nemesis rows ``(f, invoke s, completion s or None)``."""
+    rows, op = [], 0
+    for s in samples:
+        op += 2
+        if s is None:
+            continue
+        t, hw, lso = s
+        part = {"partition": 0, "leader": 1, "leader_epoch": 1, "isr": [1, 2, 3],
+                "hw": hw, "lso": lso}
+        rows.append({"op": op, "index": op + 1, "process": "monitor", "f": "cluster-state",
+                     "type": "ok", "inv": {"trigger": "period"},
+                     "done": {"answering": {"1": True}, "partitions": {"t": [part]}},
+                     "invoke_time": int(t * S), "time": int(t * S) + 1000})
+    for f, a, b in nemesis:
+        op += 2
+        rows.append({"op": op, "index": None if b is None else op + 1, "process": "nemesis",
+                     "f": f, "type": "ok" if b is not None else "pending", "inv": {},
+                     "done": {}, "invoke_time": int(a * S),
+                     "time": None if b is None else int(b * S)})
+    return rows
+
+
+def _stuck(seconds: float, start: float = 0.0, lso: int = 40) -> list[tuple[float, int, int]]:
+    """Samples every 0.5 s for ``seconds`` with the LSO held at ``lso`` and the HW rising."""
+    return [(start + i / 2, lso + 10 + i, lso) for i in range(int(seconds * 2) + 1)]
+
+
+def _hanging(samples, nemesis=(), config=None) -> dict:
+    rec = evidence.build(_rows(samples, nemesis), {"1": {"name": "n1"}}, config or {})
+    return liveness.hanging(rec, config or {})
+
+
+def test_the_bound_is_the_transaction_timeout_plus_the_abort_check_and_slack():
+    assert liveness.bound_s({}) == 30.0
+    assert liveness.bound_s({"txn_timeout_ms": 60000, "broker_config": {
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}}) == 71.0
+
+
+def test_an_lso_stuck_past_the_bound_with_no_fault_is_a_hanging_transaction():
+    found = _hanging([(0.0, 30, 30), *_stuck(35, start=0.5)])
+    assert found["count"] == 1
+    [ex] = found["examples"]
+    assert (ex["partition"], ex["lso"], ex["hw"], ex["at_s"], ex["bound_s"]) == (
+        "t-0", 40, 120, [0.5, 35.5], 30.0)
+    assert ex["quiet_s"] == 35.0
+    # an LSO that moves on within the bound, or reaches the HW, is no case
+    moving = [(i / 2, 100 + i, 50 + i // 40) for i in range(80)]
+    assert _hanging(moving)["count"] == 0
+    assert _hanging([(i / 2, 100, 100) for i in range(100)])["count"] == 0
+    assert _hanging(_stuck(29))["count"] == 0
+
+
+def test_time_with_a_fault_active_does_not_count_and_the_heal_restarts_the_clock():
+    # stuck 50 s, a partition from 5 s to 30 s: 25 s quiet, below the bound
+    samples = _stuck(50)
+    assert _hanging(samples, [("partition", 5, 5.1), ("heal", 30, 30.1)])["count"] == 0
+    # healed at 10 s: 40 s quiet
+    [ex] = _hanging(samples, [("partition", 5, 5.1), ("heal", 10, 10.1)])["examples"]
+    assert math.isclose(ex["quiet_s"], 50 - 5.1, abs_tol=0.01)
+    # a kill is ended by a start, not by a heal; heal-all ends anything; one never ended
+    # keeps the rest of the run disturbed
+    kill = [("kill", 5, 5.1), ("heal", 6, 6.1), ("start", 40, 40.2)]
+    assert _hanging(samples, kill)["count"] == 0
+    assert _hanging(samples, [("kill", 5, 5.1), ("heal-all", 6, 6.1)])["count"] == 1
+    assert _hanging(samples, [("pause", 10, 10.1)])["count"] == 0
+    assert liveness.disturbed([(2, "pause", 10 * S, None)]) == [(10 * S, math.inf)]
+
+
+def test_where_the_monitor_did_not_see_the_partition_nothing_is_claimed():
+    samples: list = list(_stuck(50))
+    for i in range(40, 60):  # 10 s without a sample in the middle
+        samples[i] = None
+    assert _hanging(samples)["count"] == 0
+    # a sample without the offsets (its leader did not answer) is no sample of them
+    rows = _rows(_stuck(50))
+    for r in rows[40:60]:
+        del r["done"]["partitions"]["t"][0]["lso"]
+    rec = evidence.build(rows, {"1": {"name": "n1"}}, {})
+    assert liveness.hanging(rec, {})["count"] == 0
+    assert len(rec.offsets[("t", 0)]) == len(rows) - 20
