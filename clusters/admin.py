@@ -32,9 +32,13 @@ class PartitionState:
 #: Client errors librdkafka recovers from by itself (a leader that moved, a broker connection
 #: that dropped, a request that timed out): a read meeting one goes on until its deadline.
 #: Right after a heal, a restarted broker takes its partitions back (preferred leader
-#: election), so a fresh consumer's first request can meet ``NOT_LEADER_OR_FOLLOWER``.
+#: election), so a fresh consumer's first request can meet ``NOT_LEADER_OR_FOLLOWER``; a
+#: leader elected a moment ago answers a ListOffsets with ``OFFSET_NOT_AVAILABLE`` until its
+#: high watermark has caught up (retriable: Kafka's protocol guide, error 78; met by a final
+#: read right after the heal moved a leadership back, 2026-11-28).
 PASSING_ERRORS = (KafkaError.NOT_LEADER_FOR_PARTITION, KafkaError.LEADER_NOT_AVAILABLE,
-                  KafkaError._TIMED_OUT, KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
+                  KafkaError.OFFSET_NOT_AVAILABLE, KafkaError._TIMED_OUT,
+                  KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN)
 
 
 def client(bootstrap: str, timeout_s: float = 10.0,

@@ -302,15 +302,16 @@ def end_offsets(endpoint: str, partitions: dict[str, list[int]], timeout_s: floa
                 security: ClientSecurity | None = None) -> dict[tuple[str, int], dict[str, int]]:
     """The high watermark and the last stable offset of ``partitions`` (``{topic:
     [partition, ...]}``) as the broker at ``endpoint`` leads them: ``ListOffsets`` v4 for the
-    latest offset, asked once ``read_uncommitted`` (the HW) and once ``read_committed`` (the
-    LSO: below it no transaction is open; KIP-98).
+    latest offset, asked once ``read_committed`` (the LSO: below it no transaction is open;
+    KIP-98) and then ``read_uncommitted`` (the HW), in that order, so that ``lso <= hw``
+    holds even when the log grows between the two.
 
     Returns ``{(topic, partition): {"hw": int, "lso": int}}`` for the partitions it
     answered both for (one it does not lead answers NOT_LEADER_OR_FOLLOWER and is left
     out). Raises ``WireError``.
     """
     got: dict[tuple[str, int], dict[str, int]] = {}
-    for field, isolation in (("hw", READ_UNCOMMITTED), ("lso", READ_COMMITTED)):
+    for field, isolation in (("lso", READ_COMMITTED), ("hw", READ_UNCOMMITTED)):
         request = offsets_req.ListOffsetsRequest(
             replica_id=BrokerId(-1), isolation_level=i8(isolation),
             topics=tuple(offsets_req.ListOffsetsTopic(name=TopicName(t), partitions=tuple(

@@ -37,6 +37,8 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "reorder": {"apis": [*WRITES, "Fetch"], "probability": 0.2},
     # every request and reply of every broker link at 200 kB/s each way
     "bandwidth": {"apis": ["*"], "bytes_per_s": 200_000},
+    # every committed offset stored without its leader epoch (KAFKA-20507)
+    "forget-leader-epoch": {"apis": ["OffsetCommit", "TxnOffsetCommit"]},
 }
 
 

@@ -26,6 +26,7 @@ from kio.serial.readers import read_unsigned_varint
 from kio.static.primitive import i16
 
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
+OFFSET_COMMIT, TXN_OFFSET_COMMIT = 8, 28
 #: The APIs whose replies to clients name brokers by address: Produce and Fetch (the new
 #: leader's ``NodeEndpoints``, KIP-951), Metadata, FindCoordinator, DescribeCluster (KIP-700),
 #: ShareFetch and ShareAcknowledge (``NodeEndpoints``, KIP-932). Of kio's schemas only these
@@ -113,6 +114,32 @@ def batch_values(data: bytes) -> list[bytes | None] | None:
     except (struct.error, IndexError, ValueError):
         return None
     return out
+
+
+def forget_leader_epochs(data: bytes, api_key: int, version: int
+                         ) -> tuple[bytes, list[int]] | None:
+    """An OffsetCommit (v6+) or TxnOffsetCommit (v2+) request frame ``data`` encoded again
+    with every partition's ``committed_leader_epoch`` set to -1, as a client without KIP-320
+    commits: ``(frame, [the epochs it carried, one per partition])``. None for another
+    request, an older version (no such field) or one that does not decode."""
+    if api_key not in (OFFSET_COMMIT, TXN_OFFSET_COMMIT):
+        return None
+    decoded = _decode(data, api_key, version, load_request_schema)
+    if decoded is None:
+        return None
+    schema, header, body = decoded
+    epochs: list[int] = []
+    topics = []
+    for topic in body.topics:
+        parts = []
+        for p in topic.partitions:
+            if not hasattr(p, "committed_leader_epoch"):
+                return None
+            epochs.append(int(p.committed_leader_epoch))
+            parts.append(dataclasses.replace(p, committed_leader_epoch=type(
+                p.committed_leader_epoch)(-1)))
+        topics.append(dataclasses.replace(topic, partitions=tuple(parts)))
+    return _encode(schema, header, dataclasses.replace(body, topics=tuple(topics))), epochs
 
 
 def _zigzag(data: bytes, at: int) -> tuple[int, int]:

@@ -17,6 +17,10 @@ a probability) and what it does to each one it applies to:
   ``reorder_wait_ms``), so the broker sees the two in swapped order;
 - ``bandwidth``: pace it, and its reply, so that the requests (and, apart, the replies) of
   the fault on each broker's link pass at ``bytes_per_s`` at most.
+- ``forget-leader-epoch``: forward an OffsetCommit or TxnOffsetCommit with every
+  partition's ``committed_leader_epoch`` set to -1, as a client without KIP-320 commits:
+  the group's offset is then stored without the leader epoch a consumer needs to detect a
+  truncation below it (KAFKA-20507); other requests pass unchanged (counted apart).
 
 With ``apis: ["*"]`` and probability 1 a ``delay`` is a link's latency (each request
 ``delay_ms`` late, pipelined: those behind it are not delayed further) and a ``bandwidth``
@@ -36,7 +40,7 @@ from kio.schema.index import api_key_map
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 KINDS = ("delay", "hold", "drop-request", "drop-response", "duplicate", "reorder",
-         "bandwidth")
+         "bandwidth", "forget-leader-epoch")
 #: ``apis: ["*"]``: every request (shaping a whole link).
 EVERY = "*"
 #: How many of a fault's requests its report lists one by one (every one is counted).
@@ -85,7 +89,7 @@ class RequestFault(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     fault: Literal["delay", "hold", "drop-request", "drop-response", "duplicate", "reorder",
-                   "bandwidth"]
+                   "bandwidth", "forget-leader-epoch"]
     apis: list[str | int] = Field(["Produce"], min_length=1)
     probability: float = Field(1.0, gt=0, le=1)
     delay_ms: int = Field(1000, ge=0)
@@ -139,6 +143,10 @@ class Applied:
     waiting: int = 0
     #: Produce requests it applied to whose partitions kio could not read
     undecoded: int = 0
+    #: ``forget-leader-epoch``: the epochs it took out of committed offsets (-1: one the
+    #: client had not set), and the requests it passed unchanged (no such field, or undecoded)
+    forgotten: list[int] = dataclasses.field(default_factory=list)
+    unchanged: int = 0
     #: (broker, direction) -> loop time at which a ``bandwidth`` link is free again
     next_free: dict[tuple[int, str], float] = dataclasses.field(default_factory=dict)
 
@@ -201,7 +209,9 @@ class Applied:
     def report(self, ended_ns: int) -> dict[str, Any]:
         """What it did, JSON-ready: its spec, ``id``, ``started_ns``, ``ended_ns``,
         ``matched``, ``applied``, ``by_api``, ``partitions``, ``values`` (``{"topic-p":
-        [value, ...] or None}``, as ``values``), ``undecoded``, ``requests``."""
+        [value, ...] or None}``, as ``values``), ``undecoded``, ``requests``; for a
+        ``forget-leader-epoch``, ``forgotten`` (``{epoch: partitions committed with it}``)
+        and ``unchanged``."""
         return {"id": self.id, **self.spec.model_dump(mode="json"),
                 "started_ns": self.started_ns, "ended_ns": ended_ns, "matched": self.matched,
                 "applied": self.applied, "by_api": dict(self.by_api),
@@ -209,4 +219,8 @@ class Applied:
                 "values": {tp: None if v is None else sorted(v)
                            for tp, v in sorted(self.values.items())},
                 "undecoded": self.undecoded,
+                **({"forgotten": {str(e): self.forgotten.count(e)
+                                  for e in sorted(set(self.forgotten))},
+                    "unchanged": self.unchanged}
+                   if self.spec.fault == "forget-leader-epoch" else {}),
                 "requests": list(self.requests)}

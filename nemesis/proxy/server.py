@@ -265,6 +265,13 @@ class KafkaProxy:
                                  writes)
             if kind == "drop-request":
                 continue
+            if kind == "forget-leader-epoch":
+                rewritten = codec.forget_leader_epochs(frame, header.api_key, header.version)
+                if rewritten is None:
+                    applied.unchanged += 1
+                else:
+                    frame, epochs = rewritten
+                    applied.forgotten.extend(epochs)
             if replied:
                 conn.pending[header.correlation] = (
                     header.api_key, header.version, kind == "drop-response",

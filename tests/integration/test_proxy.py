@@ -14,7 +14,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_chaos.clusters import admin, dist, wire
 from kafka_chaos.clusters.base import Node
@@ -264,6 +264,31 @@ def _datagrams_arriving(cluster: LocalCluster, node: Node, n: int = 4000) -> flo
     return int(got[0].strip()) / n
 
 
+def _commit_through(bootstrap: str, direct: str, group: str, n: int) -> int | None:
+    """Consume ``n`` records of partition 0 with ``group`` through ``bootstrap``, commit the
+    position, and return the leader epoch the group's committed offset has as the broker
+    stores it (asked directly, at ``direct``; None: stored without one)."""
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        c.assign([TopicPartition(TOPIC, 0, 0)])
+        got = 0
+        while got < n:
+            msg = c.poll(5)
+            assert msg is not None and msg.error() is None, msg and msg.error()
+            got += 1
+        c.commit(asynchronous=False)
+    finally:
+        c.close()
+    reader = Consumer({"bootstrap.servers": direct, "group.id": group})
+    try:
+        [tp] = reader.committed([TopicPartition(TOPIC, 0)], timeout=10)
+    finally:
+        reader.close()
+    assert tp.offset == n, tp
+    return tp.leader_epoch
+
+
 def test_latency_and_bandwidth_through_the_proxy_are_what_was_set(tmp_path):
     """Network shaping without netem, on real brokers: a ``delay`` of every API (a link's
     latency, 100 ms) adds 80-120 ms to an ApiVersions round trip through the proxy; a
@@ -272,7 +297,9 @@ def test_latency_and_bandwidth_through_the_proxy_are_what_was_set(tmp_path):
     the producer gets well above that. Packet loss where the proxy is not (iptables'
     ``statistic`` match, the ``loss`` nemesis): with ``loss=0.3`` on what a broker receives
     from this host, 64-76 % of datagrams arrive (all do before and after), and the heal
-    leaves no rule."""
+    leaves no rule. A ``forget-leader-epoch`` fault (KAFKA-20507): a group's offset
+    committed through it is stored without the leader epoch the client sent (KIP-320),
+    which the same commit without the fault keeps."""
     cluster = LocalCluster(dist.resolve(), tmp_path / "nodes", brokers=3)
     proxy = None
     try:
@@ -297,6 +324,17 @@ def test_latency_and_bandwidth_through_the_proxy_are_what_was_set(tmp_path):
         assert free > 600_000, free
         assert 320_000 <= limited <= 400_000, limited
         assert report["by_api"]["Produce"] > 0, report["by_api"]
+
+        kept = _commit_through(proxy.bootstrap, cluster.bootstrap_servers, "kept", 20)
+        proxy.add_fault(RequestFault(fault="forget-leader-epoch",
+                                     apis=["OffsetCommit", "TxnOffsetCommit"]))
+        forgotten = _commit_through(proxy.bootstrap, cluster.bootstrap_servers, "lost", 20)
+        [report] = proxy.end_faults()
+        print(f"committed leader epoch: {kept} kept, {forgotten} through the fault; "
+              f"{report['forgotten']}")
+        assert kept is not None and kept >= 0 and forgotten is None, (kept, forgotten)
+        assert report["by_api"] == {"OffsetCommit": 1} and report["unchanged"] == 0
+        assert report["forgotten"] == {str(kept): 1}, report
 
         node = cluster.brokers[0]
         clients = Node(0, "clients", cluster.client_host(), ())

@@ -14,6 +14,8 @@ import pytest
 from kio.schema.api_versions.v3.response import ApiVersion, ApiVersionsResponse
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v6.response import Coordinator, FindCoordinatorResponse
+from kio.schema.offset_commit.v5 import request as oc5
+from kio.schema.offset_commit.v9 import request as oc9
 from kio.schema.metadata.v12.response import (MetadataResponse, MetadataResponseBroker,
                                               MetadataResponsePartition, MetadataResponseTopic)
 from kio.schema.produce.v7.request import ProduceRequest as Produce7
@@ -22,7 +24,7 @@ from kio.schema.produce.v9 import request as p9
 from kio.schema.produce.v13 import request as p13
 from kio.schema.produce.v13.response import NodeEndpoint, ProduceResponse
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import Records, i16, i32
+from kio.static.primitive import Records, i16, i32, i64
 
 from kafka_chaos.clusters import wire
 from kafka_chaos.nemesis.proxy import codec
@@ -175,3 +177,31 @@ def test_the_partitions_a_produce_writes_are_named_by_topic_name_or_id() -> None
     assert codec.produce_partitions(frame[:20], 13, {}) is None
     copy = codec.with_correlation(frame, -3)
     assert codec.request_header(copy).correlation == -3 and copy[8:] == frame[8:]
+
+
+def test_committed_offsets_lose_their_leader_epoch_and_nothing_else() -> None:
+    """``forget-leader-epoch`` (KAFKA-20507): an OffsetCommit v9 comes out with every
+    partition's committed_leader_epoch -1 and every other field as it was; the epochs it
+    carried are returned. A version without the field (v5) or another API is left alone."""
+    def part(p: int, epoch: int):
+        return oc9.OffsetCommitRequestPartition(
+            partition_index=i32(p), committed_offset=i64(100 + p),
+            committed_leader_epoch=i32(epoch), committed_metadata="m")
+    body = oc9.OffsetCommitRequest(
+        group_id="g", generation_id_or_member_epoch=i32(4), member_id="m-1",
+        topics=(oc9.OffsetCommitRequestTopic(name="t", partitions=(part(0, 3), part(1, 5))),))
+    frame = wire.frame(body, 9)[4:]
+    out, epochs = codec.forget_leader_epochs(frame, codec.OFFSET_COMMIT, 9)
+    assert epochs == [3, 5] and codec.request_header(out).correlation == 9
+    header, got = _decode(out, type(body))
+    assert got == dataclasses.replace(body, topics=(oc9.OffsetCommitRequestTopic(
+        name="t", partitions=(part(0, -1), part(1, -1))),))
+    old = oc5.OffsetCommitRequest(group_id="g", generation_id_or_member_epoch=i32(1),
+                                  member_id="m",
+                                  topics=(oc5.OffsetCommitRequestTopic(name="t", partitions=(
+                                      oc5.OffsetCommitRequestPartition(
+                                          partition_index=i32(0), committed_offset=i64(1),
+                                          committed_metadata=None),)),))
+    assert codec.forget_leader_epochs(wire.frame(old, 1)[4:], codec.OFFSET_COMMIT, 5) is None
+    assert codec.forget_leader_epochs(frame, codec.PRODUCE, 9) is None
+    assert codec.forget_leader_epochs(frame[:30], codec.OFFSET_COMMIT, 9) is None

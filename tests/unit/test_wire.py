@@ -117,7 +117,7 @@ def test_describe_topic_partitions_reads_leader_epoch_isr_and_elr() -> None:
                             "02 0c", b"kafka-chaos".hex(), "00", "000007d0 ff 00")
 
 
-def test_end_offsets_asks_uncommitted_then_committed_and_keeps_what_both_answered() -> None:
+def test_end_offsets_asks_committed_then_uncommitted_and_keeps_what_both_answered() -> None:
     def answer(hw_or_lso: int) -> bytes:
         parts = (offsets.ListOffsetsPartitionResponse(
                      partition_index=i32(0), error_code=ErrorCode.none, timestamp=i64(-1),
@@ -132,7 +132,7 @@ def test_end_offsets_asks_uncommitted_then_committed_and_keeps_what_both_answere
     listener = socket.create_server(("127.0.0.1", 0))
 
     def serve() -> None:
-        for reply in (answer(812), answer(790)):
+        for reply in (answer(790), answer(812)):
             conn, _ = listener.accept()
             with conn:
                 size = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))[0]
@@ -146,12 +146,12 @@ def test_end_offsets_asks_uncommitted_then_committed_and_keeps_what_both_answere
     thread.join(2)
     listener.close()
     assert got == {("kafka-chaos", 0): {"hw": 812, "lso": 790}}
-    # key 2 v4; replica -1; isolation 0 then 1; one topic; partitions 0 and 1, each with
+    # key 2 v4; replica -1; isolation 1 then 0; one topic; partitions 0 and 1, each with
     # current leader epoch -1 and timestamp -1 (the latest offset)
     body = ("ffffffff {} 00000001 000b" + b"kafka-chaos".hex() + " 00000002"
             + " 00000000 ffffffff ffffffffffffffff 00000001 ffffffff ffffffffffffffff")
     assert served == [_h("0002 0004 00000001", CLIENT, body.format(level))
-                      for level in ("00", "01")]
+                      for level in ("01", "00")]
 
 
 def test_cluster_defaults_and_reassignments_send_what_kafka_expects_and_raise_on_errors(
