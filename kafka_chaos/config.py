@@ -257,8 +257,9 @@ class RunConfig(BaseModel):
     nemesis: list[str] = setting(
         section="nemesis", key="faults", aliases=("faults",), default_factory=list,
         shown=True, report=True,
-        help="Faults: comma list of kill, stop, pause, roll, partition, leader, unclean, clock "
-        "(local, ssh), lose-unfsynced (power loss; local); or none.")
+        help="Faults: comma list of kill, stop, pause, roll, partition, loss (packet loss on "
+        "a partition's links), leader, unclean, clock (local, ssh), lose-unfsynced (power "
+        "loss; local), request (--proxy); or none.")
     nemesis_interval_s: float = setting(
         10.0, section="nemesis", key="interval_s", flag="--nemesis-interval",
         label="nemesis_interval", unit="s", report=True, gt=0,
@@ -280,7 +281,7 @@ class RunConfig(BaseModel):
         "lose-unfsynced); lagging-leader (kill); lone-leader (kill, lose-unfsynced); "
         "in-sync-follower (leader); isolate-one, halves, isolate-leader, isolate-controller, "
         "bridge, leader-replication, zombie-leader, clients-leader, clients-one, "
-        "majorities-ring, one-way (partition); topic, cluster (unclean). Default: each "
+        "majorities-ring, one-way (partition, loss); topic, cluster (unclean). Default: each "
         "fault's own.")
     scenario: str | None = setting(
         None, section="nemesis", shown=True, report=True,
