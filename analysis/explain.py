@@ -56,6 +56,7 @@ def _g1a(ex: dict) -> str:
 
 _ENDED = {"revoked": "until it revoked it", "lost": "until it reported it lost",
           "gone": "until its process ended (a crash, or an op ending info)",
+          "fenced": "until a commit of it failed as fenced",
           "still-owned": "without ever giving it up"}
 
 _RENDER: dict[str, Callable[[dict], str]] = {

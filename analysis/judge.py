@@ -218,7 +218,8 @@ def _blind_text(tp, stretch) -> str:
 #: How the earlier owner's stretch of a ``group-overlap`` (``checkers.owners``), or the
 #: earlier holder of a ``share-lock-overlap`` (``checkers.share``), ended -> whether it was
 #: fenced (None: its record cannot tell).
-_FENCED = {"lost": True, "gone": True, "revoked": False, "still-owned": None, "held": False}
+_FENCED = {"lost": True, "gone": True, "fenced": True, "revoked": False, "still-owned": None,
+           "held": False}
 
 
 def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,

@@ -333,10 +333,11 @@ RULES: tuple[Rule, ...] = (
          "would repeat the insert of the last batch of data. Used in this way Kafka provides "
          "what is often called \"at-least-once\" delivery guarantees"),
     Rule("fenced-member", (GROUP_OVERLAP,), lambda c: True,
-         "the earlier owner was fenced (it reported the partition lost, or it crashed): the "
-         "coordinator gave the partition to another member once its session expired, before "
-         "the old member learnt it",
-         "ConsumerRebalanceListener javadoc, onPartitionsLost; KIP-848",
+         "the earlier owner was fenced (it reported the partition lost, it crashed, or a "
+         "commit of it failed as no longer in the group): the coordinator gave the partition "
+         "to another member once its session expired, before the old member learnt it",
+         "ConsumerRebalanceListener javadoc, onPartitionsLost; CommitFailedException "
+         "javadoc; KIP-848",
          "A callback method you can implement to provide handling of cleaning up resources for "
          "partitions that have already been reassigned to other consumers. This method will "
          "not be called during normal execution as the owned partitions would first be revoked "

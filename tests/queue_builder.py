@@ -122,10 +122,12 @@ class Q(Lines):
         value = {"keys": keys, "group": group}
         return self.invoke(process, "subscribe", value).complete(process, "ok", "subscribe", value)
 
-    def commit(self, process: int, offsets: dict[int, int], *, type: str = "ok") -> "Q":
-        """A manual commit op of ``key -> next offset``."""
+    def commit(self, process: int, offsets: dict[int, int], *, type: str = "ok",
+               error: str | None = None) -> "Q":
+        """A manual commit op of ``key -> next offset`` (``error``: a failed one's)."""
         value = {"offsets": {str(k): o for k, o in offsets.items()}}
-        return self.invoke(process, "commit", value).complete(process, type, "commit", value)
+        return self.invoke(process, "commit", value).complete(process, type, "commit", value,
+                                                              error)
 
     def share(self, process: int, records: list[tuple], *, acks: dict[int, str] | None = None,
               hold: bool = False, type: str = "ok", drained: bool = False,

@@ -15,10 +15,12 @@ after its owner revoked it, unless the owner was fenced (ConsumerRebalanceListen
 ``onPartitionsLost``: partitions "that have already been reassigned to other consumers ... will
 not be called during normal execution as the owned partitions would first be revoked"; KIP-848
 likewise waits for the revocation before it assigns the partition elsewhere). So each case says
-how the earlier owner's stretch ended: ``revoked`` (a violation), ``lost``, or ``gone`` (the
-process crashed or its op ended ``info``: both fenced, ``analysis.promises`` rule
-``fenced-member``), or ``still-owned`` (no callback ended it before the process's last op: it
-may have been fenced without learning it yet, so the finding is unexplained).
+how the earlier owner's stretch ended: ``revoked`` (a violation), ``lost``, ``gone`` (the
+process crashed or its op ended ``info``), or ``fenced`` (a commit of the process failed
+with an error that says the group had moved on without it, ``FENCED_BY``): all three
+fenced, ``analysis.promises`` rule ``fenced-member``; or ``still-owned`` (nothing ended it
+before the process's last op: it may have been fenced without learning it yet, so the
+finding is unexplained).
 """
 
 from __future__ import annotations
@@ -32,6 +34,13 @@ from kafka_chaos.analysis.load import History
 from kafka_chaos.analysis.names import GROUP_OVERLAP
 
 _OWNERSHIP = ("assigned", "revoked", "lost")
+#: A commit op's errors that end its member's ownership: the member was no longer in the
+#: group's current generation (member epoch), and "some of the partitions may have already
+#: been assigned to another member in the group" (``CommitFailedException`` javadoc, the Java
+#: client's; Kafka's error codes UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION, and KIP-848's
+#: FENCED_MEMBER_EPOCH, as librdkafka names them).
+FENCED_BY = ("CommitFailedException", "UNKNOWN_MEMBER_ID", "ILLEGAL_GENERATION",
+             "FENCED_MEMBER_EPOCH")
 
 
 def stretches(h: History) -> DataFrame:
@@ -50,17 +59,31 @@ def stretches(h: History) -> DataFrame:
     ended = F.coalesce(F.col("next_kind").isin("revoked", "lost"), F.lit(False))
     # the op that recorded the assignment may be the process's last: certain at its
     # completion alone (a stretch of one index), which a later owner's start can meet
-    return (ev.where(F.col("kind") == "assigned")
-            .join(members, "process").join(done, "op").join(last, "process")
-            .select("group", "process", "key", F.col("done").alias("start"),
-                    F.when(ended, F.col("next_op"))
-                    .otherwise(F.greatest("last.op", "done")).alias("end"),
-                    F.when(ended, F.col("next_kind"))
-                    .when(gone, F.lit("gone")).otherwise(F.lit("still-owned"))
-                    .alias("ended_by"),
-                    F.col("op").alias("assign_op"))
+    owned = (ev.where(F.col("kind") == "assigned")
+             .join(members, "process").join(done, "op").join(last, "process")
+             .select("group", "process", "key", F.col("done").alias("start"),
+                     F.when(ended, F.col("next_op"))
+                     .otherwise(F.greatest("last.op", "done")).alias("end"),
+                     F.when(ended, F.col("next_kind"))
+                     .when(gone, F.lit("gone")).otherwise(F.lit("still-owned"))
+                     .alias("ended_by"),
+                     F.col("op").alias("assign_op")))
+    # a commit failing as fenced before that end ends the stretch at its invoke
+    fences = (h.ops.where((F.col("f") == "commit") & (F.col("type") == "fail")
+                          & F.col("error").isin(*FENCED_BY))
+              .select("process", F.col("op").alias("fence")))
+    first = (owned.join(fences, "process")
+             .where((F.col("fence") > F.col("assign_op")) & (F.col("fence") < F.col("end")))
+             .groupBy("process", "key", "assign_op").agg(F.min("fence").alias("fence")))
+    fenced = F.col("fence").isNotNull()
+    return (owned.join(first, ["process", "key", "assign_op"], "left")
+            .select("group", "process", "key", "start",
+                    F.when(fenced, F.col("fence")).otherwise(F.col("end")).alias("end"),
+                    F.when(fenced, F.lit("fenced")).otherwise(F.col("ended_by"))
+                    .alias("ended_by"), "assign_op")
             .where((F.col("start") < F.col("end"))
-                   | (~ended & (F.col("start") == F.col("end")))))
+                   | ((F.col("ended_by") == "still-owned") | (F.col("ended_by") == "gone"))
+                   & (F.col("start") == F.col("end"))))
 
 
 def overlaps(h: History) -> DataFrame:

@@ -27,13 +27,13 @@ _ORDER = ("op", "pos", "rec")
 _RESETS = ("assigned", "revoked", "lost", "seek")
 
 
-def _at(op: str, pos: str | Column, rec: str | Column) -> Column:
+def position(op: str, pos: str | Column, rec: str | Column) -> Column:
     """A position in a process's history, comparable: (op, micro-op, record)."""
     col = lambda c: F.col(c) if isinstance(c, str) else c  # noqa: E731
     return F.struct(col(op).alias("o"), col(pos).alias("p"), col(rec).alias("r"))
 
 
-def _without_resets(pairs: DataFrame, resets: DataFrame, by: list[str]) -> DataFrame:
+def without_resets(pairs: DataFrame, resets: DataFrame, by: list[str]) -> DataFrame:
     """The ``pairs`` with no row of ``resets`` (``*by, reset``) of the same ``by`` columns
     strictly between their two reads.
 
@@ -47,9 +47,9 @@ def _without_resets(pairs: DataFrame, resets: DataFrame, by: list[str]) -> DataF
     # each pair once, as its two ends (a union of two selects of ``pairs`` computed it twice)
     ends = (pairs.select(*by, F.struct(*pairs.columns).alias("p"))
             .select(*by, "p", F.explode(F.array(
-                F.struct(_at("p.prev_op", "p.prev_pos", "p.prev_rec").alias("at"),
+                F.struct(position("p.prev_op", "p.prev_pos", "p.prev_rec").alias("at"),
                          F.lit(False).alias("end")),
-                F.struct(_at("p.op", "p.pos", "p.rec").alias("at"),
+                F.struct(position("p.op", "p.pos", "p.rec").alias("at"),
                          F.lit(True).alias("end")))).alias("e")))
     stream = (resets.select(*by, F.col("reset").alias("at"), F.lit(1).alias("is_reset"),
                             F.lit(None).cast(ends.schema["p"].dataType).alias("p"),
@@ -114,13 +114,13 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     is_sub = F.col("f").isin("assign", "subscribe")
     after_bad = (F.col("f") == "txn") & (F.col("type") != "ok")
     op_resets = (h.ops.where(is_sub | after_bad)
-                 .select("process", _at("op", F.when(is_sub, -1).otherwise(2**31 - 1),
+                 .select("process", position("op", F.when(is_sub, -1).otherwise(2**31 - 1),
                                         F.lit(-1)).alias("reset")))
     key_resets = (h.events.where(F.col("kind").isin(*_RESETS))
-                  .select("process", "key", _at("op", "pos", F.lit(-1)).alias("reset")))
-    kept = _without_resets(pairs, op_resets, ["process"])
+                  .select("process", "key", position("op", "pos", F.lit(-1)).alias("reset")))
+    kept = without_resets(pairs, op_resets, ["process"])
     if h.rows.get("events", 1):  # no event rows, no pass (fewer operators to plan)
-        kept = _without_resets(kept, key_resets, ["process", "key"])
+        kept = without_resets(kept, key_resets, ["process", "key"])
     same = F.col("op") == F.col("prev_op")
     kind = (F.when(delta > 1, F.when(same, "int-poll-skip").otherwise("poll-skip"))
             .when(delta < 1, F.when(same, "int-nonmonotonic-poll").otherwise("nonmonotonic-poll")))

@@ -23,7 +23,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import at, cases
-from kafka_chaos.analysis.checkers.polls import _at, _without_resets
+from kafka_chaos.analysis.checkers.polls import position, without_resets
 from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import History, is_f, is_type
 
@@ -68,12 +68,12 @@ def unrewound(h: History, v: Versions) -> DataFrame:
                      "seek_to", "aborted_from", F.col("next.offset").alias("offset")))
     is_sub = F.col("f").isin("assign", "subscribe")
     op_resets = (h.ops.where(is_sub)
-                 .select("process", _at("op", F.lit(-1), F.lit(-1)).alias("reset")))
-    kept = _without_resets(pairs, op_resets, ["process"])
+                 .select("process", position("op", F.lit(-1), F.lit(-1)).alias("reset")))
+    kept = without_resets(pairs, op_resets, ["process"])
     if h.rows.get("events", 1):
         moves = (h.events.where(F.col("kind").isin(*_MOVES))
-                 .select("process", "key", _at("op", "pos", F.lit(-1)).alias("reset")))
-        kept = _without_resets(kept, moves, ["process", "key"])
+                 .select("process", "key", position("op", "pos", F.lit(-1)).alias("reset")))
+        kept = without_resets(kept, moves, ["process", "key"])
     return cases(kept.withColumn("kind", F.lit(NAME)), "kind", ["process", "key", "prev_op"],
                  ["process", "key", "seek_to", "aborted_from", "offset",
                   F.array("prev_op", "op").alias("op_indexes")],

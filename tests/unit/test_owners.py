@@ -1,7 +1,8 @@
 """``group-overlap`` on hand-built histories (``analysis/checkers/owners.py``): two members of
 one group owning a partition at once by their own rebalance callbacks is a violation when the
-earlier owner had revoked it, permitted when it had been fenced (lost, or its process died),
-unexplained when its record never says; a clean handover and other groups are no case."""
+earlier owner had revoked it, permitted when it had been fenced (lost, its process died, or a
+commit of it failed as fenced), unexplained when its record never says; a clean handover and
+other groups are no case."""
 
 from __future__ import annotations
 
@@ -49,6 +50,29 @@ def test_an_earlier_owner_that_was_fenced_permits_the_overlap(run, end, crash):
     a = overlap(run(two_owners(end, crash=crash)))
     assert a["count"] == 1 and a["permitted"] and a["rules"] == {"fenced-member": 1}
     assert a["examples"][0]["ended_by"] == ("gone" if crash else "lost")
+
+
+def test_a_commit_failing_as_fenced_ends_the_earlier_ownership(run):
+    """A commit of the earlier owner failing with CommitFailedException after the later
+    owner was assigned: permitted as fenced; before it: the ownership had ended, no case; a
+    commit failing otherwise says nothing of the member: still unexplained."""
+    def history(error: str, before: bool) -> Q:
+        q = (Q(**SUB).subscribe(0, [0]).subscribe(1, [0]).send(5, [(0, 1), (0, 2)])
+             .poll(0, {0: [(0, 1)]}, events=[["assigned", [0]]]))
+        if before:
+            q.commit(0, {0: 1}, type="fail", error=error)
+        q.poll(1, {0: [(0, 1), (1, 2)]}, events=[["assigned", [0]]])
+        if not before:
+            q.commit(0, {0: 1}, type="fail", error=error)
+        return q.poll(0, {}).read_all(9)
+
+    after = overlap(run(history("CommitFailedException", before=False)))
+    assert after["count"] == 1 and after["rules"] == {"fenced-member": 1}
+    assert after["examples"][0]["ended_by"] == "fenced"
+    assert overlap(run(history("UNKNOWN_MEMBER_ID", before=True)))["count"] == 0
+    other = overlap(run(history("REQUEST_TIMED_OUT", before=False)))
+    assert other["outcomes"]["unexplained"] == 1
+    assert other["examples"][0]["ended_by"] == "still-owned"
 
 
 def test_an_earlier_owner_that_never_gave_it_up_leaves_the_overlap_unexplained(run):
