@@ -143,9 +143,10 @@ class Applied:
     waiting: int = 0
     #: Produce requests it applied to whose partitions kio could not read
     undecoded: int = 0
-    #: ``forget-leader-epoch``: the epochs it took out of committed offsets (-1: one the
-    #: client had not set), and the requests it passed unchanged (no such field, or undecoded)
-    forgotten: list[int] = dataclasses.field(default_factory=list)
+    #: ``forget-leader-epoch``: epoch -> partitions whose committed offset it took it out of
+    #: (-1: the client had set none), and the requests it passed unchanged (no such field,
+    #: or undecoded)
+    forgotten: dict[int, int] = dataclasses.field(default_factory=dict)
     unchanged: int = 0
     #: (broker, direction) -> loop time at which a ``bandwidth`` link is free again
     next_free: dict[tuple[int, str], float] = dataclasses.field(default_factory=dict)
@@ -219,8 +220,7 @@ class Applied:
                 "values": {tp: None if v is None else sorted(v)
                            for tp, v in sorted(self.values.items())},
                 "undecoded": self.undecoded,
-                **({"forgotten": {str(e): self.forgotten.count(e)
-                                  for e in sorted(set(self.forgotten))},
+                **({"forgotten": {str(e): n for e, n in sorted(self.forgotten.items())},
                     "unchanged": self.unchanged}
                    if self.spec.fault == "forget-leader-epoch" else {}),
                 "requests": list(self.requests)}

@@ -271,7 +271,8 @@ class KafkaProxy:
                     applied.unchanged += 1
                 else:
                     frame, epochs = rewritten
-                    applied.forgotten.extend(epochs)
+                    for epoch in epochs:
+                        applied.forgotten[epoch] = applied.forgotten.get(epoch, 0) + 1
             if replied:
                 conn.pending[header.correlation] = (
                     header.api_key, header.version, kind == "drop-response",
