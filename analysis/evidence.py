@@ -231,9 +231,10 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     rec.offsets = {tp: [(r["index"], r["time"], int(p["hw"]), int(p["lso"])) for r, p in seen
                         if isinstance(p.get("hw"), int) and isinstance(p.get("lso"), int)]
                    for tp, seen in states.items()}
-    rec.nemesis = [(r["op"], r["f"], r["invoke_time"], r["time"] if r.get("index") is not None
-                    else None) for r in rows if r["process"] == "nemesis"]
-    _nemesis_events(rec, [r for r in rows if r["process"] == "nemesis"], ids, states)
+    nemesis = [r for r in rows if r["process"] == "nemesis"]
+    rec.nemesis = [(r["op"], r["f"], r["invoke_time"],
+                    r["time"] if r.get("index") is not None else None) for r in nemesis]
+    _nemesis_events(rec, nemesis, ids, states)
     for es in rec.events.values():
         es.sort(key=lambda e: (e.lo, e.hi, e.kind))
     return rec

@@ -201,6 +201,14 @@ def call(endpoint: str, request: Any, response_type: type[R], timeout_s: float,
     """Send ``request`` (a kio request entity) to the broker at ``host:port`` on a connection
     of its own (TLS and SASL as ``security`` says) and read its ``response_type`` reply.
     Raises ``WireError`` naming the endpoint: the connection, TLS, SASL, or the reply."""
+    return calls(endpoint, [request], response_type, timeout_s, security)[0]
+
+
+def calls(endpoint: str, requests: list[Any], response_type: type[R], timeout_s: float,
+          security: ClientSecurity | None = None) -> list[R]:
+    """``call`` for several requests of one API in turn on one connection (one connect,
+    TLS handshake and SASL exchange for all): their ``response_type`` replies, in order.
+    Raises ``WireError`` as ``call``."""
     host, port = endpoint.rsplit(":", 1)
     security = security or ClientSecurity()
     try:
@@ -212,7 +220,7 @@ def call(endpoint: str, request: Any, response_type: type[R], timeout_s: float,
                 conn = _Connection(sock)
                 if security.sasl:
                     authenticate(conn, security)
-                return conn.ask(request, response_type)
+                return [conn.ask(request, response_type) for request in requests]
     except (OSError, struct.error) as exc:
         raise WireError(f"{endpoint}: {exc}") from exc
     except WireError as exc:
@@ -303,21 +311,22 @@ def end_offsets(endpoint: str, partitions: dict[str, list[int]], timeout_s: floa
     """The high watermark and the last stable offset of ``partitions`` (``{topic:
     [partition, ...]}``) as the broker at ``endpoint`` leads them: ``ListOffsets`` v4 for the
     latest offset, asked once ``read_committed`` (the LSO: below it no transaction is open;
-    KIP-98) and then ``read_uncommitted`` (the HW), in that order, so that ``lso <= hw``
-    holds even when the log grows between the two.
+    KIP-98) and then ``read_uncommitted`` (the HW), in that order on one connection, so
+    that ``lso <= hw`` holds even when the log grows between the two.
 
     Returns ``{(topic, partition): {"hw": int, "lso": int}}`` for the partitions it
     answered both for (one it does not lead answers NOT_LEADER_OR_FOLLOWER and is left
     out). Raises ``WireError``.
     """
+    fields = (("lso", READ_COMMITTED), ("hw", READ_UNCOMMITTED))
+    topics = tuple(offsets_req.ListOffsetsTopic(name=TopicName(t), partitions=tuple(
+        offsets_req.ListOffsetsPartition(partition_index=i32(p), timestamp=i64(LATEST))
+        for p in ps)) for t, ps in partitions.items())
+    replies = calls(endpoint, [offsets_req.ListOffsetsRequest(
+        replica_id=BrokerId(-1), isolation_level=i8(isolation), topics=topics)
+        for _, isolation in fields], offsets_resp.ListOffsetsResponse, timeout_s, security)
     got: dict[tuple[str, int], dict[str, int]] = {}
-    for field, isolation in (("lso", READ_COMMITTED), ("hw", READ_UNCOMMITTED)):
-        request = offsets_req.ListOffsetsRequest(
-            replica_id=BrokerId(-1), isolation_level=i8(isolation),
-            topics=tuple(offsets_req.ListOffsetsTopic(name=TopicName(t), partitions=tuple(
-                offsets_req.ListOffsetsPartition(partition_index=i32(p), timestamp=i64(LATEST))
-                for p in ps)) for t, ps in partitions.items()))
-        reply = call(endpoint, request, offsets_resp.ListOffsetsResponse, timeout_s, security)
+    for (field, _), reply in zip(fields, replies):
         for t in reply.topics:
             for p in t.partitions:
                 if not p.error_code and p.offset >= 0:

@@ -82,8 +82,8 @@ def stretches(h: History) -> DataFrame:
                     F.when(fenced, F.lit("fenced")).otherwise(F.col("ended_by"))
                     .alias("ended_by"), "assign_op")
             .where((F.col("start") < F.col("end"))
-                   | ((F.col("ended_by") == "still-owned") | (F.col("ended_by") == "gone"))
-                   & (F.col("start") == F.col("end"))))
+                   | (F.col("ended_by").isin("still-owned", "gone")
+                      & (F.col("start") == F.col("end")))))
 
 
 def overlaps(h: History) -> DataFrame:

@@ -93,3 +93,15 @@ def test_where_the_monitor_did_not_see_the_partition_nothing_is_claimed():
     rec = evidence.build(rows, {"1": {"name": "n1"}}, {})
     assert liveness.hanging(rec, {})["count"] == 0
     assert len(rec.offsets[("t", 0)]) == len(rows) - 20
+
+
+def test_the_faults_it_knows_end_as_the_nemesis_packages_say():
+    """``liveness`` keeps its own map of fault starts to stops (analysis does not import the
+    nemesis, which imports the cluster backends): every package's starts and stop must be
+    in it, or a new fault would count as quiet time while it is active."""
+    from kafka_chaos.nemesis.schedule import PACKAGES
+
+    for name, pkg in PACKAGES.items():
+        starts = [pkg["start"]] if isinstance(pkg["start"], str) else pkg["start"]
+        for f in starts:
+            assert liveness._STOP_OF.get(f) == pkg["stop"], (name, f)

@@ -118,7 +118,7 @@ def test_describe_topic_partitions_reads_leader_epoch_isr_and_elr() -> None:
 
 
 def test_end_offsets_asks_committed_then_uncommitted_and_keeps_what_both_answered() -> None:
-    def answer(hw_or_lso: int) -> bytes:
+    def answer(hw_or_lso: int, correlation: int) -> bytes:
         parts = (offsets.ListOffsetsPartitionResponse(
                      partition_index=i32(0), error_code=ErrorCode.none, timestamp=i64(-1),
                      offset=i64(hw_or_lso), leader_epoch=i32(2)),
@@ -126,15 +126,15 @@ def test_end_offsets_asks_committed_then_uncommitted_and_keeps_what_both_answere
                      partition_index=i32(1), error_code=ErrorCode.not_leader_or_follower))
         return reply_of(offsets.ListOffsetsResponse(
             throttle_time=datetime.timedelta(0), topics=(offsets.ListOffsetsTopicResponse(
-                name=TopicName("kafka-chaos"), partitions=parts),)))
+                name=TopicName("kafka-chaos"), partitions=parts),)), correlation)
 
     served = []
     listener = socket.create_server(("127.0.0.1", 0))
 
-    def serve() -> None:
-        for reply in (answer(790), answer(812)):
-            conn, _ = listener.accept()
-            with conn:
+    def serve() -> None:  # both requests on one connection
+        conn, _ = listener.accept()
+        with conn:
+            for reply in (answer(790, 1), answer(812, 2)):
                 size = struct.unpack(">i", conn.recv(4, socket.MSG_WAITALL))[0]
                 served.append(conn.recv(size, socket.MSG_WAITALL))
                 conn.sendall(struct.pack(">i", len(reply)) + reply)
@@ -150,8 +150,8 @@ def test_end_offsets_asks_committed_then_uncommitted_and_keeps_what_both_answere
     # current leader epoch -1 and timestamp -1 (the latest offset)
     body = ("ffffffff {} 00000001 000b" + b"kafka-chaos".hex() + " 00000002"
             + " 00000000 ffffffff ffffffffffffffff 00000001 ffffffff ffffffffffffffff")
-    assert served == [_h("0002 0004 00000001", CLIENT, body.format(level))
-                      for level in ("01", "00")]
+    assert served == [_h(f"0002 0004 0000000{n}", CLIENT, body.format(level))
+                      for n, level in ((1, "01"), (2, "00"))]
 
 
 def test_cluster_defaults_and_reassignments_send_what_kafka_expects_and_raise_on_errors(
