@@ -59,6 +59,8 @@ END = 2**62
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
 DUPLICATED = "request-duplicated"
+#: The proxy fault that strips committed offsets of their leader epoch.
+FORGET = "forget-leader-epoch"
 
 TP = tuple[str, int]
 #: ``(lo, hi, lo_ns, hi_ns)``: history indexes and times (ns; None when unknown) of a stretch.
@@ -132,7 +134,10 @@ class Record:
     Produce requests of ``tp`` that fault sent twice (None: the proxy could not read them
     all). ``offsets``: tp -> ``(index, time ns, hw, lso)`` of every sample whose leader told
     its high watermark and last stable offset, in order. ``nemesis``: ``(op, f, invoke time
-    ns, completion time ns or None)`` of every nemesis op, in order.
+    ns, completion time ns or None)`` of every nemesis op, in order. ``forgotten``: ``[lo,
+    hi]`` stretches in which a proxy ``forget-leader-epoch`` fault was active that took the
+    leader epoch out of some commit (KAFKA-20507); ``forgotten_maybe``: those of such faults
+    whose report the record lacks.
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -150,6 +155,8 @@ class Record:
     offsets: dict[TP, list[tuple[int, int, int, int]]] = dataclasses.field(
         default_factory=dict)
     nemesis: list[tuple[int, str, int, int | None]] = dataclasses.field(default_factory=list)
+    forgotten: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
     def index_before(self, t_ns: int) -> int:
         """The last index of the record's ops at or before time ``t_ns``, or 0."""
@@ -347,6 +354,7 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
             rec.power_losses = True
             _power_loss(rec, r, done, ids, states)
     _duplicated(rec, by_op)
+    _forgotten(rec, by_op)
 
 
 def _duplicated(rec: Record, ops: list[dict]) -> None:
@@ -382,6 +390,32 @@ def _duplicated(rec: Record, ops: list[dict]) -> None:
         if kind == "duplicate" and (r["type"] != "ok" or (r["done"] or {}).get("id")
                                     not in reported):
             rec.duplicates_maybe.append((r["op"], END))
+
+
+def _forgotten(rec: Record, ops: list[dict]) -> None:
+    """``forgotten``: from the start of each proxy ``forget-leader-epoch`` fault to the
+    completion of the heal that ended it, when its report says it took an epoch out of a
+    commit; ``forgotten_maybe`` for those whose report the record lacks."""
+    ended: dict[Any, tuple[int, dict]] = {}
+    for r in ops:
+        done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else {}
+        if r["f"] == "heal-all":
+            done = done.get("request") if isinstance(done.get("request"), dict) else {}
+        elif r["f"] != "request-heal":
+            continue
+        for report in done.get("ended") or ():
+            ended.setdefault(report.get("id"), (r["index"], report))
+    for r in ops:
+        if r["f"] != "request-fault" or r["type"] == "fail":
+            continue
+        asked = r["inv"] or {}
+        if ((asked.get("request") or {}).get("fault") or asked.get("target")) != FORGET:
+            continue
+        end = ended.get((r["done"] or {}).get("id")) if r["type"] == "ok" else None
+        if end is None:
+            rec.forgotten_maybe.append((r["op"], END))
+        elif end[1].get("forgotten"):
+            rec.forgotten.append((r["op"], end[0]))
 
 
 def _scope(r: dict) -> str:

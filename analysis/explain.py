@@ -59,6 +59,10 @@ _ENDED = {"revoked": "until it revoked it", "lost": "until it reported it lost",
           "fenced": "until a commit of it failed as fenced",
           "still-owned": "without ever giving it up"}
 
+#: What a group-skip's commits above the record carried (``epochless``, KIP-320).
+_EPOCH = {True: "; a commit above it was stored without its leader epoch",
+          False: "; every commit above it carried its leader epoch"}
+
 _RENDER: dict[str, Callable[[dict], str]] = {
     "lost-write": _lost,
     "unseen": _unseen,
@@ -87,7 +91,7 @@ _RENDER: dict[str, Callable[[dict], str]] = {
         f"from offset {ex['offset']}{_ops(ex)}"),
     "group-skip": lambda ex: (f"group {ex['group']} committed key {ex['key']} up to offset "
                               f"{ex['committed']} but never delivered offset {ex['offset']} "
-                              f"(value {ex['value']})"),
+                              f"(value {ex['value']})" + _EPOCH.get(ex.get("epochless"), "")),
     "group-redelivery": lambda ex: (f"group {ex['group']} delivered key {ex['key']} offset "
                                     f"{ex['offset']} (value {ex['value']}) {ex['deliveries']} "
                                     f"times{_ops(ex)}"),

@@ -83,6 +83,12 @@ def judge(h: History, found: dict[str, dict[str, Any]], facts: dict[str, Any] | 
             _cycles(name, a, facts)
         elif cases is not None:
             reasons += _cases(h, name, a, cases, facts, rec, lookups)
+        elif a.get("doubt") and not verdict["permitted"]:  # the checker's bound is unsure
+            a.update(permitted=False, outcomes=_outcomes(**{promises.UNEXPLAINED: count}),
+                     rules={})
+            for ex in a["examples"]:
+                ex["outcome"] = promises.UNEXPLAINED
+            reasons.append(f"{count} {name} finding(s) unexplained: {a['doubt']}")
         else:
             outcome = promises.PERMITTED if verdict["permitted"] else promises.VIOLATION
             a.update(permitted=verdict["permitted"], outcomes=_outcomes(**{outcome: count}),
@@ -158,6 +164,8 @@ def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[st
             blind.append((case.tp, verdict["blind"], verdict["why"]))
         if len(picked[outcome]) < MAX_EXAMPLES:
             example = dict(example, outcome=outcome)
+            if name == "group-skip":  # as judged: the proxy may have taken the epoch out
+                example["epochless"] = case.epochless
             if verdict["rule"]:
                 example["rule"] = verdict["rule"]
             if verdict["evidence"] is not None:
@@ -252,7 +260,24 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          value=ex.get("value") if name == "duplicate" else None,
                          writer_f=f.get(at.get("writer")),
                          fenced=_FENCED.get(ex.get("ended_by"), False),
-                         state_write_failed=bool(ex.get("state_write_failed")))
+                         state_write_failed=bool(ex.get("state_write_failed")),
+                         epochless=_epochless(ex, lo, rec) if name == "group-skip" else False)
+
+
+def _epochless(ex: dict, lo: int, rec: evidence.Record) -> bool | None:
+    """Whether a commit above a ``group-skip``'s record was stored without its leader epoch:
+    sent without one (the example's ``epochless``), or sent while a proxy fault took the
+    epochs out of commits (``Record.forgotten``) between the first such commit's invoke
+    (``lo``) and the last one's completion. None when the record cannot tell."""
+    if ex.get("epochless"):
+        return True
+    until = ex.get("commits_until")
+    until = evidence.END if until is None else until
+    if any(a <= until and lo <= b for a, b in rec.forgotten):
+        return True
+    if any(a <= until and lo <= b for a, b in rec.forgotten_maybe):
+        return None
+    return ex.get("epochless")
 
 
 def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:

@@ -28,6 +28,9 @@ CLEANUP_INTERVAL_MS = 10_000
 TXN_TIMEOUT_MS = 10_000
 #: Seconds allowed on top for the coordinator to write the abort and its markers.
 SLACK_S = 10.0
+#: The backends that attach to a cluster they did not configure (``clusters.backends``'
+#: ``ATTACHING``; analysis does not import clusters).
+_ATTACHED = ("external", "docker-attach", "ssh-attach")
 #: Nemesis ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any).
 _STOP_OF = {"kill": "start", "stop": "start", "lose-unfsynced": "start", "roll": "start",
             "pause": "resume", "partition": "heal", "loss": "heal", "clock-bump": "clock-reset",
@@ -36,16 +39,32 @@ _STOP_OF = {"kill": "start", "stop": "start", "lose-unfsynced": "start", "roll":
 _STOPS = set(_STOP_OF.values()) | {"heal-all"}
 
 
+def _interval_ms(config: dict[str, Any]) -> str | int | None:
+    """The coordinator's abort check interval as the run set it on its brokers (the run
+    config's ``broker_properties``, a plan's ``cluster.broker_config``), or None."""
+    return (config.get("broker_properties") or {}).get(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms")
+
+
 def bound_s(config: dict[str, Any] | None) -> float:
     """Seconds an LSO may stay stuck with no fault active: the run's transaction timeout
-    plus the coordinator's abort check interval (its ``broker_config``, else Kafka's
-    default) plus ``SLACK_S``."""
+    plus the coordinator's abort check interval (as the run set it, else Kafka's default)
+    plus ``SLACK_S``."""
     config = config or {}
-    broker = config.get("broker_config") or {}
-    interval = broker.get("transaction.abort.timed.out.transaction.cleanup.interval.ms",
-                          CLEANUP_INTERVAL_MS)
+    interval = _interval_ms(config) or CLEANUP_INTERVAL_MS
     timeout = config.get("txn_timeout_ms") or TXN_TIMEOUT_MS
     return (int(timeout) + int(interval)) / 1000 + SLACK_S
+
+
+def doubt(config: dict[str, Any] | None) -> str | None:
+    """Why findings cannot be held to ``bound_s``, or None: a cluster the run attached to
+    keeps its own abort check interval, which the run did not set and does not know."""
+    config = config or {}
+    if config.get("backend") in _ATTACHED and _interval_ms(config) is None:
+        return ("the attached cluster's transaction.abort.timed.out.transaction.cleanup."
+                f"interval.ms is unknown; the bound assumed Kafka's default "
+                f"{CLEANUP_INTERVAL_MS} ms")
+    return None
 
 
 def disturbed(nemesis: list[tuple[int, str, int, int | None]]) -> list[tuple[float, float]]:
@@ -82,7 +101,8 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
     """The cases of ``hanging-transaction``: ``{"count": n, "examples": [...]}``, one per
     partition and stuck offset, each ``{"partition": "t-p", "lso", "hw" (at the last sample
     of the stretch), "at_s": [first, last sample seconds], "indexes": [first, last sample
-    index], "quiet_s" (of it with no fault active), "bound_s"}``.
+    index], "quiet_s" (of it with no fault active), "bound_s"}``, and ``doubt`` (``doubt``)
+    when there are findings the bound may not hold for.
 
     A stretch is consecutive samples of the partition (none further apart than
     ``evidence.MAX_BLIND_NS``: where the monitor did not see it, nothing is claimed) whose
@@ -108,4 +128,7 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
                         "at_s": [round(stretch[0][1] / 1e9, 3), round(stretch[-1][1] / 1e9, 3)],
                         "quiet_s": round(quiet, 3), "bound_s": limit})
             stretch = [sample] if sample is not None and sample[3] < sample[2] else []
-    return {"count": len(examples), "examples": examples}
+    out: dict[str, Any] = {"count": len(examples), "examples": examples}
+    if examples and (why := doubt(config)):
+        out["doubt"] = why
+    return out

@@ -13,7 +13,11 @@ what must hold for one finding to be *permitted* by it:
 - an event in the run's own record (``Rule.evidence``, ``analysis.evidence``) on the finding's
   own topic-partition within its own window: a leader change after the write was
   acknowledged and before the read that misses it, an unclean election while the setting was
-  on for that topic, a power loss of every replica that had the write.
+  on for that topic, a power loss of every replica that had the write;
+- a further fact of one anomaly's findings (``Rule.also``): a truncation explains a
+  ``group-skip`` only when a commit above the skipped record was stored without its leader
+  epoch (KAFKA-20507); with it, the member resuming from that offset must find the
+  truncation (OffsetsForLeaderEpoch, KIP-320).
 
 Each finding gets one of three outcomes (``judge_case``): ``permitted`` (some rule holds, and
 its evidence is named), ``violation`` (no rule can explain it: Kafka broke a promise), or
@@ -70,7 +74,9 @@ class Case:
     acknowledgement of the share-partition failed (or has an unknown outcome) within the
     window of a ``share-count-regress``. ``sent``: ``(invoke, completion)`` indexes of the
     op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
-    ``value`` that value.
+    ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
+    stored without a leader epoch (sent without one, or the proxy took it out; None: the
+    record cannot tell).
     """
 
     tp: tuple[str, int] | None
@@ -83,6 +89,7 @@ class Case:
     state_write_failed: bool = False
     sent: tuple[int, int] | None = None
     value: int | None = None
+    epochless: bool | None = False
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -110,11 +117,13 @@ class Rule:
     evidence: Evidence | None = None
     doubt: Callable[[ev.Record, Case], "ev.Stretch | None"] | None = None
     mechanism: str = ""
+    #: anomaly -> a further condition on its findings, as ``writer`` (None: cannot tell)
+    also: dict[str, Callable[[Case], "bool | None"]] = dataclasses.field(default_factory=dict)
 
     @property
     def per_case(self) -> bool:
         """Whether findings are judged one by one (a writer or an evidence condition)."""
-        return self.writer is not None or self.evidence is not None
+        return self.writer is not None or self.evidence is not None or bool(self.also)
 
 
 def _leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -189,6 +198,12 @@ def _retrying_without_idempotence(c: dict) -> bool:
     return not c.get("idempotence") and int(c.get("retries", 0)) > 0
 
 
+#: A group that resumes from a committed offset carrying its leader epoch validates it
+#: (OffsetsForLeaderEpoch, KIP-320) and, after a truncation below it, goes back to where its
+#: epoch ended: it skips nothing. Without the epoch the offset is fetched as is (KAFKA-20507).
+_RESUMED_BLIND = {"group-skip": lambda case: case.epochless}
+
+
 def _plain_producer(case: Case) -> bool:
     # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
     return case.writer_f == "send"
@@ -209,7 +224,8 @@ RULES: tuple[Rule, ...] = (
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
          evidence=_leader_change,
-         mechanism="a leader change (or a zombie leader) of a partition"),
+         mechanism="a leader change (or a zombie leader) of a partition",
+         also=_RESUMED_BLIND),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
          "a replica outside the ISR was elected leader of the partition while unclean leader "
          "election was on for its topic (in the config, or turned on at runtime), or by a "
@@ -219,7 +235,8 @@ RULES: tuple[Rule, ...] = (
          "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
          "last resort, even though doing so may result in data loss.",
          evidence=_unclean_election, doubt=_unclean_maybe,
-         mechanism="an unclean election while the setting was on, or a forced one"),
+         mechanism="an unclean election while the setting was on, or a forced one",
+         also=_RESUMED_BLIND),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
@@ -230,7 +247,8 @@ RULES: tuple[Rule, ...] = (
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
          evidence=_leader_alone_replaced,
-         mechanism="a leader that was its partition's whole ISR replaced"),
+         mechanism="a leader that was its partition's whole ISR replaced",
+         also=_RESUMED_BLIND),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
          lambda c: bool(c.get("power_losses")),
          "Kafka does not fsync each write, and every replica that had the write (the ISR, "
@@ -241,7 +259,8 @@ RULES: tuple[Rule, ...] = (
          "replica remaining in sync. If all the nodes replicating a partition die, this "
          "guarantee no longer holds.",
          evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged,
-         mechanism="a power loss of every replica that had the writes"),
+         mechanism="a power loss of every replica that had the writes",
+         also=_RESUMED_BLIND),
     Rule("proxy-duplicated-produce", ("duplicate",),
          lambda c: bool(c.get("proxy")) and not c.get("idempotence"),
          "the Kafka protocol proxy's duplicate fault sent a Produce request of the partition "
@@ -454,6 +473,8 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     waiting, doubt, why, unsettled = False, None, None, False
     for rule in candidates(name, facts):
         holds = True if rule.writer is None else rule.writer(case)
+        if holds and name in rule.also:
+            holds = rule.also[name](case)
         unsettled = unsettled or holds is None
         if not holds:
             continue

@@ -273,6 +273,11 @@ class RunConfig(BaseModel):
         help="Put the Kafka protocol proxy (docs/proxy.md) between the workload's clients "
         "and the brokers: a listener per broker, every reply that names a broker rewritten "
         "to it. Plaintext listeners only.")
+    proxy_fault: str | None = setting(
+        None, section="nemesis", report=True,
+        help="A request fault of the Kafka proxy (a kind of docs/proxy.md, with the "
+        "request package's defaults) active from the workload's start until the first "
+        "request-heal or the final heal, e.g. forget-leader-epoch. Needs --proxy.")
     #: ``--nemesis-targets`` as given ("" = each fault's default targets)
     nemesis_targets: str = setting(
         "", section="nemesis", key="targets", report=True,
@@ -411,6 +416,14 @@ class RunConfig(BaseModel):
         if "request" in self.nemesis and not self.proxy:
             raise ValueError("--nemesis request: request faults happen in the Kafka protocol "
                              "proxy; add --proxy")
+        if self.proxy_fault is not None:
+            from kafka_chaos.nemesis.requests import DEFAULTS
+            if self.proxy_fault not in DEFAULTS:
+                raise ValueError(f"--proxy-fault {self.proxy_fault!r}: choose from "
+                                 f"{', '.join(DEFAULTS)}")
+            if not self.proxy:
+                raise ValueError("--proxy-fault: request faults happen in the Kafka protocol "
+                                 "proxy; add --proxy")
         if self.scenario is not None:
             faults = {f for step in load_scenario(self.scenario).steps for f in step.do}
             if "request-fault" in faults and not self.proxy:

@@ -24,6 +24,7 @@ from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__, attach
 from kafka_chaos.config import RunConfig, load_scenario
 from kafka_chaos.live import LiveCheck
+from kafka_chaos.nemesis.clients import ClientNemesis
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
 from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.proxy import KafkaProxy
@@ -185,16 +186,17 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
                                               cfg.unclean_leader_election)]
         if proxy is not None:
             extra.append(RequestNemesis(cluster, rng, proxy))
-        nemesis = build_nemesis(cluster, packages, rng, extra=tuple(extra))
         settings = attach.workload_settings(cfg, cluster, keys)
+        workload = QueueWorkload(proxy.bootstrap if proxy else cluster.bootstrap_servers,
+                                 history, settings, keys, seed=rng.randrange(2**32))
+        extra.append(ClientNemesis(cluster, rng, workload.crash_all))
+        nemesis = build_nemesis(cluster, packages, rng, extra=tuple(extra))
         monitor = Monitor(cluster, history, list(keys.topic_partitions), share=(
             (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
         scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                               cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                               targets=parse_targets(cfg.nemesis_targets, packages), log=log,
                               after_op=lambda f: _sample(monitor, f"after {f}", log))
-        workload = QueueWorkload(proxy.bootstrap if proxy else cluster.bootstrap_servers,
-                                 history, settings, keys, seed=rng.randrange(2**32))
         monitor.start()
         try:
             _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler,
@@ -230,6 +232,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         facts["share_group_config"] = attach.share_group_config(cfg, cluster,
                                                                 workload.s.share_group)
     try:
+        if cfg.proxy_fault:  # before the first request, ended by the final heal
+            scheduler.run_op("request-fault", {"target": cfg.proxy_fault})
         workload.start()
         scheduler.start()
         if live:

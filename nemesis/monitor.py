@@ -78,6 +78,11 @@ class Monitor:
         self.period_s = period_s
         self.latest: dict[str, Any] | None = None
         self.samples = 0
+        #: (topic, partition) -> the highest high watermark a sample has shown of it, and
+        #: how many samples showed one below the highest before them (the log truncated
+        #: below records consumers could read: a scenario's ``truncated`` condition)
+        self.hw_peak: dict[tuple[str, int], int] = {}
+        self.hw_drops: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
         self._closed = False
         self._changed = threading.Condition()
@@ -160,6 +165,13 @@ class Monitor:
                 raise
             self.history.append(MONITOR, OpType.OK, "cluster-state", state)
         with self._changed:
+            for topic, parts in (state.get("partitions") or {}).items():
+                for p in parts:
+                    if isinstance(p.get("hw"), int):
+                        tp = (topic, p["partition"])
+                        if p["hw"] < self.hw_peak.get(tp, p["hw"]):
+                            self.hw_drops[tp] = self.hw_drops.get(tp, 0) + 1
+                        self.hw_peak[tp] = max(self.hw_peak.get(tp, p["hw"]), p["hw"])
             self.latest = state
             self.samples += 1
             self._changed.notify_all()

@@ -30,7 +30,9 @@ KAFKA-17754).
 
 Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
 of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
-mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}). A step whose
+mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}), ``truncated``
+(a sample since the step began showed the partition's high watermark below the highest one
+before it). A ``crash-clients`` step is unmet when no client crashed. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).
 """
@@ -58,7 +60,8 @@ BUILT_IN = Path(__file__).with_name("scenarios")
 _TARGETED = {"kill", "stop", "pause", "partition", "loss", "lose-unfsynced", "clock-bump",
              "clock-strobe", "roll", "move-leader"}
 _TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
-_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader", "request-heal"}
+_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader", "request-heal",
+             "crash-clients"}
 #: The fs whose value is the step's ``request`` (a fault in the protocol proxy).
 _REQUEST = {"request-fault"}
 _TARGET_NAMES = (set(KILL_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
@@ -73,6 +76,9 @@ class Condition(BaseModel):
     isr: list[str | int] | None = None
     leader: str | int | None = None
     answering: dict[str, bool] | None = None
+    #: a sample since the step began showed the partition's high watermark below the
+    #: highest one before it: its log was truncated below records consumers could read
+    truncated: bool | None = None
 
 
 class Step(BaseModel):
@@ -203,6 +209,7 @@ class Runner:
         self.cluster, self.run_op, self.monitor = cluster, run_op, monitor
         self.topic, self.stop, self.log = topic, stop, log
         self.marks: dict[str, int] = {}
+        self._drops_before: dict[tuple[str, int], int] = {}
 
     def run(self, script: Script) -> dict[str, Any]:
         """Returns ``{"steps_done": n, "marks": {mark: node name}, "unmet": label}`` (``unmet``
@@ -233,6 +240,7 @@ class Runner:
                 return f"{self.topic}-{step.partition} had no leader to mark as {step.mark}"
             self.marks[step.mark] = partition_state(state, self.topic, step.partition)["leader"]
         deadline = time.monotonic() + step.timeout
+        self._drops_before = dict(self.monitor.hw_drops)
         while True:
             before = self.monitor.samples
             for f in step.do:
@@ -241,6 +249,8 @@ class Runner:
                                                                       step.partition):
                     return (f"no un-fsynced write of {self.topic}-{step.partition} was lost "
                             f"({done})")
+                if f == "crash-clients" and not (done or {}).get("crashed"):
+                    return "no client crashed"
                 if f == "request-heal" and (idle := _idle_faults(done)):
                     return f"the request fault {idle} met no request it could act on"
                 if f == "request-heal" and step.into_open_txn and not _into_open_txn(done):
@@ -300,6 +310,11 @@ class Runner:
             leader = -1 if p is None else p.get("leader", -1)
             is_it = leader < 0 if want == "none" else leader == self._node_id(want)
             if is_it == negate or (negate and leader < 0):
+                return False
+        if cond.truncated is not None:  # any sample since the step began, seen or not
+            tp = (self.topic, partition)
+            drops = self.monitor.hw_drops.get(tp, 0) - self._drops_before.get(tp, 0)
+            if (drops > 0) != cond.truncated:
                 return False
         for ref, answers in (cond.answering or {}).items():
             node = self._node_id(ref)

@@ -123,10 +123,13 @@ class Q(Lines):
         return self.invoke(process, "subscribe", value).complete(process, "ok", "subscribe", value)
 
     def commit(self, process: int, offsets: dict[int, int], *, type: str = "ok",
-               error: str | None = None) -> "Q":
-        """A manual commit op of ``key -> next offset`` (``error``: a failed one's)."""
+               error: str | None = None, epochs: dict[int, int] | None = None) -> "Q":
+        """A manual commit op of ``key -> next offset`` (``error``: a failed one's;
+        ``epochs``: key -> the leader epoch it completes with, -1 none)."""
         value = {"offsets": {str(k): o for k, o in offsets.items()}}
-        return self.invoke(process, "commit", value).complete(process, type, "commit", value,
+        done = value if epochs is None else {
+            **value, "epochs": {str(k): e for k, e in epochs.items()}}
+        return self.invoke(process, "commit", value).complete(process, type, "commit", done,
                                                               error)
 
     def share(self, process: int, records: list[tuple], *, acks: dict[int, str] | None = None,

@@ -57,6 +57,7 @@ class Client:
         self.consumer: Consumer | None = None
         self.share_consumer: ShareConsumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
+        self.epochs: dict[str, int] = {}  # key -> leader epoch of the last record polled
         self._out: list | None = None  # the completion being built; callbacks append events
         self._in_txn = False
         self._revoked_in_txn = False  # partitions revoked or lost while a transaction ran
@@ -260,6 +261,8 @@ class Client:
             key = str(self.keys.key(msg.topic(), msg.partition()))
             read.setdefault(key, []).append([msg.offset(), int(msg.value())])
             self.uncommitted[key] = msg.offset() + 1
+            epoch = msg.leader_epoch()
+            self.epochs[key] = -1 if epoch is None else epoch
         return ["poll", read]
 
     def _poll_op(self, value: list) -> Completion:
@@ -269,7 +272,12 @@ class Client:
         return "ok", self._out, None
 
     def _commit(self, value: dict) -> Completion:
-        offsets = [TopicPartition(*self.keys.tp(int(k)), off)
+        """Commit ``value["offsets"]``, each with the leader epoch of the last record polled
+        of its key, so that a member resuming from it can detect a truncation below it
+        (KIP-320; KAFKA-20507 documents what omitting it costs). Completes with the epochs
+        sent (``epochs``: key -> epoch, -1 none)."""
+        epochs = {k: self.epochs.get(k, -1) for k in value["offsets"]}
+        offsets = [TopicPartition(*self.keys.tp(int(k)), off, leader_epoch=epochs[k])
                    for k, off in value["offsets"].items()]
         try:
             done = self.consumer.commit(offsets=offsets, asynchronous=False)
@@ -283,7 +291,7 @@ class Client:
         for k, off in value["offsets"].items():
             if self.uncommitted.get(k) == off:
                 del self.uncommitted[k]
-        return "ok", value, None
+        return "ok", {**value, "epochs": epochs}, None
 
     def _share(self, value: dict) -> Completion:
         """A share-group op (``workloads.share.share_op``). One that raised is ``info`` with

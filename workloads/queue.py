@@ -150,6 +150,23 @@ class QueueWorkload:
             pass  # the transaction times out on the coordinator instead
         p.flush(0)
 
+    def crash_all(self, timeout_s: float = 30.0) -> list[int]:
+        """Crash every worker's process at its next op (a scenario's ``crash-clients``), as
+        an application restarted on every host would: each replacement subscribes afresh and
+        resumes from its group's committed offsets. Returns the slots whose crash was done
+        within ``timeout_s`` (a worker in a long op may take longer)."""
+        slots = set(range(self.s.clients))
+        with self._lock:
+            self._crash.update(slots)
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self._stop.is_set():
+            with self._lock:
+                if not self._crash & slots:
+                    break
+            time.sleep(0.05)
+        with self._lock:
+            return sorted(slots - self._crash)
+
     def _crasher(self, seed: int) -> None:
         rng = random.Random(seed)
         while not self._stop.wait(self.s.crash_interval_s):

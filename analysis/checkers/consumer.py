@@ -10,9 +10,14 @@ with it, ``docs/history-format.md``):
 - ``group-skip``: a record known to be in the log (some poll, the final reads included, read it)
   at an offset the group's consumers had started on (>= the lowest offset the group delivered)
   and below an offset the group committed, that no member ever delivered: the group moved its
-  committed position past a record it never handed to any member (at-most-once loss).
-- a record delivered by more than one op of the group's members is, by what the group had
-  committed when it came again:
+  committed position past a record it never handed to any member (at-most-once loss). A
+  record is its value at its offset: where a truncated log was refilled, the record the
+  final reads found there is the one still in the log, whatever the group read there
+  before. The group's commits above the record say whether a member resuming from one could
+  have detected a truncation (``epochless``: one was stored without its leader epoch,
+  KIP-320; KAFKA-20507).
+- a record (value at offset) delivered by more than one op of the group's members is, by
+  what the group had committed when it came again:
 
   - ``eos-duplicate``: two committed (``ok``) read-process-write transactions delivered it.
     Each commits its consumed offsets atomically with its output (``send_offsets_to_transaction``,
@@ -53,7 +58,7 @@ def delivery(h: History, v: Versions) -> DataFrame:
     delivered it), ``op_indexes`` (their invoke indexes, first 10) and ``committed`` (the
     highest offset the group had committed for the key before the last delivery began; NULL
     if none); for skips ``committed`` (the group's highest committed offset of the key) and
-    ``from_offset``.
+    ``from_offset``, ``epochless`` and ``commits_until`` (``_resumable``).
     """
     if not h.counts.get("subscribe", {}).get("ok"):  # no consumer group: nothing to scan
         return no_cases(h.ops.sparkSession)
@@ -61,33 +66,37 @@ def delivery(h: History, v: Versions) -> DataFrame:
     delivered = (v.reads.join(members, "process")
                  .select("group", "key", "offset", "value", "op",
                          (is_f("f", "txn") & is_type("type", "ok")).alias("eos")))
-    again = (delivered.groupBy("group", "key", "offset")
-             .agg(F.first("value").alias("value"), F.countDistinct("op").alias("deliveries"),
+    # a record is its value at its offset: one a truncation replaced is another record
+    again = (delivered.groupBy("group", "key", "offset", "value")
+             .agg(F.countDistinct("op").alias("deliveries"),
                   F.slice(F.array_sort(F.collect_set("op")), 1, MAX_OPS_PER_EXAMPLE)
                   .alias("op_indexes"), F.min("op").alias("first_op"),
                   F.max("op").alias("last_op"),
                   F.countDistinct(F.when(F.col("eos"), F.col("op"))).alias("committed_txns"))
              .where(F.col("deliveries") > 1))
+    epochs = F.from_json(F.get_json_object("done", "$.epochs"), "map<string,bigint>")
     commit_ops = (h.ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
-                  .select("process", "index", F.explode(F.from_json(
-                      F.get_json_object("inv", "$.offsets"), "map<string,bigint>")))
-                  .select("process", "index", F.col("key").cast("long").alias("key"),
-                          F.col("value").alias("offset")))
+                  .select("process", "op", "index", epochs.alias("epochs"), F.explode(
+                      F.from_json(F.get_json_object("inv", "$.offsets"),
+                                  "map<string,bigint>")))
+                  .select("process", "op", "index", F.col("key").cast("long").alias("key"),
+                          F.col("value").alias("offset"),
+                          (F.element_at("epochs", F.col("key")) < 0).alias("epochless")))
     # an event's commit is done by its op's completion; the events are few, so they meet
-    # the ops' completions broadcast
+    # the ops' completions broadcast. Auto-commit's events do not say which epoch they sent.
     commit_events = (h.ops.select("op", "index")
                      .join(F.broadcast(h.events.where(F.col("kind") == "committed")
                                        .select("process", "op", "key", "offset")), "op")
-                     .drop("op"))
+                     .withColumn("epochless", F.lit(None).cast("boolean")))
     commits = commit_ops.unionByName(commit_events).join(members, "process")
     committed = commits.groupBy("group", "key").agg(F.max("offset").alias("committed"))
     # what the group had committed before the last delivery of each record delivered again
-    before = (again.select("group", "key", "offset", "last_op")
+    before = (again.select("group", "key", "offset", "value", "last_op")
               .join(F.broadcast(commits.select("group", "key", F.col("index").alias("done"),
                                                F.col("offset").alias("c"))), ["group", "key"])
               .where(F.col("done") < F.col("last_op"))
-              .groupBy("group", "key", "offset").agg(F.max("c").alias("committed")))
-    again = again.join(before, ["group", "key", "offset"], "left")
+              .groupBy("group", "key", "offset", "value").agg(F.max("c").alias("committed")))
+    again = again.join(before, ["group", "key", "offset", "value"], "left")
     kind = (F.when(F.col("committed_txns") > 1, F.lit(EOS_DUPLICATE))
             .when(F.col("committed") > F.col("offset"), F.lit(GROUP_REWIND))
             .otherwise(F.lit("group-redelivery")))
@@ -95,14 +104,16 @@ def delivery(h: History, v: Versions) -> DataFrame:
     # a record some poll (a final read included) returned is in the log; only the claims
     # between a group's bounds are aggregated, not every claim of the history
     bounds = F.broadcast(committed.join(start, ["group", "key"]))  # groups x keys: small
-    skipped = (v.obs.where(F.col("read")).join(bounds, "key")
+    # of an offset that held several values (a truncated log refilled), only the one the
+    # final reads found is still in the log; the group may have delivered the other
+    skipped = (v.obs.where(F.col("read") & (~F.col("incons") | F.col("final")))
+               .join(bounds, "key")
                .where((F.col("offset") >= F.col("from_offset"))
                       & (F.col("offset") < F.col("committed")))
-               .groupBy("group", "key", "offset")
-               .agg(F.min("value").alias("value"), F.first("committed").alias("committed"),
-                    F.first("from_offset").alias("from_offset"))
-               .join(delivered.select("group", "key", "offset").distinct(),
-                     ["group", "key", "offset"], "left_anti"))
+               .select("group", "key", "offset", "value", "committed", "from_offset")
+               .join(delivered.select("group", "key", "offset", "value").distinct(),
+                     ["group", "key", "offset", "value"], "left_anti"))
+    skipped = skipped.join(_resumable(commits, skipped), ["group", "key", "offset"], "left")
     order = ["key", "offset"]
     final = F.broadcast(v.final_end.select("key", "final_op"))
     # the first delivery may have been fetched before its poll began (the client prefetches):
@@ -115,5 +126,26 @@ def delivery(h: History, v: Versions) -> DataFrame:
                   at(key="key", lo=F.least(F.coalesce("w_op", "first_op"), "first_op"),
                      hi="last_op"))
             .unionByName(cases(skipped.join(final, "key", "left"), F.lit("group-skip"), order,
-                               ["group", "key", "offset", "value", "committed", "from_offset"],
-                               at(key="key", hi="final_op"))))
+                               ["group", "key", "offset", "value", "committed", "from_offset",
+                                "epochless", "commits_until"],
+                               at(key="key", lo="commits_from", hi="final_op"))))
+
+
+def _resumable(commits: DataFrame, skipped: DataFrame) -> DataFrame:
+    """For each skipped ``group, key, offset``: the group's commits above it, from which a
+    member may have resumed past it: ``commits_from`` (the first one's invoke index),
+    ``commits_until`` (the last one's completion index) and ``epochless``: True when one of
+    them was sent without a leader epoch, NULL when one of them does not say, else False (a
+    member resuming from an offset with its epoch validates it, KIP-320)."""
+    above = (skipped.select("group", "key", "offset")
+             .join(commits.select("group", "key", F.col("offset").alias("c"), "op", "index",
+                                  "epochless"), ["group", "key"])
+             .where(F.col("c") > F.col("offset")))
+    return (above.groupBy("group", "key", "offset")
+            .agg(F.min("op").alias("commits_from"), F.max("index").alias("commits_until"),
+                 F.max(F.col("epochless").cast("int")).alias("any_epochless"),
+                 F.max(F.col("epochless").isNull().cast("int")).alias("any_unknown"))
+            .select("group", "key", "offset", "commits_from", "commits_until",
+                    F.when(F.col("any_epochless") == 1, F.lit(True))
+                    .when(F.col("any_unknown") == 1, F.lit(None))
+                    .otherwise(F.lit(False)).alias("epochless")))

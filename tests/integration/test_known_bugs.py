@@ -58,3 +58,67 @@ def test_acks1_writes_are_lost_in_a_planned_leader_move(request, tmp_path, versi
             assert e["indexes"][1] > ex["index"], ex  # the election came after the ack
         assert proc.returncode == 0
     assert leftovers() == []
+
+
+@pytest.mark.parametrize("version, client, forget", [
+    ("3.9.1", "librdkafka", True), (dist.DEFAULT_KAFKA_VERSION, "java", False),
+    (dist.DEFAULT_KAFKA_VERSION, "librdkafka", False)])
+def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, version, client,
+                                                           forget):
+    """``--scenario truncated-commit`` (KAFKA-20507, documented by apache/kafka PR 23183, no
+    fix): a group commits offsets only the leader has, an unclean election truncates the log
+    below them, every client restarts, and the group resumes from its commits once new
+    writes have refilled the truncated offsets. The workload commits each offset with its
+    leader epoch; ``--proxy-fault forget-leader-epoch`` stores it without, as a client
+    without KIP-320 does. Stripped (librdkafka, 3.9.1): the records written there after the
+    election are never delivered, each ``group-skip`` permitted by the unclean election
+    because the commit above it had no epoch. Kept, the Java client validates the offset
+    (OffsetsForLeaderEpoch) and goes back: valid. Kept, librdkafka 2.16.0 fetches it
+    unvalidated when it already knows the partition's current leader epoch (its KIP-320
+    validation runs on a leader epoch change, not on an assignment): the same skips, each
+    a violation, since the epoch was there to detect the truncation."""
+    _, args = prepare(request, "local", dist.resolve(version), [["broker", "controller"]] * 3,
+                      tmp_path / "hosts.yaml")
+    extra = ["--proxy-fault", "forget-leader-epoch"] if forget else []
+    proc = kafka_chaos("run", *args, "--scenario", "truncated-commit", "--client", client,
+                       "--kafka-version", version, "--seed", "5", *extra,
+                       "--out", str(tmp_path / "runs"))
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["scenario"]["steps_done"] == 8 and "unmet" not in facts["scenario"], facts
+    # the precondition, from the run's own record: the group had committed past an offset
+    # the election truncated (a lost write's), with the epoch of what it had read
+    ops = read_history(run_dir / "history.jsonl")
+    [crash] = [op for op in ops if op.f == "crash-clients" and op.type.value == "ok"]
+    commits = [op for op in ops if op.f == "commit" and op.type.value == "ok"]
+    before = [op.value["offsets"]["0"] for op in commits if op.index < crash.index]
+    lost = results["anomalies"]["lost-write"]
+    assert lost["count"] > 0 and lost["outcomes"]["permitted"] == lost["count"], lost
+    assert max(before) > min(ex["offset"] for ex in lost["examples"]), (before[-3:], lost)
+    assert all(e >= 0 for op in commits for e in op.value["epochs"].values())
+    skip = results["anomalies"]["group-skip"]
+    print(f"{version} {client} epochs {'stripped' if forget else 'kept'}: {skip['count']} "
+          f"group-skip, {lost['count']} lost writes, valid {results['valid']}")
+    if forget:
+        [report] = [r for op in ops if op.f == "request-heal" and op.type.value == "ok"
+                    for r in op.value["ended"] if r["fault"] == "forget-leader-epoch"]
+        assert report["forgotten"], report
+        assert skip["count"] > 0 and skip["outcomes"]["permitted"] == skip["count"], skip
+        assert skip["rule"] == "unclean-leader-election", skip
+        assert all(ex["epochless"] is True for ex in skip["examples"]), skip["examples"][:2]
+        assert results["valid"] is True and proc.returncode == 0, results["violations"]
+    elif client == "java":
+        assert skip["count"] == 0 and results["valid"] is True, skip
+        # it went back: the group read records below its last commit after the restart
+        again = [off for op in ops if op.f == "poll" and op.type.value == "ok"
+                 and op.index > crash.index for m in op.value
+                 if m[0] == "poll" and not (m[2:] and m[2].get("final"))
+                 for off, _ in m[1].get("0", [])]
+        assert again and min(again) < max(before), (min(again, default=None), max(before))
+        assert proc.returncode == 0
+    else:
+        assert skip["count"] > 0 and skip["outcomes"]["violation"] == skip["count"], skip
+        assert all(ex["epochless"] is False for ex in skip["examples"]), skip["examples"][:2]
+        assert results["valid"] is False and proc.returncode == 1
+    assert leftovers() == []

@@ -27,6 +27,9 @@ from kafka_chaos.workloads.outcomes import classify
      "choose from acks1-lagging-follower, acks1-leader-move, delayed-end-txn"),
     ({"scenario": "isr-shrink-unclean", "nemesis": ["kill"]}, "--nemesis none"),
     ({"nemesis": ["request"]}, "request faults happen in the Kafka protocol proxy; add --proxy"),
+    ({"proxy_fault": "forget-leader-epoch"}, "--proxy-fault: request faults happen in the "
+     "Kafka protocol proxy; add --proxy"),
+    ({"proxy_fault": "lose-it", "proxy": True}, "--proxy-fault 'lose-it': choose from delay"),
     ({"scenario": "isr-shrink-unclean", "acks": "1"}, "--acks all"),
     ({"txn": True, "acks": "1"}, "--acks 1 with --txn"),
     ({"txn": True, "auto_commit": True}, "commits its consumer offsets itself"),

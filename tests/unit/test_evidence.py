@@ -424,3 +424,55 @@ def test_a_leader_change_before_the_delivery_report_leaves_the_loss_unexplained(
     a = lost(result)
     assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}, a
     assert a["examples"][0]["why"] == ACK_UNKNOWN and result["valid"] == "unknown"
+
+
+def resumed_past_truncation(epochs: dict[int, int] | None, forget: dict | None = None) -> Q:
+    """Group g reads key 0 to offset 3 and commits 3 (with ``epochs``); every member
+    crashes; a forced unclean election truncates the log to offset 1, new writes refill
+    offsets 1-3, and a new member resumes from the committed offset 3: 200 and 201, at
+    offsets 1 and 2, are never delivered. ``forget``: the report of a proxy
+    ``forget-leader-epoch`` fault active over the commit."""
+    x = q(sub_via="subscribe")
+    sample(x)
+    if forget is not None:
+        x.nemesis("request-fault", {"target": "forget-leader-epoch"},
+                  {"id": 1, "fault": "forget-leader-epoch"})
+    x.subscribe(10, [0], "g").send(0, [(0, 100), (0, 101), (0, 102)])
+    x.poll(10, {0: [(0, 100), (1, 101), (2, 102)]}, events=[["assigned", [0]]])
+    x.commit(10, {0: 3}, epochs=epochs)
+    if forget is not None:
+        x.nemesis("request-heal", None, {"ended": [{"id": 1, **forget}]})
+    x.crash(10)
+    x.nemesis("elect-unclean", {"topic": T}, {"offline": [0], "elected": {"0": "OK"}})
+    sample(x)
+    x.send(1, [(0, 200), (0, 201)], offsets=[1, 2]).send(1, [(0, 202)], offsets=[3])
+    x.subscribe(11, [0], "g").poll(11, {0: [(3, 202)]}, events=[["assigned", [0]]])
+    sample(x)
+    x.final(30, 0, [(0, 100), (1, 200), (2, 201), (3, 202)]).final(30, 1, [], end=0)
+    return x.final(30, 2, [], end=0)
+
+
+def test_a_group_resuming_past_a_truncation_is_permitted_only_without_the_commits_epoch(run):
+    """KAFKA-20507: a truncation explains a group-skip only when the offset the group
+    resumed from was stored without its leader epoch; with it, KIP-320 validation finds the
+    truncation, so the skip is the client's broken promise."""
+    skips = run(resumed_past_truncation({0: 5}))["anomalies"]["group-skip"]
+    assert skips["count"] == 2 and skips["outcomes"]["violation"] == 2, skips
+    assert {e["offset"] for e in skips["examples"]} == {1, 2}  # 101, 102 were delivered
+    assert skips["examples"][0]["epochless"] is False
+    result = run(resumed_past_truncation({0: -1}))
+    skips = result["anomalies"]["group-skip"]
+    assert skips["outcomes"]["permitted"] == 2 and skips["rule"] == "unclean-leader-election"
+    assert skips["examples"][0]["epochless"] is True
+    assert skips["examples"][0]["evidence"]["event"] == "forced-unclean"
+    assert result["valid"] is True, result["violations"]
+    # the client sent the epoch, the proxy took it out
+    forgot = {"fault": "forget-leader-epoch", "forgotten": {"5": 1}}
+    skips = run(resumed_past_truncation({0: 5}, forget=forgot))["anomalies"]["group-skip"]
+    assert skips["outcomes"]["permitted"] == 2 and skips["examples"][0]["epochless"] is True
+    # a fault that took nothing out explains nothing; a commit that does not say: unknown
+    skips = run(resumed_past_truncation({0: 5}, forget={**forgot, "forgotten": {}}))
+    assert skips["anomalies"]["group-skip"]["outcomes"]["violation"] == 2
+    result = run(resumed_past_truncation(None))
+    assert result["anomalies"]["group-skip"]["outcomes"]["unexplained"] == 2
+    assert result["valid"] == "unknown"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 
-from kafka_chaos.analysis import evidence, liveness
+from kafka_chaos.analysis import evidence, judge, liveness, promises
 
 S = 1_000_000_000  # ns
 
@@ -47,7 +47,7 @@ def _hanging(samples, nemesis=(), config=None) -> dict:
 
 def test_the_bound_is_the_transaction_timeout_plus_the_abort_check_and_slack():
     assert liveness.bound_s({}) == 30.0
-    assert liveness.bound_s({"txn_timeout_ms": 60000, "broker_config": {
+    assert liveness.bound_s({"txn_timeout_ms": 60000, "broker_properties": {
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000"}}) == 71.0
 
 
@@ -105,3 +105,24 @@ def test_the_faults_it_knows_end_as_the_nemesis_packages_say():
         starts = [pkg["start"]] if isinstance(pkg["start"], str) else pkg["start"]
         for f in starts:
             assert liveness._STOP_OF.get(f) == pkg["stop"], (name, f)
+
+
+def test_an_attached_clusters_unknown_abort_check_leaves_a_finding_unexplained():
+    """A cluster the run attached to keeps its own abort check interval: a finding against
+    Kafka's default bound is unknown, not a violation, unless the run says what it is."""
+    assert liveness.doubt({"backend": "local"}) is None
+    assert "unknown" in liveness.doubt({"backend": "docker-attach"})
+    assert liveness.doubt({"backend": "ssh-attach", "broker_properties": {
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "5000"}}) is None
+    found = _hanging(_stuck(35), config={"backend": "external"})
+    assert found["count"] == 1 and "assumed Kafka's default 10000 ms" in found["doubt"]
+    config = {"backend": "external"}
+    rec = evidence.build(_rows(_stuck(35), ()), {"1": {"name": "n1"}}, config)
+    found = {liveness.NAME: liveness.hanging(rec, config)}
+    reasons = judge.judge(None, found, promises.facts_of(config, rec), rec)
+    a = found[liveness.NAME]
+    assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}, a
+    assert reasons == [f"1 hanging-transaction finding(s) unexplained: {a['doubt']}"]
+    found = {liveness.NAME: liveness.hanging(rec, {"backend": "local"})}
+    judge.judge(None, found, promises.facts_of({"backend": "local"}, rec), rec)
+    assert found[liveness.NAME]["outcomes"]["violation"] == 1

@@ -62,6 +62,7 @@ class _Monitor:
     def __init__(self, states):
         self.states = list(states)
         self.samples = 1
+        self.hw_drops: dict = {}
 
     @property
     def state(self):
@@ -131,6 +132,35 @@ def test_a_step_that_does_not_happen_ends_the_script_naming_it():
     assert seen["unmet"] == "step 1 (kill): expected answering {'L': False}"
     seen, ops = _run([_state(-1, [])], [{"mark": "L", "do": "kill"}])
     assert seen["unmet"].endswith("t-0 had no leader to mark as L") and ops == []
+
+
+def test_a_truncation_shows_below_the_highest_watermark_and_a_crash_must_crash_clients():
+    """``truncated`` counts the monitor's samples whose high watermark fell below the highest
+    before it, since the step began (one the step's wait never looked at included)."""
+    def hw(value):
+        state = _state(2, [2], (2, 3))
+        state["partitions"]["t"][0]["hw"] = value
+        return state
+    step = {"do": "elect-unclean", "until": {"leader": "not 1", "truncated": True},
+            "timeout": 0.05}
+    for drops, unmet in ((1, None), (0, "step 1 (elect-unclean): leader not 1, truncated "
+                                         "True not seen within 0.05 s")):
+        monitor = _Monitor([hw(90)])
+        monitor.hw_drops = {("t", 0): 2}
+
+        def run_op(f, v, monitor=monitor, drops=drops):  # samples taken while it ran
+            monitor.hw_drops = {("t", 0): 2 + drops}
+            monitor.advance()
+        seen = script.Runner(_Cluster(), run_op, monitor, "t", threading.Event(),
+                             lambda m: None).run(script.Script(name="x", steps=[step]))
+        assert (seen.get("unmet") or "").startswith(unmet or "") and (
+            "unmet" in seen) == (unmet is not None), seen
+    for done, unmet in (({"crashed": [0, 1]}, None), (None, "step 1 (crash-clients): no "
+                                                          "client crashed")):
+        seen = script.Runner(_Cluster(), lambda f, v: done, _Monitor([hw(1)]), "t",
+                             threading.Event(), lambda m: None).run(
+            script.Script(name="x", steps=[{"do": "crash-clients"}]))
+        assert seen.get("unmet") == unmet
 
 
 def test_a_power_loss_step_needs_lost_log_bytes_and_a_targeted_start_aims_at_its_node():

@@ -9,6 +9,7 @@ import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
@@ -38,6 +39,8 @@ final class Proc {
     boolean dead;
     /** key -> next offset polled and not committed (the generator's commit ops read it). */
     final Map<String, Long> uncommitted = new HashMap<>();
+    /** key -> leader epoch of the last record polled (-1 unknown), committed with it. */
+    final Map<String, Integer> epochs = new HashMap<>();
     /** The completion being built; rebalance callbacks (run inside poll) append events. */
     private List<Object> out;
     private boolean inTxn;
@@ -338,6 +341,7 @@ final class Proc {
                 read.computeIfAbsent(key, x -> new ArrayList<>())
                         .add(List.of(r.offset(), Long.parseLong(new String(r.value()))));
                 uncommitted.put(key, r.offset() + 1);
+                epochs.put(key, r.leaderEpoch().orElse(-1));
             }
         }
         return List.of("poll", read);
@@ -352,8 +356,15 @@ final class Proc {
     private Object[] commit(Map<String, Object> value) {
         Map<String, Object> offsets = Json.map(value.get("offsets"));
         Map<TopicPartition, OffsetAndMetadata> commits = new HashMap<>();
-        offsets.forEach((k, off) -> commits.put(s.tp(Integer.parseInt(k)),
-                new OffsetAndMetadata(Json.longValue(off))));
+        Map<String, Object> sent = new LinkedHashMap<>();
+        // the epoch of the last record read lets a member resuming from this offset detect
+        // a truncation below it (KIP-320; KAFKA-20507 for what omitting it costs)
+        offsets.forEach((k, off) -> {
+            int epoch = epochs.getOrDefault(k, -1);
+            sent.put(k, epoch);
+            commits.put(s.tp(Integer.parseInt(k)), new OffsetAndMetadata(Json.longValue(off),
+                    epoch >= 0 ? Optional.of(epoch) : Optional.empty(), ""));
+        });
         try {
             consumer.commitSync(commits, Duration.ofMillis(s.requestTimeoutMs * 3L));
         } catch (KafkaException e) {
@@ -363,7 +374,9 @@ final class Proc {
             Long mine = uncommitted.get(k);
             if (mine != null && mine == Json.longValue(off)) uncommitted.remove(k);
         });
-        return new Object[] {"ok", value, null};
+        Map<String, Object> done = new LinkedHashMap<>(value);
+        done.put("epochs", sent);
+        return new Object[] {"ok", done, null};
     }
 
     // -- transactions -------------------------------------------------------------------------
