@@ -357,10 +357,9 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     _forgotten(rec, by_op)
 
 
-def _duplicated(rec: Record, ops: list[dict]) -> None:
-    """``request-duplicated`` events from the reports of the proxy's ended ``duplicate``
-    faults, and ``duplicates_maybe`` for those whose report is missing."""
-    reported: set[int] = set()
+def _ended(ops: list[dict]) -> Iterable[tuple[dict, dict]]:
+    """``(op, report)`` of every request fault a ``request-heal`` or ``heal-all`` that
+    completed ``ok`` ended (``nemesis.requests``), in op order."""
     for r in ops:
         done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else {}
         if r["f"] == "heal-all":
@@ -368,20 +367,28 @@ def _duplicated(rec: Record, ops: list[dict]) -> None:
         elif r["f"] != "request-heal":
             continue
         for report in done.get("ended") or ():
-            if report.get("fault") != "duplicate" or report.get("undecoded"):
-                continue  # one whose partitions are unknown leaves it in duplicates_maybe
-            reported.add(report.get("id"))
-            for name, (first, last, n) in (report.get("partitions") or {}).items():
-                topic, _, p = name.rpartition("-")
-                if p.isdigit():
-                    tp = (topic, int(p))
-                    values = (report.get("values") or {}).get(name)
-                    rec.copied[(tp, report.get("id"))] = (None if values is None
-                                                          else frozenset(values))
-                    rec.events.setdefault(tp, []).append(Event(
-                        DUPLICATED, tp, rec.index_before(first), rec.index_from(last),
-                        first, last, {"requests": n, "fault": report.get("id"),
-                                      "values": None if values is None else len(values)}))
+            yield r, report
+
+
+def _duplicated(rec: Record, ops: list[dict]) -> None:
+    """``request-duplicated`` events from the reports of the proxy's ended ``duplicate``
+    faults, and ``duplicates_maybe`` for those whose report is missing."""
+    reported: set[int] = set()
+    for _, report in _ended(ops):
+        if report.get("fault") != "duplicate" or report.get("undecoded"):
+            continue  # one whose partitions are unknown leaves it in duplicates_maybe
+        reported.add(report.get("id"))
+        for name, (first, last, n) in (report.get("partitions") or {}).items():
+            topic, _, p = name.rpartition("-")
+            if p.isdigit():
+                tp = (topic, int(p))
+                values = (report.get("values") or {}).get(name)
+                rec.copied[(tp, report.get("id"))] = (None if values is None
+                                                      else frozenset(values))
+                rec.events.setdefault(tp, []).append(Event(
+                    DUPLICATED, tp, rec.index_before(first), rec.index_from(last),
+                    first, last, {"requests": n, "fault": report.get("id"),
+                                  "values": None if values is None else len(values)}))
     for r in ops:
         if r["f"] != "request-fault" or r["type"] == "fail":
             continue
@@ -397,14 +404,8 @@ def _forgotten(rec: Record, ops: list[dict]) -> None:
     completion of the heal that ended it, when its report says it took an epoch out of a
     commit; ``forgotten_maybe`` for those whose report the record lacks."""
     ended: dict[Any, tuple[int, dict]] = {}
-    for r in ops:
-        done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else {}
-        if r["f"] == "heal-all":
-            done = done.get("request") if isinstance(done.get("request"), dict) else {}
-        elif r["f"] != "request-heal":
-            continue
-        for report in done.get("ended") or ():
-            ended.setdefault(report.get("id"), (r["index"], report))
+    for r, report in _ended(ops):
+        ended.setdefault(report.get("id"), (r["index"], report))
     for r in ops:
         if r["f"] != "request-fault" or r["type"] == "fail":
             continue
