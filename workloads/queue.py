@@ -153,8 +153,9 @@ class QueueWorkload:
     def crash_all(self, timeout_s: float = 30.0) -> list[int]:
         """Crash every worker's process at its next op (a scenario's ``crash-clients``), as
         an application restarted on every host would: each replacement subscribes afresh and
-        resumes from its group's committed offsets. Returns the slots whose crash was done
-        within ``timeout_s`` (a worker in a long op may take longer)."""
+        resumes from its group's committed offsets. Returns the slots whose worker took its
+        crash as its next op within ``timeout_s`` (one in a long op may take longer; its
+        crash still comes)."""
         slots = set(range(self.s.clients))
         with self._lock:
             self._crash.update(slots)
