@@ -75,8 +75,9 @@ def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, ve
     because the commit above it had no epoch. Kept, the Java client validates the offset
     (OffsetsForLeaderEpoch) and goes back: valid. Kept, librdkafka 2.16.0 fetches it
     unvalidated when it already knows the partition's current leader epoch (its KIP-320
-    validation runs on a leader epoch change, not on an assignment): the same skips, each
-    a violation, since the epoch was there to detect the truncation."""
+    validation runs on a leader epoch change, not on an assignment), which depends on
+    timing: either it goes back (valid) or it makes the same skips, each a violation, since
+    the epoch was there to detect the truncation; never a permitted one."""
     _, args = prepare(request, "local", dist.resolve(version), [["broker", "controller"]] * 3,
                       tmp_path / "hosts.yaml")
     extra = ["--proxy-fault", "forget-leader-epoch"] if forget else []
@@ -108,17 +109,17 @@ def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, ve
         assert skip["rule"] == "unclean-leader-election", skip
         assert all(ex["epochless"] is True for ex in skip["examples"]), skip["examples"][:2]
         assert results["valid"] is True and proc.returncode == 0, results["violations"]
-    elif client == "java":
-        assert skip["count"] == 0 and results["valid"] is True, skip
+    elif skip["count"] == 0:
         # it went back: the group read records below its last commit after the restart
         again = [off for op in ops if op.f == "poll" and op.type.value == "ok"
                  and op.index > crash.index for m in op.value
                  if m[0] == "poll" and not (m[2:] and m[2].get("final"))
                  for off, _ in m[1].get("0", [])]
         assert again and min(again) < max(before), (min(again, default=None), max(before))
-        assert proc.returncode == 0
-    else:
-        assert skip["count"] > 0 and skip["outcomes"]["violation"] == skip["count"], skip
+        assert results["valid"] is True and proc.returncode == 0, results["violations"]
+    else:  # librdkafka 2.16.0 did not validate (skips in 5 of the first 7 runs here)
+        assert client == "librdkafka", skip
+        assert skip["outcomes"]["violation"] == skip["count"], skip
         assert all(ex["epochless"] is False for ex in skip["examples"]), skip["examples"][:2]
         assert results["valid"] is False and proc.returncode == 1
     assert leftovers() == []
