@@ -81,7 +81,7 @@ class Monitor:
         #: (topic, partition) -> the highest high watermark a sample has shown of it, and
         #: how many samples showed one below the highest before them (the log truncated
         #: below records consumers could read: a scenario's ``truncated`` condition)
-        self.hw_peak: dict[tuple[str, int], int] = {}
+        self._hw_peak: dict[tuple[str, int], int] = {}
         self.hw_drops: dict[tuple[str, int], int] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -167,11 +167,13 @@ class Monitor:
         with self._changed:
             for topic, parts in (state.get("partitions") or {}).items():
                 for p in parts:
-                    if isinstance(p.get("hw"), int):
-                        tp = (topic, p["partition"])
-                        if p["hw"] < self.hw_peak.get(tp, p["hw"]):
-                            self.hw_drops[tp] = self.hw_drops.get(tp, 0) + 1
-                        self.hw_peak[tp] = max(self.hw_peak.get(tp, p["hw"]), p["hw"])
+                    hw, tp = p.get("hw"), (topic, p["partition"])
+                    if not isinstance(hw, int):
+                        continue
+                    if hw < self._hw_peak.get(tp, hw):
+                        self.hw_drops[tp] = self.hw_drops.get(tp, 0) + 1
+                    else:
+                        self._hw_peak[tp] = hw
             self.latest = state
             self.samples += 1
             self._changed.notify_all()

@@ -35,6 +35,7 @@ These are consumer-side: the record is in the log, so they are reported apart fr
 from __future__ import annotations
 
 from pyspark.sql import DataFrame
+from pyspark.sql import Window
 from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases, no_cases
@@ -136,16 +137,30 @@ def _resumable(commits: DataFrame, skipped: DataFrame) -> DataFrame:
     member may have resumed past it: ``commits_from`` (the first one's invoke index),
     ``commits_until`` (the last one's completion index) and ``epochless``: True when one of
     them was sent without a leader epoch, NULL when one of them does not say, else False (a
-    member resuming from an offset with its epoch validates it, KIP-320)."""
-    above = (skipped.select("group", "key", "offset")
-             .join(commits.select("group", "key", F.col("offset").alias("c"), "op", "index",
-                                  "epochless"), ["group", "key"])
-             .where(F.col("c") > F.col("offset")))
-    return (above.groupBy("group", "key", "offset")
-            .agg(F.min("op").alias("commits_from"), F.max("index").alias("commits_until"),
-                 F.max(F.col("epochless").cast("int")).alias("any_epochless"),
-                 F.max(F.col("epochless").isNull().cast("int")).alias("any_unknown"))
+    member resuming from an offset with its epoch validates it, KIP-320).
+
+    One running aggregate per group and key, down the offsets (a skip sorted before the
+    commits of its own offset), rather than a join of every skip with every commit above
+    it: both can number in the hundreds of thousands in a long run."""
+    none = F.lit(None).cast("long")
+    rows = (commits.select("group", "key", "offset", "op", "index",
+                           F.col("epochless").cast("int").alias("bare"),
+                           F.col("epochless").isNull().cast("int").alias("unsaid"),
+                           F.lit(1).alias("commit"))
+            .unionByName(skipped.select("group", "key", "offset").distinct()
+                         .select("group", "key", "offset", none.alias("op"),
+                                 none.alias("index"), F.lit(None).cast("int").alias("bare"),
+                                 F.lit(None).cast("int").alias("unsaid"),
+                                 F.lit(0).alias("commit"))))
+    above = (Window.partitionBy("group", "key").orderBy(F.desc("offset"), "commit")
+             .rowsBetween(Window.unboundedPreceding, Window.currentRow))
+    return (rows.select("group", "key", "offset", "commit",
+                        F.min("op").over(above).alias("commits_from"),
+                        F.max("index").over(above).alias("commits_until"),
+                        F.max("bare").over(above).alias("bare"),
+                        F.max("unsaid").over(above).alias("unsaid"))
+            .where(F.col("commit") == 0)
             .select("group", "key", "offset", "commits_from", "commits_until",
-                    F.when(F.col("any_epochless") == 1, F.lit(True))
-                    .when(F.col("any_unknown") == 1, F.lit(None))
+                    F.when(F.col("bare") == 1, F.lit(True))
+                    .when(F.col("unsaid") == 1, F.lit(None))
                     .otherwise(F.lit(False)).alias("epochless")))
