@@ -39,6 +39,18 @@ Event kinds (``Event.kind``), per topic-partition:
   (how many), ``fault`` (its id), ``values`` (how many record values the proxy read in
   them; None when it could not read them all). The values themselves are in
   ``Record.copied``.
+- ``late-produce``: a Produce request writing to the partition that a proxy fault kept
+  (``hold``, ``delay``, ...) reached its broker after its client's later EndTxn or
+  InitProducerId had, and the leader appended it (its answer for the partition, in the
+  proxy's report, was no error): a write of a transaction its client had ended or fenced
+  (KIP-890's hanging transaction). Located by the proxy's forwarding time. ``facts``: ``fault`` (its
+  id), ``client``, ``received_s`` (when the proxy got it), ``after`` (the client's requests
+  that overtook it, of those two).
+- ``lso-stuck``: a ``hanging-transaction`` finding (``analysis.liveness``, which adds these
+  once it has judged the monitor's samples): the partition's last stable offset stayed at one
+  offset below its high watermark from ``lo`` to ``hi`` (``END`` when that lasted to the
+  partition's last sample). ``facts``: ``lso``, ``written`` (``[lo, hi]``: the samples
+  between which that offset was written, ``liveness.hanging``'s window).
 """
 
 from __future__ import annotations
@@ -59,6 +71,7 @@ END = 2**62
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
 DUPLICATED = "request-duplicated"
+LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
 #: The proxy fault that strips committed offsets of their leader epoch.
 FORGET = "forget-leader-epoch"
 
@@ -99,7 +112,7 @@ class Event:
         facts = {k: _named(v, names) if k in _NODE_FACTS else v for k, v in self.facts.items()}
         return {"event": self.kind, "partition": f"{self.tp[0]}-{self.tp[1]}",
                 "at_s": [round(self.lo_ns / 1e9, 3), round(self.hi_ns / 1e9, 3)],
-                "indexes": [self.lo, self.hi], **facts}
+                "indexes": [self.lo, None if self.hi >= END else self.hi], **facts}
 
 
 _NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed")
@@ -137,7 +150,10 @@ class Record:
     ns, completion time ns or None)`` of every nemesis op, in order. ``forgotten``: ``[lo,
     hi]`` stretches in which a proxy ``forget-leader-epoch`` fault was active that took the
     leader epoch out of some commit (KAFKA-20507); ``forgotten_maybe``: those of such faults
-    whose report the record lacks.
+    whose report the record lacks. ``late_maybe``: ``[lo, hi]`` stretches of proxy faults
+    that kept more Produce requests than their reports list one by one, or whose report the
+    record lacks (a late Produce may have reached any partition then), and the moments a
+    late Produce was forwarded whose answer the report lacks.
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -157,6 +173,7 @@ class Record:
     nemesis: list[tuple[int, str, int, int | None]] = dataclasses.field(default_factory=list)
     forgotten: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    late_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
 
     def index_before(self, t_ns: int) -> int:
         """The last index of the record's ops at or before time ``t_ns``, or 0."""
@@ -355,6 +372,7 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
             _power_loss(rec, r, done, ids, states)
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
+    _late(rec, by_op)
 
 
 def _ended(ops: list[dict]) -> Iterable[tuple[dict, dict]]:
@@ -417,6 +435,53 @@ def _forgotten(rec: Record, ops: list[dict]) -> None:
             rec.forgotten_maybe.append((r["op"], END))
         elif end[1].get("forgotten"):
             rec.forgotten.append((r["op"], end[0]))
+
+
+#: The proxy faults that forward a request later than it came (``nemesis.proxy.faults``).
+_KEEPING = ("delay", "hold", "reorder", "bandwidth")
+#: A client's requests that end its transaction or its producer epoch (KIP-98, KIP-360).
+_ENDING = ("EndTxn", "InitProducerId")
+
+
+def _late(rec: Record, ops: list[dict]) -> None:
+    """``late-produce`` events from the listed requests of ended proxy faults, and
+    ``late_maybe`` for faults that kept Produce requests their reports do not list or whose
+    report the record lacks, and for late ones the leader's answer to is not recorded."""
+    reported: set[Any] = set()
+    for r, report in _ended(ops):
+        if report.get("fault") not in _KEEPING:
+            continue
+        listed = report.get("requests") or []
+        if (report.get("by_api") or {}).get("Produce", 0) <= len(
+                [q for q in listed if q.get("api") == "Produce"]):
+            reported.add(report.get("id"))
+        for q in listed:
+            at, after = q.get("forwarded_ns"), sorted(set(q.get("overtaken_by") or ()) &
+                                                       set(_ENDING))
+            if q.get("api") != "Produce" or at is None or not after:
+                continue
+            for name in q.get("partitions") or ():
+                topic, _, p = name.rpartition("-")
+                answer = (q.get("errors") or {}).get(name)
+                if not p.isdigit() or answer not in ("none", None):
+                    continue  # the leader refused it
+                if answer is None:  # no answer recorded: it may have been appended
+                    rec.late_maybe.append((rec.index_before(at), rec.index_from(at)))
+                    continue
+                tp = (topic, int(p))
+                rec.events.setdefault(tp, []).append(Event(
+                    LATE_PRODUCE, tp, rec.index_before(at), rec.index_from(at), at, at,
+                    {"fault": report.get("id"), "client": q.get("client"),
+                     "received_s": round((q.get("received_ns") or 0) / 1e9, 3),
+                     "after": after}))
+    for r in ops:
+        if r["f"] != "request-fault" or r["type"] == "fail":
+            continue
+        asked = r["inv"] or {}
+        kind = (asked.get("request") or {}).get("fault") or asked.get("target")
+        if kind in _KEEPING and (r["type"] != "ok" or (r["done"] or {}).get("id")
+                                 not in reported):
+            rec.late_maybe.append((r["op"], END))
 
 
 def _scope(r: dict) -> str:

@@ -173,6 +173,13 @@ _EVIDENCE: dict[str, Callable[[dict], str]] = {
                              f"{_when(e)} ({sum(e['bytes'].values())} bytes of its log lost), "
                              f"which had every replica of its ISR and ELR "
                              f"{_nodes(e.get('needed'))}"),
+    "request-duplicated": lambda e: (f"{e['requests']} Produce request(s) of {e['partition']} "
+                                     f"sent twice by the proxy {_when(e)}"),
+    "late-produce": lambda e: (f"a Produce of {e['client']} to {e['partition']} the proxy "
+                               f"kept from {e['received_s']} s and forwarded {_when(e)}, after "
+                               f"its client's {' and '.join(e['after'])}"),
+    "lso-stuck": lambda e: (f"the hanging transaction of {e['partition']} at offset {e['lso']} "
+                            f"from {e['at_s'][0]} s"),
 }
 
 

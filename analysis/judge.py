@@ -18,7 +18,7 @@ from pyspark.sql import functions as F
 from kafka_chaos.analysis import evidence, promises
 from kafka_chaos.analysis.checkers.common import MAX_EXAMPLES
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import CYCLE_ANOMALIES
+from kafka_chaos.analysis.names import CYCLE_ANOMALIES, HANGING_TXN
 from kafka_chaos.analysis.remote import is_url
 from kafka_chaos.history import MONITOR, NEMESIS
 
@@ -149,7 +149,7 @@ def _summarise(a: dict[str, Any], counts: Counter, rules: Counter) -> None:
 def _cases(h: History, name: str, a: dict[str, Any], cases: list, facts: dict[str, Any],
            rec: evidence.Record, lookups: dict[str, Any]) -> list[str]:
     """Judge the collected ``cases`` of one anomaly; returns unknown reasons."""
-    keys = ((h.header or {}).get("keys")) or {}
+    keys = ((h.header or {}).get("keys") or {}) if h is not None else {}
     counts, rules = Counter(), Counter()
     picked: dict[str, list[dict]] = {o: [] for o in _OUTCOME_ORDER}
     blind: list[tuple] = []
@@ -235,7 +235,10 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
     """The ``promises.Case`` of one collected case (``at``: ``checkers.common.AT``). A lost
     write whose send recorded when it was acknowledged (``ack_ns``) has its window begin at
     the record's first op at or after that time, not at its op's completion: one slow send
-    keeps a whole op open for up to ``delivery.timeout.ms``."""
+    keeps a whole op open for up to ``delivery.timeout.ms``. A ``hanging-transaction``'s
+    window comes whole from ``analysis.liveness`` (monitor samples)."""
+    if name == HANGING_TXN:
+        return promises.Case(tuple(at["tp"]), at["lo"], at["hi"])
     key = at.get("key")
     tp = keys.get(str(key)) if key is not None else None
     done, f = lookups["done"], lookups["f"]
@@ -261,7 +264,9 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          writer_f=f.get(at.get("writer")),
                          fenced=_FENCED.get(ex.get("ended_by"), False),
                          state_write_failed=bool(ex.get("state_write_failed")),
-                         epochless=_epochless(ex, lo, rec) if name == "group-skip" else False)
+                         epochless=_epochless(ex, lo, rec) if name == "group-skip" else False,
+                         offset=ex.get("offset") if name == "unseen" else None,
+                         read_to=ex.get("final_end") if name == "unseen" else None)
 
 
 def _epochless(ex: dict, lo: int, rec: evidence.Record) -> bool | None:
@@ -287,6 +292,8 @@ def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
     ((writer op, value) of a lost or unseen write -> its ``ack_ns``, where recorded)."""
     ops, polled, writers = set(), [], set()
     for name, a in judged.items():
+        if name == HANGING_TXN:  # its windows are sample indexes, not ops
+            continue
         for ex, at in a["cases"]:
             ops.update(x for x in (at.get("hi"), at.get("writer")) if x is not None)
             if name in _TO_READ and at.get("hi") is None and ex.get("covered_by"):

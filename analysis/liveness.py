@@ -97,22 +97,36 @@ def _quiet_ns(lo: int, hi: int, spans: list[tuple[float, float]]) -> float:
     return (hi - lo) - covered
 
 
+def _written(samples: list[tuple[int, int, int, int]], offset: int) -> dict[str, int]:
+    """``{"lo", "hi"}``: the indexes of the last of ``samples`` whose HW was at or below
+    ``offset`` and of the next one (0 and the first one's when none was)."""
+    j = max((k for k, s in enumerate(samples) if s[2] <= offset), default=-1)
+    return {"lo": samples[j][0] if j >= 0 else 0, "hi": samples[j + 1][0]}
+
+
 def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
     """The cases of ``hanging-transaction``: ``{"count": n, "examples": [...]}``, one per
     partition and stuck offset, each ``{"partition": "t-p", "lso", "hw" (at the last sample
     of the stretch), "at_s": [first, last sample seconds], "indexes": [first, last sample
     index], "quiet_s" (of it with no fault active), "bound_s"}``, and ``doubt`` (``doubt``)
-    when there are findings the bound may not hold for.
+    when there are findings the bound may not hold for; else ``cases``, each finding with
+    its window for the promises table (``{"tp", "lo", "hi"}``): when the stuck offset was
+    written, from the last sample before the stretch whose HW was at or below it to the next
+    sample (whose HW was above it). The event that made the LSO stop must lie there.
+    Each finding is also added to ``rec`` as an ``lso-stuck`` event (``hi`` ``END`` when it
+    lasted to the partition's last sample): the final reads' view of the partition ends
+    there.
 
     A stretch is consecutive samples of the partition (none further apart than
     ``evidence.MAX_BLIND_NS``: where the monitor did not see it, nothing is claimed) whose
     LSO is one offset below their HW."""
     spans = disturbed(rec.nemesis)
     limit = bound_s(config)
-    examples = []
+    examples, cases = [], []
     for tp, samples in sorted(rec.offsets.items()):
         stretch: list[tuple[int, int, int, int]] = []
-        for sample in samples + [None]:  # type: ignore[list-item]
+        start = 0  # the position in ``samples`` of the stretch's first sample
+        for i, sample in enumerate(samples + [None]):  # type: ignore[list-item]
             keeps = (sample is not None and sample[3] < sample[2] and stretch
                      and sample[3] == stretch[0][3]
                      and sample[1] - stretch[-1][1] <= ev.MAX_BLIND_NS)
@@ -122,13 +136,23 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
             if len(stretch) > 1:
                 quiet = _quiet_ns(stretch[0][1], stretch[-1][1], spans) / 1e9
                 if quiet > limit:
-                    examples.append({
+                    example = {
                         "partition": f"{tp[0]}-{tp[1]}", "lso": stretch[0][3],
                         "hw": stretch[-1][2], "indexes": [stretch[0][0], stretch[-1][0]],
                         "at_s": [round(stretch[0][1] / 1e9, 3), round(stretch[-1][1] / 1e9, 3)],
-                        "quiet_s": round(quiet, 3), "bound_s": limit})
+                        "quiet_s": round(quiet, 3), "bound_s": limit}
+                    examples.append(example)
+                    written = _written(samples[:start + 1], stretch[0][3])
+                    cases.append((example, {"tp": tp, **written}))
+                    rec.events.setdefault(tp, []).append(ev.Event(
+                        ev.LSO_STUCK, tp, stretch[0][0], ev.END if sample is None else
+                        stretch[-1][0], stretch[0][1], stretch[-1][1],
+                        {"lso": stretch[0][3], "written": [written["lo"], written["hi"]]}))
+            start = i
             stretch = [sample] if sample is not None and sample[3] < sample[2] else []
     out: dict[str, Any] = {"count": len(examples), "examples": examples}
     if examples and (why := doubt(config)):
         out["doubt"] = why
+    elif examples:
+        out["cases"] = cases
     return out

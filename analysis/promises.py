@@ -32,7 +32,7 @@ import dataclasses
 from typing import Any, Callable
 
 from kafka_chaos.analysis import evidence as ev
-from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
+from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND, HANGING_TXN,
                                         SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
                                         SHARE_REDELIVERY)
 
@@ -45,6 +45,8 @@ TRUNCATION = ("lost-write", "unseen", "inconsistent-offsets", "duplicate", "nonm
               "int-nonmonotonic-poll", "group-skip", GROUP_REWIND, EOS_DUPLICATE)
 
 PERMITTED, VIOLATION, UNEXPLAINED = "permitted", "violation", "unexplained"
+#: The broker config of KIP-890's first part (Kafka 3.6+, on by default).
+VERIFICATION = "transaction.partition.verification.enable"
 #: Why a finding the record is not blind on is still unexplained (``judge_case``'s ``why``).
 UNSETTLED = "the record holds an event there whose outcome it cannot settle"
 #: Why a finding is unexplained when a rule's condition on the finding itself cannot be told
@@ -76,7 +78,8 @@ class Case:
     op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
     ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
     stored without a leader epoch (sent without one, or the proxy took it out; None: the
-    record cannot tell).
+    record cannot tell). ``offset``: an ``unseen`` record's offset, ``read_to`` the offset
+    at which the final reads of its partition ended (None unknown).
     """
 
     tp: tuple[str, int] | None
@@ -90,6 +93,8 @@ class Case:
     sent: tuple[int, int] | None = None
     value: int | None = None
     epochless: bool | None = False
+    offset: int | None = None
+    read_to: int | None = None
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -194,6 +199,36 @@ def _proxy_duplicated_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
                 None)
 
 
+def _late_produce(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Produce requests of the partition a proxy fault kept until after their client had
+    ended or fenced the transaction, forwarded within the window (for a stuck LSO: between
+    the last sample before it and the first that shows it)."""
+    return rec.of(c.tp, ev.LATE_PRODUCE, c.lo, c.hi)
+
+
+def _late_produce_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A proxy fault that kept Produce requests its report does not list, in the window."""
+    return next(((a, b, None, None) for a, b in rec.late_maybe if a <= c.hi and c.lo <= b),
+                None)
+
+
+def _hung_below(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """For an ``unseen`` record: a stuck LSO of its partition, itself explained by a late
+    Produce, at or below the record's offset, where the final reads ended (``read_to``),
+    still stuck when they began: the record is in the log, past what read_committed reads."""
+    if c.offset is None or c.read_to is None:
+        return []
+    return [e for e in rec.of(c.tp, ev.LSO_STUCK, 0, ev.END)
+            if e.facts["lso"] == c.read_to <= c.offset and e.hi >= c.hi
+            and _late_produce(rec, dataclasses.replace(c, lo=e.facts["written"][0],
+                                                        hi=e.facts["written"][1]))]
+
+
+def _verification_off(c: dict) -> bool:
+    props = c.get("broker_properties") or {}
+    return str(props.get(VERIFICATION, "true")).lower() == "false"
+
+
 def _retrying_without_idempotence(c: dict) -> bool:
     return not c.get("idempotence") and int(c.get("retries", 0)) > 0
 
@@ -273,6 +308,25 @@ RULES: tuple[Rule, ...] = (
          "etc., may write duplicates of the retried message in the stream.",
          writer=_plain_producer, evidence=_proxy_duplicated, doubt=_proxy_duplicated_maybe,
          mechanism="a Produce request of the partition sent twice by the proxy"),
+    Rule("no-partition-verification", (HANGING_TXN,), _verification_off,
+         "transaction.partition.verification.enable=false: a Produce of a transaction its "
+         "client had already ended or fenced, kept by the proxy, reached the partition's "
+         "leader, which appended it as a new transaction no coordinator knows of, so no "
+         "marker ends it; read_committed reads stop at it (a hanging transaction)",
+         "Kafka broker configs, `transaction.partition.verification.enable`; KIP-890",
+         "Enable verification that checks that the partition has been added to the "
+         "transaction before writing transactional records to the partition",
+         evidence=_late_produce, doubt=_late_produce_maybe,
+         mechanism="a Produce of an ended transaction forwarded late by the proxy"),
+    Rule("read-committed-behind-hanging-transaction", ("unseen",), _verification_off,
+         "the record is in its partition's log above a hanging transaction that "
+         "no-partition-verification permits (its stuck LSO is where the final reads ended): "
+         "read_committed consumers read nothing past the last stable offset",
+         "Kafka consumer configs, `isolation.level`; KIP-890",
+         "In particular any messages appearing after messages belonging to ongoing "
+         "transactions will be withheld until the relevant transaction has been completed.",
+         evidence=_hung_below,
+         mechanism="a hanging transaction below the record where the final reads ended"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "the value's producer retried without idempotence",
          "Kafka producer configs, `enable.idempotence`; KIP-98",

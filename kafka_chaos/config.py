@@ -213,6 +213,11 @@ class RunConfig(BaseModel):
                         "(transactional.id producers, read-process-write).")
     abort_p: float = setting(0.0, section="workload", ge=0, le=1,
                              help="Share of transactions aborted on purpose.")
+    txn_ids: Literal["slot", "process"] = setting(
+        "slot", section="workload", report=True,
+        help="--txn: whose transactional.id a producer has: its worker slot's (a restarted "
+        "process fences its predecessor, KIP-98) or its process's own (a crashed process's "
+        "id is never used again, as when the id names a host or pod).")
     isolation_level: Literal["read_committed", "read_uncommitted"] = setting(
         "read_committed", section="workload", prop="isolation.level", label="isolation.level",
         shown=True, report=True, help="Consumers' isolation.level: read_committed or "
@@ -395,6 +400,8 @@ class RunConfig(BaseModel):
                              "offsets itself (send_offsets_to_transaction)")
         if self.abort_p and not self.txn:
             raise ValueError("--abort-p needs --txn")
+        if self.txn_ids != "slot" and not self.txn:
+            raise ValueError("--txn-ids needs --txn")
         if self.topics > self.keys:
             raise ValueError(f"--topics {self.topics} exceeds --keys {self.keys}")
         # an attached cluster's brokers are counted once it answers (kafka_chaos.attach)
@@ -541,7 +548,7 @@ class RunConfig(BaseModel):
             clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],
             mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
             sub_p=self.sub_p, group_protocol=self.group_protocol, txn=self.txn,
-            abort_p=self.abort_p, share_lock_ms=self.share_lock_ms,
+            abort_p=self.abort_p, txn_ids=self.txn_ids, share_lock_ms=self.share_lock_ms,
             crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
             client=self.client, client_version=self.client_version or self.kafka_version,
             acks=self.acks, idempotence=bool(self.idempotence), retries=self.retries,

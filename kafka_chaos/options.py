@@ -93,14 +93,21 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
 def scenario_settings(fields: dict[str, Any], given: set[str],
                       announce: Callable[[str], None]) -> dict[str, Any]:
     """Apply the scenario's settings to ``fields`` except those the user gave (command line,
-    plan or comparison cell), announcing each; returns the settings applied. Raises
+    plan or comparison cell), announcing each; a mapping (``broker_properties``) is merged,
+    the user's value winning per key. Returns the settings applied. Raises
     ``ValueError`` for a setting that is no run option."""
     applied = {}
     name = fields["scenario"]
     for field, value in load_scenario(name).settings.items():
         if field not in RunConfig.model_fields or field.startswith("scenario"):
             raise ValueError(f"--scenario {name}: settings.{field} is no run option")
-        if field in given and fields.get(field) != value:
+        if field in given and isinstance(value, dict) and isinstance(fields.get(field), dict):
+            # properties (broker_properties): the scenario's, and the user's where both set one
+            for key in sorted(k for k in value if fields[field].get(k, value[k]) != value[k]):
+                announce(f"[yellow]scenario {name}[/]: keeping your {key}={fields[field][key]} "
+                         f"(the scenario sets {value[key]}; its preconditions may not happen)")
+            value = {**value, **fields[field]}
+        elif field in given and fields.get(field) != value:
             announce(f"[yellow]scenario {name}[/]: keeping your {option_of(field)} "
                      f"{fields[field]} (the scenario sets {value}; its preconditions may not "
                      "happen)")

@@ -26,7 +26,8 @@ A ``request-fault`` step gives the fault in ``request`` (``nemesis.proxy.faults`
 needs ``--proxy``). The ``request-heal`` that ends it is unmet when the fault acted on no
 request, and, with ``into_open_txn: true``, when no request it kept reached its broker while
 its client's next transaction was open (a delayed EndTxn applied to the wrong transaction,
-KAFKA-17754).
+KAFKA-17754), with ``after_txn_end: true``, when no Produce it kept reached its broker after
+its client had ended or fenced that transaction (a hanging transaction, KIP-890).
 
 Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
 of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
@@ -99,6 +100,7 @@ class Step(BaseModel):
     retry_every: float | None = Field(None, gt=0)
     request: RequestFault | None = None
     into_open_txn: bool = False
+    after_txn_end: bool = False
     loss: float | None = Field(None, gt=0, lt=1)
 
     @model_validator(mode="before")
@@ -115,9 +117,10 @@ class Step(BaseModel):
         if unknown:
             raise ValueError(f"do: unknown fault {unknown[0]!r}; choose from "
                              f"{', '.join(sorted(known))}")
-        if self.into_open_txn and "request-heal" not in self.do:
-            raise ValueError("into_open_txn goes with do: request-heal (what the ended faults "
-                             "must show)")
+        for flag in ("into_open_txn", "after_txn_end"):
+            if getattr(self, flag) and "request-heal" not in self.do:
+                raise ValueError(f"{flag} goes with do: request-heal (what the ended faults "
+                                 "must show)")
         if ("request-fault" in self.do) != (self.request is not None):
             raise ValueError("request goes with do: request-fault, and it needs one (the "
                              "fault: {fault: delay, apis: [EndTxn], delay_ms: 5000, ...})")
@@ -256,6 +259,9 @@ class Runner:
                 if f == "request-heal" and step.into_open_txn and not _into_open_txn(done):
                     return ("no request the faults kept reached its broker while its "
                             "client's next transaction was open")
+                if f == "request-heal" and step.after_txn_end and not _after_txn_end(done):
+                    return ("no Produce the faults kept reached its broker after its "
+                            "client had ended or fenced the transaction")
             if step.expect is not None:
                 state = self.monitor.wait_for(lambda s: self.monitor.samples > before, 5.0,
                                               self.stop)
@@ -353,6 +359,19 @@ def _into_open_txn(done: Any) -> bool:
             seen = q.get("overtaken_by") or {}
             began = max(seen.get("AddPartitionsToTxn", -1), seen.get("Produce", -1))
             if began >= 0 and seen.get("EndTxn", -1) < began:
+                return True
+    return False
+
+
+def _after_txn_end(done: Any) -> bool:
+    """Whether a Produce some ended fault kept reached its broker after its client had
+    ended its transaction (a later EndTxn) or begun a new producer epoch (a later
+    InitProducerId): a write of a transaction its coordinator no longer has open, the
+    hanging transaction of KIP-890."""
+    for r in (done or {}).get("ended") or ():
+        for q in r.get("requests") or ():
+            seen = q.get("overtaken_by") or {}
+            if q.get("api") == "Produce" and ("EndTxn" in seen or "InitProducerId" in seen):
                 return True
     return False
 

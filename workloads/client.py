@@ -29,8 +29,9 @@ class Client:
 
     Args:
         process: the Jepsen process id (recorded by the caller).
-        slot: the worker thread it runs on; a transactional producer uses ``kc-txn-<slot>`` so
-            that a replacement process fences its dead predecessor (KIP-98 zombie fencing).
+        slot: the worker thread it runs on; a transactional producer's id is the slot's
+            (``WorkloadSettings.transactional_id``), so that a replacement process fences its
+            dead predecessor (KIP-98 zombie fencing), or the process's own.
         bootstrap, settings, keys: where and how to connect, and the key -> partition map.
         rng: decides which transactions are aborted on purpose (``abort_p``).
         clock: ns on the history's clock (``HistoryWriter.now_ns``): when each delivery
@@ -51,7 +52,7 @@ class Client:
         #: names the process in every request it sends (a proxy, a broker's request log)
         self.client_id = f"{settings.ids}-p{process}"
         self.producer = Producer({**settings.producer_config(
-            bootstrap, f"{settings.ids}-txn-{slot}" if settings.txn else None),
+            bootstrap, settings.transactional_id(process, slot)),
             "client.id": self.client_id})
         self._txn_ready = False
         self.consumer: Consumer | None = None

@@ -220,7 +220,8 @@ class JavaClient:
         self._timeout_s = (s.delivery_timeout_ms + 5 * s.txn_timeout_ms) / 1000 + 30
         self._unopened: str | None = None
         try:
-            driver.call({"op": "open", "process": process, "slot": slot}, timeout_s=60)
+            driver.call({"op": "open", "process": process,
+                         "txn_id": s.transactional_id(process, slot)}, timeout_s=60)
         except JavaClientError as exc:  # its ops end info; the driver has failed
             self._unopened = str(exc)[:200]
             driver.failed = driver.failed or f"process {process} could not start: {exc}"

@@ -53,6 +53,7 @@ class QueueWorkload:
         self._rng = random.Random(seed)
         self._crash: set[int] = set()
         self._live: dict[int, Client | JavaClient | ChildClient] = {}
+        self._txn_ids: set[str] = set()  # every transactional.id a process has opened
         self.counts = {"ok": 0, "fail": 0, "info": 0, "acked": 0}
         self.java: JavaDriver | None = None
         #: why a process's clients could not be made in a child process (its worker then
@@ -106,9 +107,10 @@ class QueueWorkload:
         """Stop the workers (each finishes its op in flight), then end every client (``end``:
         share consumers close, the rest is dropped; waiting at most ``DROP_WAIT_S``).
 
-        With transactions, every worker's ``transactional.id`` is fenced by a fresh producer
-        (``init_transactions``), which aborts any transaction a dead process left open, so that
-        ``read_committed`` final reads are not held back by it until ``transaction.timeout.ms``.
+        With transactions, every ``transactional.id`` a process opened is fenced by a fresh
+        producer (``init_transactions``), which aborts any transaction a dead process left
+        open, so that ``read_committed`` final reads are not held back by it until
+        ``transaction.timeout.ms``.
         """
         self._stop.set()
         wait = (self.s.delivery_timeout_ms + self.s.txn_timeout_ms) / 1000 + 10
@@ -129,8 +131,10 @@ class QueueWorkload:
         if self.java is not None:
             self.java.close()
         if self.s.txn:
-            fences = [threading.Thread(target=self._fence, args=(slot,), daemon=True)
-                      for slot in range(self.s.clients)]
+            with self._lock:
+                ids = sorted(self._txn_ids)
+            fences = [threading.Thread(target=self._fence, args=(txn_id,), daemon=True)
+                      for txn_id in ids]
             for t in fences:
                 t.start()
             deadline = time.monotonic() + self.s.txn_timeout_ms / 1000 + 5
@@ -142,8 +146,8 @@ class QueueWorkload:
         with self._lock:
             return next(self._processes)
 
-    def _fence(self, slot: int) -> None:
-        p = Producer(self.s.producer_config(self.bootstrap, f"{self.s.ids}-txn-{slot}"))
+    def _fence(self, txn_id: str) -> None:
+        p = Producer(self.s.producer_config(self.bootstrap, txn_id))
         try:
             p.init_transactions(self.s.txn_timeout_ms / 1000)
         except KafkaException:
@@ -188,6 +192,9 @@ class QueueWorkload:
             client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
                             clock=self.history.now_ns)
         self._live[slot] = client
+        if self.s.txn:
+            with self._lock:
+                self._txn_ids.add(self.s.transactional_id(process, slot))
         return client
 
     def _start(self, process: int, slot: int, rng: random.Random

@@ -14,7 +14,8 @@ class WorkloadSettings:
     each op is a ``send`` of ``mops_min..mops_max`` values, a ``poll``, or with ``txn`` one
     transaction of that many send/poll micro-ops (each a poll with ``poll_p``); ``sub_p`` of
     the ops re-assign / re-subscribe (``sub_via``); ``abort_p`` of the transactions are aborted
-    on purpose; every ``crash_interval_s`` (0: never) one client is dropped without closing.
+    on purpose, and ``txn_ids`` says whose the transactional ids are (``transactional_id``);
+    every ``crash_interval_s`` (0: never) one client is dropped without closing.
 
     Producer (librdkafka names): ``acks``, ``idempotence`` (``enable.idempotence``, KIP-98),
     ``retries``, ``max_in_flight`` (``max.in.flight.requests.per.connection``),
@@ -50,6 +51,7 @@ class WorkloadSettings:
     sub_p: float = 0.02
     group_protocol: str = "classic"
     txn: bool = False
+    txn_ids: str = "slot"
     abort_p: float = 0.0
     crash_interval_s: float = 0.0
     acks: str = "all"
@@ -80,6 +82,16 @@ class WorkloadSettings:
     def share_group(self) -> str:
         """The share group of ``sub_via="share"`` consumers (KIP-932), named by ``ids``."""
         return f"{self.ids}-share"
+
+    def transactional_id(self, process: int, slot: int) -> str | None:
+        """The ``transactional.id`` of a process's producer (None without ``txn``): one per
+        worker slot (``txn_ids="slot"``), so that a replacement fences its dead predecessor
+        (KIP-98 zombie fencing), or one per process (``"process"``): an application whose id
+        names its host or pod, so that a crashed process's id is never used again and its
+        producer id goes idle on every partition it wrote."""
+        if not self.txn:
+            return None
+        return f"{self.ids}-txn-{process if self.txn_ids == 'process' else slot}"
 
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""

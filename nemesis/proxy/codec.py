@@ -19,6 +19,7 @@ import struct
 from typing import Any, Callable
 
 from kio.index import KioIndexError, load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import SerialError
@@ -81,6 +82,32 @@ def produce_partitions(data: bytes, version: int, names: dict[Any, str]
         for p in topic.partition_data:
             out[f"{name}-{int(p.index)}"] = batch_values(bytes(p.records or b""))
     return out
+
+
+def produce_errors(data: bytes, version: int, names: dict[Any, str]
+                   ) -> dict[str, str] | None:
+    """``{"topic-p": error name}`` of a Produce reply frame (``"none"`` for a batch the
+    leader appended; kio's ``ErrorCode`` names, e.g. ``"invalid_txn_state"``), or None when
+    it does not decode; topic ids (version 13+) are named as by ``produce_partitions``."""
+    decoded = _decode(data, PRODUCE, version)
+    if decoded is None:
+        return None
+    out = {}
+    for topic in decoded[2].responses:
+        name = getattr(topic, "name", None)
+        if name is None:
+            tid = getattr(topic, "topic_id", None)
+            name = names.get(tid) or f"id:{tid}"
+        for p in topic.partition_responses:
+            out[f"{name}-{int(p.index)}"] = _error_name(int(p.error_code))
+    return out
+
+
+def _error_name(code: int) -> str:
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return str(code)
 
 
 def batch_values(data: bytes) -> list[bytes | None] | None:

@@ -122,7 +122,8 @@ class Applied:
     "overtaken_by"}`` (``forwarded_ns`` None: never forwarded; ``partitions``: ``["topic-p",
     ...]`` of a Produce; ``overtaken_by``: ``{API name: ns}``, for each API of which a
     request of the same client received after it was forwarded before it, when the last
-    such was forwarded; ``reordered`` for a reorder)."""
+    such was forwarded; ``reordered`` for a reorder; ``errors``: ``{"topic-p": error name}``
+    of a Produce's reply, ``"none"`` where the leader appended the batch, once it came)."""
 
     spec: RequestFault
     id: int

@@ -165,9 +165,9 @@ class KafkaProxy:
 
     def end_faults(self, fault_id: int | None = None) -> list[dict[str, Any]]:
         """End fault ``fault_id`` (every active fault when None): the requests it holds are
-        forwarded, and what it delayed is waited for (at most its longest delay and
-        ``LOOP_WAIT_S`` more). Returns their reports (``Applied.report``), oldest first.
-        Raises ``ProxyError``."""
+        forwarded, and what it delayed, and the leaders' answers to the Produce requests its
+        report lists, are waited for (at most its longest delay and ``LOOP_WAIT_S`` more).
+        Returns their reports (``Applied.report``), oldest first. Raises ``ProxyError``."""
         ending = [self._faults[i][0] for i in ([fault_id] if fault_id is not None
                                                else sorted(self._faults)) if i in self._faults]
         wait_s = max([(a.spec.delay_ms + a.spec.jitter_ms) / 1000 for a in ending], default=0)
@@ -187,7 +187,11 @@ class KafkaProxy:
             released.set()
         ended_ns = self._clock()
         deadline = self._loop.time() + wait_s + 1.0
-        while (any(a.waiting for a, _ in ended) and self._loop.time() < deadline):
+        # the report says what the leaders answered to the Produce requests it lists
+        while ((any(a.waiting for a, _ in ended) or any(
+                "errors" not in q and q.get("forwarded_ns") is not None
+                for a, _ in ended for q in a.requests if q["api"] == "Produce"))
+               and self._loop.time() < deadline):
             await asyncio.sleep(0.05)
         return [a.report(ended_ns) for a, _ in ended]
 
@@ -251,7 +255,7 @@ class KafkaProxy:
             if found is None:
                 if replied:
                     conn.pending[header.correlation] = (header.api_key, header.version, False,
-                                                        None)
+                                                        None, None)
                 conn.put(_Item(frame, header.api_key, header.client_id))
                 continue
             applied, released = found
@@ -273,10 +277,13 @@ class KafkaProxy:
                     frame, epochs = rewritten
                     for epoch in epochs:
                         applied.forgotten[epoch] = applied.forgotten.get(epoch, 0) + 1
+            if entry is not None and header.api_key == codec.PRODUCE and not replied:
+                entry["errors"] = None  # acks=0: no answer comes
             if replied:
                 conn.pending[header.correlation] = (
                     header.api_key, header.version, kind == "drop-response",
-                    applied if kind == "bandwidth" else None)
+                    applied if kind == "bandwidth" else None,
+                    entry if header.api_key == codec.PRODUCE else None)
             item = _Item(frame, header.api_key, header.client_id, entry=entry, applied=applied)
             if kind == "delay":
                 item.at = self._loop.time() + applied.delay_s()
@@ -293,7 +300,7 @@ class KafkaProxy:
                 self._own_correlation -= 1
                 if replied:
                     conn.pending[self._own_correlation] = (header.api_key, header.version, True,
-                                                           None)
+                                                           None, None)
                 conn.put(_Item(codec.with_correlation(frame, self._own_correlation),
                                header.api_key, header.client_id))
 
@@ -340,7 +347,9 @@ class KafkaProxy:
                 return
             asked = conn.pending.pop(codec.response_correlation(frame), None)
             if asked is not None:
-                api, version, swallow, paced = asked
+                api, version, swallow, paced, entry = asked
+                if entry is not None:  # what the leader did with a Produce a fault acted on
+                    entry["errors"] = codec.produce_errors(frame, version, self._topics)
                 if swallow:  # a drop-response fault's, or the reply to a duplicate
                     continue
                 frame = await self._rewrite(frame, api, version, hosts)
@@ -393,13 +402,14 @@ class _Item:
 class _Connection:
     """One client connection's state: the ``out`` queue of requests to forward (None ends
     it), the ``pending`` replies (correlation id -> (API key, version, swallow, the
-    bandwidth fault that paces it or None)), the request a ``reorder`` ``held``, whether the
+    bandwidth fault that paces it or None, the listed entry of a Produce a fault acted on
+    or None)), the request a ``reorder`` ``held``, whether the
     client has ``gone`` and whether a request was forwarded after that (``late``)."""
 
     def __init__(self, node: int) -> None:
         self.node = node
         self.out: asyncio.Queue[_Item | None] = asyncio.Queue()
-        self.pending: dict[int, tuple[int, int, bool, Applied | None]] = {}
+        self.pending: dict[int, tuple[int, int, bool, Applied | None, dict | None]] = {}
         self.held: tuple[_Item, asyncio.TimerHandle] | None = None
         self.gone = False
         self.late = False

@@ -5,12 +5,15 @@ versions it names, its precondition proven by the run's own record and its outco
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
 from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("version, acks", [
@@ -122,4 +125,66 @@ def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, ve
         assert skip["outcomes"]["violation"] == skip["count"], skip
         assert all(ex["epochless"] is False for ex in skip["examples"]), skip["examples"][:2]
         assert results["valid"] is False and proc.returncode == 1
+    assert leftovers() == []
+
+
+@pytest.mark.parametrize("version, verify", [
+    ("3.9.1", False), (dist.DEFAULT_KAFKA_VERSION, False), (dist.DEFAULT_KAFKA_VERSION, True)])
+def test_a_produce_arriving_after_its_transaction_ended(request, tmp_path, version, verify):
+    """``--scenario late-produce`` (KIP-890's hanging transaction): the proxy holds every
+    Produce of one transactional process, which aborts and crashes; a process with a
+    transactional id of its own replaces it, and once the broker has expired the old
+    producer id (``producer.id.expiration.ms``), the held Produce is forwarded. With
+    ``transaction.partition.verification.enable=false`` (``plans/late-produce-unverified``)
+    it opens a transaction no coordinator ends, on 3.9.1 and on 4.4.0: the partition's LSO
+    stops there for good, a ``hanging-transaction`` permitted by that setting and pinned on
+    the late Produce, and read_committed final reads end there (``unseen`` above it,
+    permitted with it). With verification (the default since 3.6) the leader refuses it:
+    no hang, valid."""
+    _, args = prepare(request, "local", dist.resolve(version), [["broker", "controller"]] * 3,
+                      tmp_path / "hosts.yaml")
+    how = ["--scenario", "late-produce"] if verify else [
+        "--plan", str(ROOT / "plans" / "late-produce-unverified.yaml")]
+    proc = kafka_chaos("run", *args, *how, "--kafka-version", version, "--seed", "3",
+                       "--out", str(tmp_path / "runs"))
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
+    config = json.loads((run_dir / "config.json").read_text())
+    assert config["broker_properties"].get(
+        "transaction.partition.verification.enable", "true") == str(verify).lower()
+    # the precondition, from the proxy's own record: the held Produce requests reached the
+    # broker after their client had aborted (EndTxn) or fenced itself (InitProducerId), and
+    # after the broker's producer id expiry (10 s) past its crash
+    ops = read_history(run_dir / "history.jsonl")
+    [crash] = [op for op in ops if op.f == "crash-clients" and op.type.value == "ok"]
+    [report] = [r for op in ops if op.f == "request-heal" and op.type.value == "ok"
+                for r in op.value["ended"]]
+    late = [q for q in report["requests"] if q["api"] == "Produce"]
+    assert late and report["applied"] == len(late), report
+    for q in late:
+        assert {"EndTxn", "InitProducerId"} & set(q["overtaken_by"]), q
+        assert q["forwarded_ns"] > crash.time + 15e9, (q, crash.time)
+    # what the leader answered: appended (no error) without verification, refused with it
+    answers = sorted({q["errors"]["kafka-chaos-0"] for q in late})
+    assert ("none" in answers) != verify, answers
+    hang = results["anomalies"]["hanging-transaction"]
+    unseen = results["anomalies"]["unseen"]
+    print(f"{version} verification {verify}: late Produce answered {answers}, "
+          f"{hang['count']} hanging transaction(s) "
+          f"{[ex['lso'] for ex in hang['examples']]}, {unseen['count']} unseen, "
+          f"valid {results['valid']}")
+    if verify:
+        assert hang["count"] == 0 and unseen["count"] == 0, (hang, unseen)
+    else:
+        assert hang["count"] == 1 and hang["rule"] == "no-partition-verification", hang
+        [ex] = hang["examples"]
+        e = ex["evidence"]
+        assert (e["event"], e["partition"], e["client"]) == ("late-produce", "kafka-chaos-0",
+                                                              "kc-p0"), e
+        assert ex["at_s"][0] * 1e9 >= min(q["forwarded_ns"] for q in late), (ex, late)
+        assert unseen["count"] == 0 or unseen["outcomes"]["permitted"] == unseen["count"], unseen
+        assert all(u["offset"] >= ex["lso"] for u in unseen["examples"]), unseen["examples"]
+    assert results["valid"] is True and proc.returncode == 0, results["violations"]
     assert leftovers() == []

@@ -34,6 +34,7 @@ from kafka_chaos.workloads.outcomes import classify
     ({"txn": True, "acks": "1"}, "--acks 1 with --txn"),
     ({"txn": True, "auto_commit": True}, "commits its consumer offsets itself"),
     ({"abort_p": 0.5}, "--abort-p needs --txn"),
+    ({"txn_ids": "process"}, "--txn-ids needs --txn"),
     ({"topics": 4, "keys": 3}, "--topics 4 exceeds --keys 3"),
     ({"ops_per_txn": (3, 2)}, "need 1 <= MIN <= MAX"),
     ({"isolation_level": "serializable"}, "read_committed"),
@@ -94,6 +95,10 @@ def test_workload_settings_follow_the_config():
     assert conf["enable.idempotence"] is True and conf["transactional.id"] == "kc-txn-0"
     assert s.consumer_config("b:9092", "g")["enable.auto.commit"] is False
     assert RunConfig().workload_settings().crash_interval_s == 0.0
+    # a slot's id outlives its processes (KIP-98 fencing); a process's own is never reused
+    assert (s.transactional_id(7, 2), RunConfig(txn=True, txn_ids="process")
+            .workload_settings().transactional_id(7, 2)) == ("kc-txn-2", "kc-txn-7")
+    assert RunConfig().workload_settings().transactional_id(7, 2) is None
 
 
 def test_keys_spread_over_topics_and_map_back():

@@ -126,3 +126,89 @@ def test_an_attached_clusters_unknown_abort_check_leaves_a_finding_unexplained()
     found = {liveness.NAME: liveness.hanging(rec, {"backend": "local"})}
     judge.judge(None, found, promises.facts_of({"backend": "local"}, rec), rec)
     assert found[liveness.NAME]["outcomes"]["violation"] == 1
+
+
+def _late_rows(overtaken_by: dict, by_api: int = 1, behind: bool = False,
+               answer: str | None = "none") -> list[dict]:
+    """A partition whose LSO stops at 40 from 0.5 s for 35 s, after a proxy ``hold`` fault
+    (invoked at 0.1 s) whose heal (0.28 s to 0.32 s) forwarded one Produce of t-0 at 0.3 s;
+    ``by_api`` Produce requests held in all (only the first is listed). ``behind``: the
+    sample at 0.5 s already has offset 40 below its HW but an older transaction open at 35,
+    so the LSO stops at 40 only from 1 s. ``answer``: the leader's to the Produce (None:
+    not recorded)."""
+    rows = [{"op": 0, "index": 1, "process": "monitor", "f": "cluster-state", "type": "ok",
+             "inv": {}, "invoke_time": 0, "time": 1000, "done": {
+                 "answering": {"1": True}, "partitions": {"t": [
+                     {"partition": 0, "leader": 1, "leader_epoch": 1, "isr": [1],
+                      "hw": 30, "lso": 30}]}}}]
+    fault = {"id": 1, "fault": "hold", "apis": ["Produce"]}
+    request = {"api": "Produce", "client": "kc-p0", "broker": 1, "received_ns": S // 10,
+               "forwarded_ns": 3 * S // 10, "partitions": ["t-0"], "overtaken_by": overtaken_by,
+               **({} if answer is None else {"errors": {"t-0": answer}})}
+    rows.append({"op": 2, "index": 3, "process": "nemesis", "f": "request-fault", "type": "ok",
+                 "inv": {"request": {"fault": "hold"}}, "done": fault,
+                 "invoke_time": S // 10, "time": S // 10 + 1000})
+    rows.append({"op": 4, "index": 5, "process": "nemesis", "f": "request-heal", "type": "ok",
+                 "inv": None, "done": {"ended": [{**fault, "applied": by_api,
+                                                   "by_api": {"Produce": by_api},
+                                                   "requests": [request]}]},
+                 "invoke_time": 28 * S // 100, "time": 32 * S // 100})
+    for i, (t, hw, lso) in enumerate(_stuck(35, start=0.5)):
+        lso = 35 if behind and i == 0 else lso
+        part = {"partition": 0, "leader": 1, "leader_epoch": 1, "isr": [1], "hw": hw, "lso": lso}
+        rows.append({"op": 10 * (i + 1), "index": 10 * (i + 1) + 1, "process": "monitor",
+                     "f": "cluster-state", "type": "ok", "inv": {}, "invoke_time": int(t * S),
+                     "time": int(t * S) + 1000,
+                     "done": {"answering": {"1": True}, "partitions": {"t": [part]}}})
+    return rows
+
+
+OFF = {"backend": "local", "broker_properties": {promises.VERIFICATION: "false"}}
+
+
+def _judged(rows: list[dict], config: dict) -> tuple[dict, evidence.Record, list[str]]:
+    rec = evidence.build(rows, {"1": {"name": "n1"}}, config)
+    found = {liveness.NAME: liveness.hanging(rec, config)}
+    reasons = judge.judge(None, found, promises.facts_of(config, rec), rec)
+    return found[liveness.NAME], rec, reasons
+
+
+def test_a_hanging_transaction_is_permitted_only_by_a_late_produce_without_verification():
+    """KIP-890: with transaction.partition.verification.enable=false, a stuck LSO is
+    permitted when the proxy forwarded a Produce of the partition after its client's
+    EndTxn or InitProducerId, between the last sample before the stuck LSO and the first
+    showing it. A Produce not overtaken by either, verification on, or a fault that kept
+    more Produce requests than it lists decides otherwise."""
+    a, rec, reasons = _judged(_late_rows({"EndTxn": 2 * S // 10}), OFF)
+    assert a["outcomes"] == {"permitted": 1, "violation": 0, "unexplained": 0}, a
+    [ex] = a["examples"]
+    assert ex["rule"] == "no-partition-verification" and reasons == []
+    assert (ex["evidence"]["event"], ex["evidence"]["client"], ex["evidence"]["after"],
+            ex["evidence"]["at_s"]) == ("late-produce", "kc-p0", ["EndTxn"], [0.3, 0.3])
+    [stuck] = rec.of(("t", 0), evidence.LSO_STUCK, 0, evidence.END)
+    assert (stuck.lo, stuck.hi, stuck.facts["lso"]) == (11, evidence.END, 40)
+    # the final reads ended at the stuck LSO: a record above it is unseen, and permitted
+    facts = promises.facts_of(OFF, rec)
+    unseen = promises.Case(("t", 0), 100, 600, offset=45, read_to=40)
+    verdict = promises.judge_case("unseen", unseen, facts, rec)
+    assert verdict["rule"] == "read-committed-behind-hanging-transaction", verdict
+    for other in (dict(read_to=41), dict(offset=39, read_to=40), dict(offset=None)):
+        verdict = promises.judge_case("unseen", promises.Case(("t", 0), 100, 600, **{
+            "offset": 45, "read_to": 40, **other}), facts, rec)
+        assert verdict["outcome"] == promises.VIOLATION, (other, verdict)
+
+    # an older open transaction hid the stuck offset at first: it was written all the same
+    # between the last sample whose HW was at or below it and the next
+    a, _, _ = _judged(_late_rows({"InitProducerId": 2 * S // 10}, behind=True), OFF)
+    assert a["outcomes"]["permitted"] == 1 and a["examples"][0]["at_s"][0] == 1.0, a
+    a, _, _ = _judged(_late_rows({"Fetch": 2 * S // 10}), OFF)
+    assert a["outcomes"]["violation"] == 1, a
+    a, _, _ = _judged(_late_rows({"EndTxn": 2 * S // 10}), {"backend": "local"})
+    assert a["outcomes"]["violation"] == 1, a
+    a, _, reasons = _judged(_late_rows({"Fetch": 2 * S // 10}, by_api=3), OFF)
+    assert a["outcomes"]["unexplained"] == 1 and "no-partition-verification" in reasons[0], a
+    # the leader refused it (verification): no mechanism; its answer unknown: unexplained
+    a, _, _ = _judged(_late_rows({"EndTxn": 2 * S // 10}, answer="invalid_txn_state"), OFF)
+    assert a["outcomes"]["violation"] == 1, a
+    a, _, _ = _judged(_late_rows({"EndTxn": 2 * S // 10}, answer=None), OFF)
+    assert a["outcomes"]["unexplained"] == 1, a

@@ -179,6 +179,31 @@ def test_the_partitions_a_produce_writes_are_named_by_topic_name_or_id() -> None
     assert codec.request_header(copy).correlation == -3 and copy[8:] == frame[8:]
 
 
+def test_a_produce_reply_says_per_partition_what_the_leader_did() -> None:
+    """Each partition's error code by kio's name (``none``: appended); v13 names topics by
+    id, as the request did."""
+    from kio.schema.produce.v9 import response as r9
+    from kio.schema.produce.v13 import response as r13
+
+    def part(module, index: int, error: ErrorCode, **more):
+        return module.PartitionProduceResponse(
+            index=i32(index), error_code=error, base_offset=i64(5), log_append_time=None,
+            log_start_offset=i64(0), record_errors=(), error_message=None, **more)
+
+    v9 = r9.ProduceResponse(throttle_time=ZERO, responses=(r9.TopicProduceResponse(
+        name="t", partition_responses=(part(r9, 0, ErrorCode.none),
+                                       part(r9, 1, ErrorCode.invalid_txn_state))),))
+    assert codec.produce_errors(_reply(v9), 9, {}) == {"t-0": "none",
+                                                       "t-1": "invalid_txn_state"}
+    known = uuid.uuid4()
+    v13 = ProduceResponse(throttle_time=ZERO, node_endpoints=(), responses=(
+        r13.TopicProduceResponse(topic_id=known, partition_responses=(part(
+            r13, 2, ErrorCode.invalid_producer_epoch, current_leader=r13.LeaderIdAndEpoch()),)),))
+    assert codec.produce_errors(_reply(v13), 13, {known: "u"}) == {
+        "u-2": "invalid_producer_epoch"}
+    assert codec.produce_errors(_reply(v13)[:9], 13, {}) is None
+
+
 def test_committed_offsets_lose_their_leader_epoch_and_nothing_else() -> None:
     """``forget-leader-epoch`` (KAFKA-20507): an OffsetCommit v9 comes out with every
     partition's committed_leader_epoch -1 and every other field as it was; the epochs it

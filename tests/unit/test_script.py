@@ -230,3 +230,20 @@ def test_a_late_request_must_have_found_its_clients_next_transaction_open(seen, 
     seen_ = script.Runner(_Cluster(), lambda f, v: done, monitor, "t", threading.Event(),
                           lambda m: None).run(script.Script(name="x", steps=steps))
     assert ("unmet" not in seen_) == met, seen_
+
+
+@pytest.mark.parametrize("api, seen, met", [
+    ("Produce", {"EndTxn": 5}, True),                 # its client had ended the transaction
+    ("Produce", {"InitProducerId": 5}, True),         # or begun a new producer epoch
+    ("Produce", {"Fetch": 5, "Produce": 6}, False),   # only its own retries and reads
+    ("EndTxn", {"EndTxn": 5}, False)])                # no Produce at all
+def test_a_late_produce_must_have_come_after_its_transaction_ended(api, seen, met):
+    done = {"ended": [{"fault": "hold", "apis": [api], "applied": 1,
+                       "requests": [{"api": api, "forwarded_ns": 9, "overtaken_by": seen}]}]}
+    steps = [{"do": "request-heal", "after_txn_end": True}]
+    seen_ = script.Runner(_Cluster(), lambda f, v: done, _Monitor([_state(2, [2])]), "t",
+                          threading.Event(), lambda m: None).run(
+        script.Script(name="x", steps=steps))
+    assert ("unmet" not in seen_) == met, seen_
+    with pytest.raises(ValueError, match="after_txn_end goes with do: request-heal"):
+        script.Script(name="x", steps=[{"do": "heal", "after_txn_end": True}])

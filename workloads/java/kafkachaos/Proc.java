@@ -47,13 +47,13 @@ final class Proc {
     /** Partitions were revoked or lost while a transaction ran: it must abort. */
     private boolean revokedInTxn;
 
-    Proc(int process, int slot, Worker.Settings s) {
+    Proc(int process, String txnId, Worker.Settings s) {
         this.process = process;
         this.s = s;
         Properties p = new Properties();
         p.putAll(s.producer);
         p.put("client.id", clientId());  // names the process in its requests (a proxy)
-        if (s.txn) p.put("transactional.id", s.ids + "-txn-" + slot);
+        if (txnId != null) p.put("transactional.id", txnId);
         producer = new KafkaProducer<>(p, Worker.BYTES_OUT, Worker.BYTES_OUT);
     }
 
@@ -485,7 +485,8 @@ final class Proc {
             }
         }
         // fatal, retries exhausted, or an abort that failed: if the commit was never sent the
-        // transaction cannot have committed (the next process of the slot fences it)
+        // transaction cannot have committed (the next process of the slot fences it, or with
+        // --txn-ids process the coordinator aborts it at its timeout)
         dead = true;
         return new Object[] {committing ? "info" : "fail", partial(invoked, out),
                 Outcomes.name(err)};

@@ -131,7 +131,7 @@ public final class Worker {
         Map<String, Object> a = new LinkedHashMap<>();
         switch (op) {
             case "open":
-                procs.put(process, new Proc(process, Json.integer(req.get("slot")), settings));
+                procs.put(process, new Proc(process, (String) req.get("txn_id"), settings));
                 return a;
             case "drop":
                 Proc gone = procs.get(process);
