@@ -388,6 +388,28 @@ def _ended(ops: list[dict]) -> Iterable[tuple[dict, dict]]:
             yield r, report
 
 
+def _started(ops: list[dict]) -> Iterable[tuple[dict, str | None]]:
+    """``(op, kind)`` of every ``request-fault`` that did not fail (it may have started),
+    with its kind (``delay``, ``duplicate``, ...; ``nemesis.proxy.faults``), in op order."""
+    for r in ops:
+        if r["f"] == "request-fault" and r["type"] != "fail":
+            asked = r["inv"] or {}
+            yield r, (asked.get("request") or {}).get("fault") or asked.get("target")
+
+
+def _reported(r: dict, reported: set[Any]) -> bool:
+    """Whether the ``request-fault`` op ``r`` started a fault whose report is in
+    ``reported`` (fault ids)."""
+    return r["type"] == "ok" and (r["done"] or {}).get("id") in reported
+
+
+def _tp(name: str) -> TP | None:
+    """``("t", 3)`` of ``"t-3"`` (a proxy report's partition, a log directory's name); None
+    for a name without a partition."""
+    topic, _, p = name.rpartition("-")
+    return (topic, int(p)) if p.isdigit() else None
+
+
 def _duplicated(rec: Record, ops: list[dict]) -> None:
     """``request-duplicated`` events from the reports of the proxy's ended ``duplicate``
     faults, and ``duplicates_maybe`` for those whose report is missing."""
@@ -397,23 +419,17 @@ def _duplicated(rec: Record, ops: list[dict]) -> None:
             continue  # one whose partitions are unknown leaves it in duplicates_maybe
         reported.add(report.get("id"))
         for name, (first, last, n) in (report.get("partitions") or {}).items():
-            topic, _, p = name.rpartition("-")
-            if p.isdigit():
-                tp = (topic, int(p))
-                values = (report.get("values") or {}).get(name)
-                rec.copied[(tp, report.get("id"))] = (None if values is None
-                                                      else frozenset(values))
-                rec.events.setdefault(tp, []).append(Event(
-                    DUPLICATED, tp, rec.index_before(first), rec.index_from(last),
-                    first, last, {"requests": n, "fault": report.get("id"),
-                                  "values": None if values is None else len(values)}))
-    for r in ops:
-        if r["f"] != "request-fault" or r["type"] == "fail":
-            continue
-        asked = r["inv"] or {}
-        kind = (asked.get("request") or {}).get("fault") or asked.get("target")
-        if kind == "duplicate" and (r["type"] != "ok" or (r["done"] or {}).get("id")
-                                    not in reported):
+            if (tp := _tp(name)) is None:
+                continue
+            values = (report.get("values") or {}).get(name)
+            rec.copied[(tp, report.get("id"))] = (None if values is None
+                                                  else frozenset(values))
+            rec.events.setdefault(tp, []).append(Event(
+                DUPLICATED, tp, rec.index_before(first), rec.index_from(last),
+                first, last, {"requests": n, "fault": report.get("id"),
+                              "values": None if values is None else len(values)}))
+    for r, kind in _started(ops):
+        if kind == "duplicate" and not _reported(r, reported):
             rec.duplicates_maybe.append((r["op"], END))
 
 
@@ -424,11 +440,8 @@ def _forgotten(rec: Record, ops: list[dict]) -> None:
     ended: dict[Any, tuple[int, dict]] = {}
     for r, report in _ended(ops):
         ended.setdefault(report.get("id"), (r["index"], report))
-    for r in ops:
-        if r["f"] != "request-fault" or r["type"] == "fail":
-            continue
-        asked = r["inv"] or {}
-        if ((asked.get("request") or {}).get("fault") or asked.get("target")) != FORGET:
+    for r, kind in _started(ops):
+        if kind != FORGET:
             continue
         end = ended.get((r["done"] or {}).get("id")) if r["type"] == "ok" else None
         if end is None:
@@ -461,26 +474,19 @@ def _late(rec: Record, ops: list[dict]) -> None:
             if q.get("api") != "Produce" or at is None or not after:
                 continue
             for name in q.get("partitions") or ():
-                topic, _, p = name.rpartition("-")
                 answer = (q.get("errors") or {}).get(name)
-                if not p.isdigit() or answer not in ("none", None):
+                if (tp := _tp(name)) is None or answer not in ("none", None):
                     continue  # the leader refused it
                 if answer is None:  # no answer recorded: it may have been appended
                     rec.late_maybe.append((rec.index_before(at), rec.index_from(at)))
                     continue
-                tp = (topic, int(p))
                 rec.events.setdefault(tp, []).append(Event(
                     LATE_PRODUCE, tp, rec.index_before(at), rec.index_from(at), at, at,
                     {"fault": report.get("id"), "client": q.get("client"),
                      "received_s": round((q.get("received_ns") or 0) / 1e9, 3),
                      "after": after}))
-    for r in ops:
-        if r["f"] != "request-fault" or r["type"] == "fail":
-            continue
-        asked = r["inv"] or {}
-        kind = (asked.get("request") or {}).get("fault") or asked.get("target")
-        if kind in _KEEPING and (r["type"] != "ok" or (r["done"] or {}).get("id")
-                                 not in reported):
+    for r, kind in _started(ops):
+        if kind in _KEEPING and not _reported(r, reported):
             rec.late_maybe.append((r["op"], END))
 
 
@@ -494,10 +500,8 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
     lost: dict[TP, dict[str, int]] = {}
     for name, what in (done.get("lost") or {}).items():
         for log, n in ((what or {}).get("logs") or {}).items():
-            topic, _, partition = log.split("/", 1)[0].rpartition("-")
-            if n and partition.isdigit():
-                lost.setdefault((topic, int(partition)), {})[name] = \
-                    lost.get((topic, int(partition)), {}).get(name, 0) + int(n)
+            if n and (tp := _tp(log.split("/", 1)[0])) is not None:
+                lost.setdefault(tp, {})[name] = lost.get(tp, {}).get(name, 0) + int(n)
     for tp, by_name in lost.items():
         # the op's own read of the metadata just before the loss, later than any sample
         sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
