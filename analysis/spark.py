@@ -257,7 +257,7 @@ def session(master: str = "local[2]", small: bool = False,
                               **_runtime_settings(small, local_threads(master)), **overrides})
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    with _launch_env({"SPARK_CONF_DIR": str(cds.conf_dir())}):
+    with launch_env({"SPARK_CONF_DIR": str(cds.conf_dir())}):
         try:
             jvm.launch(settings)
         except PySparkRuntimeError:
@@ -280,7 +280,7 @@ def session(master: str = "local[2]", small: bool = False,
 
 
 @contextlib.contextmanager
-def _launch_env(env: dict[str, str] | None = None) -> Iterator[None]:
+def launch_env(env: dict[str, str] | None = None) -> Iterator[None]:
     """``JVM_ENV`` and ``env`` (each unless set already) in this process's environment while
     the JVM launches (pyspark hands the launched JVM this process's environment; it takes no
     other), removed again after: brokers and tools started later do not inherit them. One

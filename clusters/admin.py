@@ -10,7 +10,8 @@ import dataclasses
 import time
 import uuid
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection, TopicPartition
+from confluent_kafka import (Consumer, KafkaError, KafkaException, TopicCollection,
+                            TopicPartition)
 from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource,
                                    NewTopic, ResourceType)
 
@@ -170,6 +171,51 @@ def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: 
         if log_tail is not None:
             msg += "\n" + log_tail()
         raise NotReady(msg) from None
+    return time.monotonic() - start
+
+
+#: What a group coordinator answers while ``__consumer_offsets`` is being created or its
+#: partition loaded (Kafka's protocol guide, errors 14-16): retriable, so a wait goes on.
+COORDINATOR_STARTING = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+                        "COORDINATOR_LOAD_IN_PROGRESS")
+
+
+def wait_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: float = 60.0,
+                           security: ClientSecurity | None = None) -> float:
+    """Wait until consumer group ``group``'s coordinator answers an OffsetFetch of ``topic``'s
+    partition 0, as a consumer of the workload asks it; returns the seconds waited. On a fresh
+    cluster the first FindCoordinator creates ``__consumer_offsets`` (50 partitions), and its
+    coordinators answer ``NOT_COORDINATOR`` until their partitions are loaded: about 2 s on
+    this machine, which a workload would spend failing every group op.
+
+    Any answer other than the retriable ones of ``COORDINATOR_STARTING`` ends the wait (a
+    refused ``DESCRIBE`` on the group is the workload's own finding to make). Asked through a
+    consumer, the workload's own path, not the admin client's group calls: with
+    confluent-kafka 2.16.1, ``list_consumer_group_offsets`` crashed the process (SIGSEGV) on
+    a coordinator's error here, and a run that had used ``describe_consumer_groups`` so
+    aborted later in librdkafka (``rd_kafka_enq_once_del_source_return``). Raises
+    ``NotReady`` after ``timeout_s`` (s) with the last error."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "enable.auto.commit": False, "socket.timeout.ms": 10000,
+                         "log_level": 0, **(security.librdkafka() if security else {})})
+    start = time.monotonic()
+    last = ["no answer yet"]
+
+    def answered() -> bool:
+        try:
+            consumer.committed([TopicPartition(topic, 0)], timeout=10.0)
+        except KafkaException as exc:
+            last.append(exc.args[0].name())
+            return exc.args[0].name() not in COORDINATOR_STARTING
+        return True
+
+    try:
+        wait_until(answered, timeout_s, 0.2, f"the coordinator of group {group}")
+    except WaitTimeout:
+        raise NotReady(f"group {group} had no coordinator after {timeout_s:.0f} s: "
+                       f"{last[-1]}") from None
+    finally:
+        consumer.close()
     return time.monotonic() - start
 
 

@@ -226,7 +226,9 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
             for node in self.nodes:
                 if node.node_id in self._remotes:
                     try:
-                        self.stop(node, timeout_s=5.0)
+                        # SIGKILL, as the local backend's teardown: a clean stop one node
+                        # after another waited out its timeout on the quorum already gone
+                        self.kill(node)
                         self.log_files(node)
                     except Exception:  # best effort: the cleanup below kills what it reaches
                         pass

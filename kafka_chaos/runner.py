@@ -231,6 +231,12 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     if cfg.sub_via == "share":
         facts["share_group_config"] = attach.share_group_config(cfg, cluster,
                                                                 workload.s.share_group)
+    # the workload's group ops would otherwise spend a fresh cluster's first seconds on
+    # NOT_COORDINATOR while __consumer_offsets is created: a run shorter by that much
+    group = workload.s.share_group if cfg.sub_via == "share" else workload.s.group
+    facts["group_coordinator_s"] = round(admin.wait_group_coordinator(
+        cluster.bootstrap_servers, group, next(iter(keys.topic_partitions)),
+        security=cluster.security), 2)
     try:
         if cfg.proxy_fault:  # before the first request, ended by the final heal
             scheduler.run_op("request-fault", {"target": cfg.proxy_fault})

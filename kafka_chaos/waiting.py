@@ -22,7 +22,7 @@ class WaitTimeout(KafkaChaosError, TimeoutError):
 
 
 def wait_until(condition: Callable[[], T], timeout_s: float, every_s: float, what: str,
-               sleep: Callable[[float], object] = time.sleep) -> T:
+               sleep: Callable[[float], object] | None = None) -> T:
     """Call ``condition`` every ``every_s`` seconds until it returns a truthy value, and
     return that value; it is called at least once, and once more at the deadline.
 
@@ -32,10 +32,12 @@ def wait_until(condition: Callable[[], T], timeout_s: float, every_s: float, wha
         timeout_s: seconds from now to the last check.
         every_s: seconds between checks (the last sleep is cut to the deadline).
         what: the awaited thing, for the error: ``"the mount at /x"``.
-        sleep: how to pass ``every_s`` (an ``Event.wait`` stops early when it is set).
+        sleep: how to pass ``every_s`` (an ``Event.wait`` stops early when it is set);
+            ``time.sleep`` as found when called (so a test's fake clock reaches it).
 
     Raises ``WaitTimeout`` ("``what`` within ``timeout_s`` s") when it never held.
     """
+    sleep = sleep or time.sleep
     deadline = time.monotonic() + timeout_s
     while True:
         value = condition()

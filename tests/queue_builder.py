@@ -38,7 +38,9 @@ class Q(Lines):
         self._next: dict[int, int] = {}
         self._acked: dict[int, list[tuple[int, int]]] = {}
 
-    def _ack(self, key: int, value: int, offset: int | None) -> int:
+    def ack(self, key: int, value: int, offset: int | None) -> int:
+        """Note ``value`` acknowledged at ``offset`` of ``key`` (the key's next offset when
+        None), for the final reads; returns the offset."""
         if offset is None:
             offset = self._next.get(key, 0)
         self._next[key] = max(self._next.get(key, 0), offset + 1)
@@ -52,7 +54,7 @@ class Q(Lines):
                 out.append(["send", k, [None, v]])
                 continue
             off = offsets[i] if offsets is not None else None
-            out.append(["send", k, [self._ack(k, v, off), v]])
+            out.append(["send", k, [self.ack(k, v, off), v]])
         return out
 
     def write(self, path):

@@ -39,6 +39,9 @@ def main(version: Optional[bool] = typer.Option(
     # process's own stderr, which a test's captured stream is not)
     if sys.__stderr__ is not None:
         faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)
+        # a crash in a native library (librdkafka, the JVM bridge) names the Python line
+        # that called it, instead of a process gone without a word
+        faulthandler.enable(file=sys.__stderr__, all_threads=True)
 
 
 app.add_typer(cluster_app, name="cluster")

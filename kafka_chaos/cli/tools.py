@@ -37,15 +37,18 @@ def report_cmd(
 @app.command("fetch-kafka")
 def fetch_kafka(versions: list[str] = typer.Argument(
         None, help="Versions (default: the pinned one).")) -> None:
-    """Download Kafka broker jars from Maven Central into the cache and compile the Java
+    """Download Kafka broker jars from Maven Central into the cache, make the class archive
+    its brokers start with on the local backend (``clusters.kafka_cds``), and compile the Java
     client driver against them (``--client java``; done by setup.sh)."""
+    from kafka_chaos.clusters import kafka_cds, local
     from kafka_chaos.workloads import java_client
 
     try:
-        dist.check_java()
+        java = dist.check_java()
         for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
             kafka = dist.resolve(version)
             console.print(f"Kafka {kafka.version}: {kafka.libs}")
+            kafka_cds.ensure(kafka, java, local.JVM_OPTIONS, local.kafka_uuid(), console.print)
             classes, _ = java_client.build(version)
             console.print(f"Java client driver (kafka-clients {version}): {classes}")
     except (ClusterError, java_client.JavaClientError) as exc:

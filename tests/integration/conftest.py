@@ -16,8 +16,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pyspark
 import pytest
+from kc_needs import housekeeping
 
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.clusters.backends import BackendOptions
@@ -39,7 +39,13 @@ INTERRUPTIBLE = {"preexec_fn": _sigint_as_ctrl_c}
 
 
 def leftovers() -> list[str]:
-    """Everything a run may have left on the host, as readable strings."""
+    """Everything a run may have left on the host, as readable strings (the suite's own
+    check: whatever the calling test's markers, ``housekeeping``)."""
+    with housekeeping():
+        return _leftovers()
+
+
+def _leftovers() -> list[str]:
     found = []
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     found += [f"namespace {line.split()[0]}" for line in ns.splitlines() if line.startswith("kc-")]
@@ -79,12 +85,14 @@ def leftovers() -> list[str]:
 def nothing_left_behind():
     if os.geteuid() != 0:
         pytest.skip("real-cluster tests need root (network namespaces, iptables)")
-    for name in backends.OWN:
-        backends.get(name).cleanup(BackendOptions())
+    with housekeeping():
+        for name in backends.OWN:
+            backends.get(name).cleanup(BackendOptions())
     yield
-    left = leftovers()
-    for name in backends.OWN:
-        backends.get(name).cleanup(BackendOptions())
+    with housekeeping():
+        left = _leftovers()
+        for name in backends.OWN:
+            backends.get(name).cleanup(BackendOptions())
     ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     left += [f"ssh test host {line}" for line in ns.splitlines() if line.startswith(SSH_PREFIX)]
     assert not left, f"tests left these behind: {left}"
@@ -96,6 +104,14 @@ def ssh_hosts(tmp_path_factory):
     hosts = SshHosts(tmp_path_factory.mktemp("ssh-hosts"), 4).start()
     yield hosts
     hosts.stop()
+
+
+def backend_param(name: str, *values, marks=()):
+    """A test parameter of backend ``name`` (followed by ``values``), marked ``docker`` when it is
+    the docker backend's, with ``marks`` besides."""
+    extra = (pytest.mark.docker,) if name == "docker" else ()
+    return pytest.param(name, *values, marks=(*extra, *marks), id="-".join(
+        map(str, (name, *values))))
 
 
 def prepare(request, name: str, kafka: dist.KafkaDist, roles: list[list[str]],
@@ -164,6 +180,8 @@ def free_port() -> int:
 def hadoop_version() -> str:
     """The Hadoop version pyspark ships (its ``hadoop-client-runtime`` jar), which the Hadoop
     jars the tests fetch from Maven Central must match."""
+    import pyspark
+
     jars = Path(pyspark.__file__).parent / "jars"
     return next(m.group(1) for p in jars.iterdir()
                 if (m := re.fullmatch(r"hadoop-client-runtime-(.+)\.jar", p.name)))

@@ -16,7 +16,7 @@ from kafka_chaos.clusters import admin, dist, security
 from tests import compose_cluster as cc
 from tests.integration.conftest import faults_observed, kafka_chaos, results_of
 
-pytestmark = pytest.mark.kafka
+pytestmark = [pytest.mark.kafka, pytest.mark.docker]
 
 PROJECT = "kcattach"
 CANARY = "canary"

@@ -4,22 +4,31 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 from junitparser import JUnitXml
 from typer.testing import CliRunner
 
-from kafka_chaos.clusters import backends, dist
+from kafka_chaos.clusters import backends, dist, kafka_cds
 from kafka_chaos.clusters.errors import DistributionError
 from kafka_chaos.cli import app
-from tests.integration.conftest import ROOT, kafka_chaos, leftovers, prepare
+from tests.integration.conftest import ROOT, backend_param, kafka_chaos, leftovers, prepare
 
 pytestmark = pytest.mark.kafka
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:  # a process that ended meanwhile
+        return b""
 
 
 def test_cluster_up_status_down(tmp_path):
@@ -29,6 +38,12 @@ def test_cluster_up_status_down(tmp_path):
         assert "10.77.0.11:9092" in up.stdout
         status = kafka_chaos("cluster", "status")
         assert status.stdout.count("running") == 3, status.stdout
+        # each broker JVM mapped the class archive of its Kafka (clusters/kafka_cds.py)
+        archive = kafka_cds.archive(dist.resolve(), shutil.which("java"))
+        brokers = [p.parent for p in Path("/proc").glob("[0-9]*/cmdline")
+                   if b"kafka.Kafka" in _read(p) and str(tmp_path).encode() in _read(p)]
+        assert len(brokers) == 3
+        assert all(str(archive) in (b / "maps").read_text() for b in brokers), archive
         # a run must not take over (or tear down) a cluster somebody else started
         clash = kafka_chaos("run", "--time-limit", "1", "--out", str(tmp_path / "runs"))
         assert clash.returncode == 255 and "already running" in clash.stdout, clash.stdout
@@ -48,7 +63,7 @@ def test_cluster_up_status_down(tmp_path):
     assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
 
 
-@pytest.mark.parametrize("name", backends.OWN)
+@pytest.mark.parametrize("name", [backend_param(n) for n in backends.OWN])
 def test_a_sigkilled_run_leaves_what_cluster_down_removes(request, tmp_path, name):
     """SIGKILL the runner mid-run (no teardown at all): brokers, containers, networks, remote
     processes, chains and node directories stay; `cluster down` alone removes every one."""

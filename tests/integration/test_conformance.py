@@ -24,7 +24,7 @@ from kafka_chaos.clusters.errors import (ClusterError, DistributionError, Enviro
 from kafka_chaos.clusters.external import ExternalCluster
 from kafka_chaos.config import RunConfig
 from kafka_chaos.workloads.keys import KeySpace
-from tests.integration.conftest import leftovers, prepare
+from tests.integration.conftest import backend_param, leftovers, prepare
 
 pytestmark = pytest.mark.kafka
 
@@ -133,7 +133,7 @@ def _a_dropped_members_group_is_deleted_once_its_session_ends(cluster) -> None:
     assert "kc-del-g" not in left and "other-g" in left, left
 
 
-@pytest.mark.parametrize("name", backends.OWN)
+@pytest.mark.parametrize("name", [backend_param(n) for n in backends.OWN])
 def test_backend_conformance(request, tmp_path, name):
     """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a
     cut stops TCP and heal restores it (and the rules are read back), a one-way cut drops one
@@ -149,8 +149,8 @@ def test_backend_conformance(request, tmp_path, name):
     # the backends that can preload libfaketime run every JVM under it
     options = dataclasses.replace(options, clock=name in ("local", "ssh"))
     backend.check_environment(options, 3, 1)
-    if name == "local" and shutil.which("docker") and \
-            subprocess.run(["docker", "info"], capture_output=True).returncode == 0:
+    if name == "local" and subprocess.run(["pgrep", "-x", "dockerd"],
+                                          capture_output=True).returncode == 0:
         # the local backend must work under the rules dockerd imposes on the host (CI runs one)
         forward = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
         assert "-P FORWARD DROP" in forward.stdout

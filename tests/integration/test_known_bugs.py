@@ -13,9 +13,14 @@ from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
 from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
 
+pytestmark = pytest.mark.kafka
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# the slow reproductions: the longer tier (docs/nightly.md); acks-below-all's loss on a clean
+# election stays in the full suite with test_runs' acks1-lagging-follower
+@pytest.mark.long
 @pytest.mark.parametrize("version, acks", [
     ("3.9.1", "1"), (dist.DEFAULT_KAFKA_VERSION, "1"), (dist.DEFAULT_KAFKA_VERSION, "all")])
 def test_acks1_writes_are_lost_in_a_planned_leader_move(request, tmp_path, version, acks):
@@ -64,8 +69,9 @@ def test_acks1_writes_are_lost_in_a_planned_leader_move(request, tmp_path, versi
 
 
 @pytest.mark.parametrize("version, client, forget", [
-    ("3.9.1", "librdkafka", True), (dist.DEFAULT_KAFKA_VERSION, "java", False),
-    (dist.DEFAULT_KAFKA_VERSION, "librdkafka", False)])
+    ("3.9.1", "librdkafka", True),  # the full suite's: a group-skip permitted without epochs
+    pytest.param(dist.DEFAULT_KAFKA_VERSION, "java", False, marks=pytest.mark.long),
+    pytest.param(dist.DEFAULT_KAFKA_VERSION, "librdkafka", False, marks=pytest.mark.long)])
 def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, version, client,
                                                            forget):
     """``--scenario truncated-commit`` (KAFKA-20507, documented by apache/kafka PR 23183, no
@@ -129,7 +135,9 @@ def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, ve
 
 
 @pytest.mark.parametrize("version, verify", [
-    ("3.9.1", False), (dist.DEFAULT_KAFKA_VERSION, False), (dist.DEFAULT_KAFKA_VERSION, True)])
+    pytest.param("3.9.1", False, marks=pytest.mark.long),
+    (dist.DEFAULT_KAFKA_VERSION, False),  # the full suite's: a hanging transaction, permitted
+    pytest.param(dist.DEFAULT_KAFKA_VERSION, True, marks=pytest.mark.long)])
 def test_a_produce_arriving_after_its_transaction_ended(request, tmp_path, version, verify):
     """``--scenario late-produce`` (KIP-890's hanging transaction): the proxy holds every
     Produce of one transactional process, which aborts and crashes; a process with a

@@ -115,7 +115,8 @@ def _partition0(op) -> dict:
     return op.value["partitions"]["kafka-chaos"][0]
 
 
-@pytest.mark.parametrize("version", ["3.9.1", dist.DEFAULT_KAFKA_VERSION])
+@pytest.mark.parametrize("version", [pytest.param("3.9.1", marks=pytest.mark.long),
+                                     dist.DEFAULT_KAFKA_VERSION])
 def test_last_replica_standing(tmp_path, version):
     """The ISR shrinks to the leader (min.insync.replicas=2, acks=all), the leader loses power
     and comes back. Kafka 3.9 has no eligible leader replicas: the leader is elected again with

@@ -18,6 +18,7 @@ from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.faults import ProcessNemesis
 from kafka_chaos.nemesis.leaders import LeaderNemesis
 from kafka_chaos.nemesis.schedule import unhealed
+from tests import procs
 from tests.integration.conftest import leftovers
 
 pytestmark = pytest.mark.kafka
@@ -163,12 +164,21 @@ def test_leadership_moves_to_an_in_sync_follower_and_back(cluster):
     assert [now[p].leader for p in range(3)] == [before[p].leader for p in range(3)]
 
 
+def _broker_pids(cluster) -> dict[int, list[int]]:
+    """node id -> the pids of the broker JVMs running its ``server.properties`` (as ``ps``
+    shows them: ``ip netns exec`` execs the JVM, so the pid is the JVM's)."""
+    return {n.node_id: procs.children(str(cluster.node_dir(n) / "server.properties"))
+            for n in cluster.nodes}
+
+
 def test_a_rolling_restart_waits_for_each_broker_to_rejoin(cluster):
-    pids = {n.node_id: cluster._procs[n.node_id].pid for n in cluster.nodes}
+    pids = _broker_pids(cluster)
+    assert all(len(p) == 1 for p in pids.values()), pids
     done = ProcessNemesis(cluster, random.Random(1)).invoke(
         "roll", {"target": "all", "topic": "clock", "partition": 0})
     assert done["rolled"] == ["n1", "n2", "n3"] and set(done["waited_s"]) == {"n1", "n2", "n3"}
-    assert all(cluster._procs[i].pid != pid for i, pid in pids.items())  # each one restarted
+    after = _broker_pids(cluster)
+    assert all(len(p) == 1 and p != pids[i] for i, p in after.items()), (pids, after)
     states = admin.partitions(admin.client(cluster.bootstrap_servers), "clock")
     assert all(set(s.isr) == set(s.replicas) and s.leader >= 0 for s in states)
     log = (cluster.node_dir(cluster.node(1)) / "logs" / "server.log").read_text()

@@ -23,12 +23,14 @@ from kafka_chaos.history import read_history
 from kafka_chaos.nemesis.proxy import KafkaProxy, codec
 from kafka_chaos.nemesis.proxy.faults import RequestFault
 from kafka_chaos.workloads.settings import WorkloadSettings
-from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
+from tests.integration.conftest import (backend_param, kafka_chaos, leftovers, prepare,
+                                       results_of)
 
+pytestmark = pytest.mark.kafka
 TOPIC = "shaped"
 
 
-@pytest.mark.parametrize("backend", ["local", "docker"])
+@pytest.mark.parametrize("backend", [backend_param("local"), backend_param("docker")])
 def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it(
         request, tmp_path, backend):
     """The quick start's run with ``--proxy`` and no faults, on the embedded and the docker
@@ -159,8 +161,9 @@ _TORN = {"G1a", "precommitted-read", "lost-write", "unseen", "G1c", "G1c-process
 
 
 @pytest.mark.parametrize("client, version", [
-    ("librdkafka", dist.DEFAULT_KAFKA_VERSION), ("java", dist.DEFAULT_KAFKA_VERSION),
-    ("librdkafka", "3.9.1")])
+    ("librdkafka", dist.DEFAULT_KAFKA_VERSION),  # the full suite's: the tear, a violation
+    pytest.param("java", dist.DEFAULT_KAFKA_VERSION, marks=pytest.mark.long),
+    pytest.param("librdkafka", "3.9.1", marks=pytest.mark.long)])
 def test_delayed_end_txn_tears_transactions_v1_and_not_v2(request, tmp_path, client, version):
     """``--scenario delayed-end-txn`` (KAFKA-17754), its precondition proven by the proxy's
     own times: a held EndTxn reached its coordinator while its client's next transaction was

@@ -23,8 +23,8 @@ from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.schedule import parse_targets, plan, schedule_rng
 from kafka_chaos.report import junit
 from tests.markdown_rows import markdown_rows
-from tests.integration.conftest import (INTERRUPTIBLE, ROOT, kafka_chaos, leftovers, prepare,
-                                       results_of)
+from tests.integration.conftest import (INTERRUPTIBLE, ROOT, backend_param, kafka_chaos,
+                                       leftovers, prepare, results_of)
 
 pytestmark = pytest.mark.kafka
 
@@ -269,9 +269,12 @@ def test_consumer_group_crashes_are_reported_consumer_side(tmp_path):
     assert proc.returncode == 0 and res["valid"] is True, res["violations"]
 
 
-# the loss on every backend; its absence with min.insync.replicas=2 on the embedded one (CI time)
+# the loss on every backend; its absence with min.insync.replicas=2 on the embedded one; the
+# full suite runs the embedded backend's loss, the longer tier the rest (docs/nightly.md)
 @pytest.mark.parametrize("name,min_isr,expect_lost",
-                         [(name, 1, True) for name in backends.OWN] + [("local", 2, False)])
+                         [backend_param(name, 1, True, marks=() if name == "local" else
+                                        (pytest.mark.long,)) for name in backends.OWN]
+                         + [backend_param("local", 2, False, marks=(pytest.mark.long,))])
 def test_isr_shrink_unclean_scenario(request, tmp_path, name, min_isr, expect_lost):
     """Jepsen's 2013 case through the CLI on every backend: replication cut, the ISR shrunk
     to the leader, the leader killed, an out-of-sync follower elected by an unclean election.
@@ -437,7 +440,8 @@ def test_a_scenario_whose_precondition_fails_ends_unknown(tmp_path):
     res = _results(tmp_path, proc)
     assert proc.returncode == 2 and res["valid"] is None, proc.stdout
     assert res["verdict"] == "unknown"
-    assert "keeping your --replica-lag-time-max-ms 600000" in proc.stdout
+    # as one line whatever the terminal wrapped (the path before it sets where)
+    assert "keeping your --replica-lag-time-max-ms 600000" in " ".join(proc.stdout.split())
     unmet = res["run"]["scenario"]["unmet"]
     assert unmet.startswith("cut replication between the leader and its followers: isr ['L'] "
                             "not seen within 12 s"), unmet
@@ -448,6 +452,7 @@ def test_a_scenario_whose_precondition_fails_ends_unknown(tmp_path):
     assert leftovers() == []
 
 
+@pytest.mark.docker  # the docker backend's image is looked up in the daemon
 def test_bad_options_are_refused_before_anything_starts(tmp_path):
     bad_inventory = tmp_path.with_name(tmp_path.name + "-inventory.yaml")
     bad_inventory.write_text("nodes:\n  - host: 10.0.0.1\n    node_id: 1\n    roles: [broker]\n"

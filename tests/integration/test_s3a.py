@@ -24,6 +24,10 @@ import pytest
 
 from tests.integration.conftest import free_port, hadoop_version, history_gen
 
+# its SeaweedFS build takes 4 minutes on a fresh machine: the longer tier (docs/nightly.md); a
+# history on remote storage stays in the full suite with test_spark_standalone's HDFS
+pytestmark = [pytest.mark.spark, pytest.mark.long]
+
 ROOT = Path(__file__).resolve().parents[2]
 #: The SeaweedFS version built (a Go pseudo-version the module proxy serves).
 SEAWEEDFS = "v0.0.0-20261109003541-7506e5f91cd6"

@@ -21,7 +21,7 @@ from tests.integration.conftest import kafka_chaos, leftovers, results_of
 pytestmark = pytest.mark.kafka
 
 
-@pytest.mark.parametrize("client", ["librdkafka", "java"])
+@pytest.mark.parametrize("client", ["librdkafka", pytest.param("java", marks=pytest.mark.long)])
 def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path, client):
     proc = kafka_chaos("run", "--client", client, "--sub-via", "share", "--crash-clients",
                        "--crash-client-interval", "4", "--nemesis", "kill,pause,partition",

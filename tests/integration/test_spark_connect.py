@@ -10,8 +10,12 @@ import json
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.integration.conftest import free_port, history_gen
 from tests.integration.conftest import kafka_chaos as _cli
+
+pytestmark = pytest.mark.spark
 
 
 def _kafka_chaos(*args) -> subprocess.CompletedProcess:

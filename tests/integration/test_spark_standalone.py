@@ -24,6 +24,9 @@ import pytest
 
 from tests.integration.conftest import free_port, hadoop_version, history_gen
 
+# a worker that cannot see the driver's files runs in a mount namespace of its own
+pytestmark = [pytest.mark.spark, pytest.mark.root]
+
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"
 
@@ -120,6 +123,7 @@ def _analyze(run_dir: Path, master: str) -> dict:
     return json.loads((run_dir / "results.json").read_text())
 
 
+@pytest.mark.long  # a standalone cluster stays in the full suite with the HDFS test below
 def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
     url, ui, private = standalone
     gen = history_gen()

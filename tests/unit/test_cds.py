@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kafka_chaos.analysis import cds
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,6 +51,10 @@ def test_java_options_follow_the_archive_on_disk(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("KAFKA_CHAOS_CACHE", str(tmp_path))
     monkeypatch.delenv(cds.ENV, raising=False)
     monkeypatch.delenv("KAFKA_CHAOS_CDS_DUMP", raising=False)
+    # a JVM of its own: the archive's name needs one, not a Java installation
+    (tmp_path / "jdk" / "bin").mkdir(parents=True)
+    (tmp_path / "jdk" / "bin" / "java").write_bytes(b"")
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
     path = cds.archive()
     assert path is not None and path.parent == tmp_path / "cds" and path.suffix == ".jsa"
     assert cds.java_options() == ""  # none built yet
@@ -65,6 +71,8 @@ def test_java_options_follow_the_archive_on_disk(tmp_path, monkeypatch) -> None:
     assert cds.conf_dir().is_dir() and not any(cds.conf_dir().iterdir())
 
 
+@pytest.mark.spark
+@pytest.mark.long  # builds an archive (about 60 s); setup.sh builds the one every run maps
 def test_a_built_archive_is_mapped_and_a_damaged_one_is_dropped(tmp_path) -> None:
     cache = tmp_path / "cache"
     # archives of other installations: one whose jars are gone, one of a checkout still there
@@ -102,6 +110,7 @@ def test_a_built_archive_is_mapped_and_a_damaged_one_is_dropped(tmp_path) -> Non
     assert not list(Path.cwd().glob("hs_err_pid*.log"))  # the crash report went elsewhere
 
 
+@pytest.mark.spark
 def test_a_build_that_fails_keeps_the_archive_there_was_and_leaves_no_file(tmp_path) -> None:
     """JDK 17 refuses, as the JVM exits, to archive a class path with a folder holding files
     (here the user's ``SPARK_CONF_DIR``): the build says so, and the archive already there

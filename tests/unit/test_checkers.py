@@ -53,6 +53,7 @@ def every_log_anomaly() -> Q:
     return q.final(30, 11, [(0, 210)]).final(30, 12, [], end=1)
 
 
+@pytest.mark.spark
 def test_every_log_anomaly_is_counted_exactly_and_explained(run) -> None:
     result = run(every_log_anomaly())
     assert found(result) == {
@@ -105,6 +106,7 @@ def test_every_log_anomaly_is_counted_exactly_and_explained(run) -> None:
     assert text["G0"] == g0["text"]
 
 
+@pytest.mark.spark
 def test_clean_history_is_valid(run) -> None:
     q = (Q().assign(0, [0, 1]).assign(1, [1])
          .send(2, [(0, 1), (1, 2)]).poll(0, {0: [(0, 1)], 1: [(0, 2)]})
@@ -127,6 +129,7 @@ def test_clean_history_is_valid(run) -> None:
     assert result["format"] == 2 and result["config_known"] is True
 
 
+@pytest.mark.spark
 def test_reads_of_uncommitted_data_are_permitted_only_under_read_uncommitted(run) -> None:
     q = (Q(txn=True, isolation_level="read_uncommitted").assign(0, [0, 1])
          .txn(1, [("send", 0, 10), ("send", 1, 11)], type="fail", error="ABORTED")
@@ -143,6 +146,7 @@ def test_reads_of_uncommitted_data_are_permitted_only_under_read_uncommitted(run
     assert result["anomalies"]["G1a"]["rule"] == "read-uncommitted-aborted"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("isolation", ["read_committed", "read_uncommitted"])
 def test_an_info_transaction_is_acknowledged_when_an_ok_op_read_one_of_its_values(
         run, isolation: str) -> None:
@@ -164,6 +168,7 @@ def test_an_info_transaction_is_acknowledged_when_an_ok_op_read_one_of_its_value
         assert found(result) == {}
 
 
+@pytest.mark.spark
 def test_rebalance_and_seek_events_reset_only_their_key(run) -> None:
     """A consumer moved back on one key by a rebalance or a seek reads it again without a
     nonmonotonic-poll; the same step back on a key no event touched is one."""
@@ -179,6 +184,7 @@ def test_rebalance_and_seek_events_reset_only_their_key(run) -> None:
     assert first(result, "nonmonotonic-poll")["key"] == 2
 
 
+@pytest.mark.spark
 def test_a_consumer_reading_on_after_an_abort_did_not_rewind(run) -> None:
     """Each process aborts a transaction that read its key from offset 1 and seeks back to
     offset 1: process 0 reads on from offset 3 (no rewind: ``no-rewind-after-abort``, which
@@ -211,6 +217,7 @@ def test_a_consumer_reading_on_after_an_abort_did_not_rewind(run) -> None:
         "offset 1, then read on from offset 3")
 
 
+@pytest.mark.spark
 def test_consumer_group_delivery_is_reported_apart_from_the_log(run) -> None:
     q = (Q(sub_via="subscribe", auto_commit=True)
          .subscribe(0, [0]).subscribe(1, [0])
@@ -241,6 +248,7 @@ def test_consumer_group_delivery_is_reported_apart_from_the_log(run) -> None:
     assert result["violations"] == ["group-skip"] and result["anomalies"]["lost-write"]["count"] == 0
 
 
+@pytest.mark.spark
 def test_windowed_polls_without_final_reads_are_not_lost_writes(run) -> None:
     """A poller that read only recent records, and a key whose final read is missing: the
     writes below what was read are not judged (unknown), never lost."""
@@ -255,6 +263,7 @@ def test_windowed_polls_without_final_reads_are_not_lost_writes(run) -> None:
     assert any("no ok final read of key(s) 0" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_a_consumers_skip_is_never_a_lost_write(run) -> None:
     """Without final reads: a consumer passing over an offset is a poll-skip, while a consumer
     reading another value at an acknowledged write's offset has seen that write lost."""
@@ -269,6 +278,7 @@ def test_a_consumers_skip_is_never_a_lost_write(run) -> None:
     assert any("1 acknowledged write(s) were never read" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_a_failed_final_read_leaves_its_writes_unjudged(run) -> None:
     q = (Q().send(0, [(0, 1), (0, 2), (0, 3)])
          .final(1, 0, [(0, 1)], end=1, eof=False).final(1, 0, [], type="info"))
@@ -277,6 +287,7 @@ def test_a_failed_final_read_leaves_its_writes_unjudged(run) -> None:
     assert any("2 acknowledged write(s)" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_a_raising_checker_makes_its_anomalies_unknown_and_hides_nothing(run, monkeypatch) -> None:
     def broken(h, v):
         raise RuntimeError("boom\njava stack trace")
@@ -294,6 +305,7 @@ def test_a_raising_checker_makes_its_anomalies_unknown_and_hides_nothing(run, mo
                                          "no checker reported inconsistent-offsets"]
 
 
+@pytest.mark.spark
 def test_a_cycle_search_cut_short_is_unknown(run) -> None:
     q = (Q().send(0, [(0, 1), (1, 2)], offsets=[0, 1]).send(1, [(0, 3), (1, 4)], offsets=[1, 0])
          .read_all(9))
@@ -305,6 +317,7 @@ def test_a_cycle_search_cut_short_is_unknown(run) -> None:
     assert any("cycle search stopped" in r for r in cut["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_a_forced_unclean_election_permits_loss_only_when_it_elected(run) -> None:
     """The nemesis' ElectLeaders(UNCLEAN) (KIP-460) counts as an unclean election when its
     result shows a leader elected; one that found nothing offline proves nothing."""

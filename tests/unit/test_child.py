@@ -7,12 +7,15 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 
 import pytest
 
+from kafka_chaos.waiting import wait_until
 from kafka_chaos.workloads.child import ChildClient, ChildClientError
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
+from tests import procs
 
 KEYS = KeySpace("t", keys=4)
 
@@ -24,23 +27,22 @@ def _child(tmp_path, settings=None) -> ChildClient:
 
 def test_ops_are_answered_by_the_child_and_a_crash_kills_it(tmp_path) -> None:
     client = _child(tmp_path)
-    pid = client._proc.pid
+    [pid] = procs.children("kafka_chaos.workloads.child")
     # the in-process client's own answer to an op it does not know, and its verdict on it
     typ, value, error = client.invoke("nope", 3)
     assert (typ, value, client.dead) == ("info", 3, True)
     assert error.startswith("ValueError: unknown client op")
     client.dead = False
     assert client.invoke("crash", None) == ("info", None, "CRASHED")
-    assert client.dead and client._proc.returncode == -signal.SIGKILL
-    with pytest.raises(ProcessLookupError):
-        os.kill(pid, 0)
+    assert client.dead and procs.state(pid) is None  # killed and reaped
     client.drop()  # a second drop (the worker's, after the crash op) does nothing
 
 
 def test_a_child_that_died_leaves_its_op_info_with_every_send_unknown(tmp_path) -> None:
     client = _child(tmp_path)
-    os.kill(client._proc.pid, signal.SIGKILL)
-    client._proc.wait()
+    [pid] = procs.children("kafka_chaos.workloads.child")
+    os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: procs.state(pid) in ("Z", None), 10.0, 0.01, "the child's end")
     typ, value, error = client.invoke("send", [["send", 0, 11], ["send", 3, 12]])
     assert (typ, value) == ("info", [["send", 0, [None, 11]], ["send", 3, [None, 12]]])
     assert "its child ended" in error and client.dead
@@ -64,9 +66,14 @@ def test_a_child_that_cannot_start_fails_the_workload_not_the_verdict(tmp_path) 
                                 connection={"no.such.property": "1"})
     with HistoryWriter(tmp_path / "history.jsonl", header={"config": {}}) as history:
         workload = QueueWorkload("127.0.0.1:1", history, settings, KEYS)
+        before = set(threading.enumerate())
         workload.start()
-        for t in workload._threads:
-            t.join(30)
-        assert not any(t.is_alive() for t in workload._threads)
+        workers = [t for t in threading.enumerate()  # those still running by now
+                   if t not in before and t.name.startswith("client-")]
+        wait_until(lambda: workload.client_info().get("failed"), 30.0, 0.05,
+                   "the worker's failure")
+        # each worker stopped itself: none of its threads is left running
+        wait_until(lambda: not any(t.is_alive() for t in workers), 30.0, 0.05,
+                   "the workers' end")
         workload.stop(timeout_s=1)
     assert "no.such.property" in workload.client_info()["failed"]

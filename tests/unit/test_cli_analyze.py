@@ -41,6 +41,7 @@ def with_duplicates() -> Q:
     return q.final(1, 0, [(0, 1), (1, 1)])
 
 
+@pytest.mark.spark
 def test_permitted_anomalies_exit_0_under_violation_and_1_under_any(spark, tmp_path) -> None:
     d = run_dir(tmp_path, with_duplicates(), facts={"seed": 7, "kafka_version": "4.4.0"})
     res = analyze(d)
@@ -55,6 +56,7 @@ def test_permitted_anomalies_exit_0_under_violation_and_1_under_any(spark, tmp_p
     assert json.loads((d / "results.json").read_text())["run"]["seed"] == 7
 
 
+@pytest.mark.spark
 def test_a_violation_exits_1(spark, tmp_path) -> None:
     d = run_dir(tmp_path, with_duplicates().__class__(idempotence=True)
                 .send(0, [(0, 1)], offsets=[0]).final(1, 0, [(0, 1), (1, 1)]))
@@ -94,6 +96,8 @@ def test_a_crash_of_the_analysis_is_255_an_interrupt_unknown(tmp_path, monkeypat
     assert json.loads((d / "results.json").read_text()) == {"valid": True, "run": {"seed": 1}}
 
 
+@pytest.mark.root
+@pytest.mark.spark
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
 def test_a_read_only_run_directory_is_analysed_into_out(spark, tmp_path, monkeypatch) -> None:
     d = run_dir(tmp_path, with_duplicates(), facts={"seed": 3})
@@ -138,6 +142,7 @@ def test_a_typo_is_bad_input_not_an_unknown_verdict(tmp_path) -> None:
         assert flags == [], (command, flags)
 
 
+@pytest.mark.spark
 def test_a_fresh_analysis_prints_no_jvm_start_up_lines_but_the_jvms_errors(tmp_path) -> None:
     """The driver JVM's start-up chatter (the JDK's incubator-module warning, Spark's log
     level hint) stays out of the terminal (``analysis.jvm``); what a JVM that cannot start

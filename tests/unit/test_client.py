@@ -17,23 +17,54 @@ from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
 
+class _Message:
+    def __init__(self, value: bytes) -> None:
+        self._value = value
+
+    def value(self) -> bytes:
+        return self._value
+
+    def offset(self) -> int:
+        return -1
+
+
 class _Producer:
-    """What ``_txn_failed`` calls on the producer: an abort that succeeds."""
+    """A transactional producer whose every delivery times out (``_MSG_TIMED_OUT``) and
+    whose abort succeeds: what a client meets when its leader stops answering mid-transaction."""
+
+    def __init__(self) -> None:
+        self.reports: list = []
+        self.aborted = 0
+
+    def init_transactions(self, timeout_s: float) -> None:
+        pass
+
+    def begin_transaction(self) -> None:
+        pass
+
+    def produce(self, topic, payload, partition, on_delivery) -> None:
+        self.reports.append((on_delivery, payload))
+
+    def flush(self, timeout_s: float) -> int:
+        for on_delivery, payload in self.reports:
+            on_delivery(KafkaError(KafkaError._MSG_TIMED_OUT), _Message(payload))
+        self.reports.clear()
+        return 0
 
     def abort_transaction(self, timeout_s: float) -> None:
-        pass
+        self.aborted += 1
 
 
 def test_a_transaction_cut_short_lists_every_send_it_never_reached(tmp_path) -> None:
     settings = WorkloadSettings(txn=True)
     client = Client(0, 0, "127.0.0.1:1", settings, KeySpace("t", keys=6), random.Random(1),
                     clock=time.monotonic_ns)  # no broker: nothing is sent
-    client.producer = _Producer()
+    client.producer = producer = _Producer()
+    # the two sends are produced, then their delivery times out before the poll; the send
+    # after the poll is never reached
     invoked = [["send", 5, 91], ["send", 5, 92], ["poll"], ["send", 4, 93]]
-    reached = [["send", 5, 91], ["send", 5, 92]]  # produced, then their delivery timed out
-    typ, value, error = client._txn_failed(KafkaError(KafkaError._MSG_TIMED_OUT), False,
-                                           reached, invoked)
-    assert typ == "fail" and error == "_MSG_TIMED_OUT"
+    typ, value, error = client.invoke("txn", invoked)
+    assert typ == "fail" and error == "_MSG_TIMED_OUT" and producer.aborted == 1
     assert value == [["send", 5, [None, 91]], ["send", 5, [None, 92]], ["send", 4, [None, 93]]]
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path, header={"config": {}}) as w:

@@ -92,6 +92,7 @@ def test_a_torn_last_line_is_left_out(tmp_path: Path) -> None:
     assert tables(copy) == tables(columnar.current(src))
 
 
+@pytest.mark.root
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
 def test_a_history_in_a_read_only_folder_gets_its_copy_in_the_cache(tmp_path: Path,
                                                                       monkeypatch) -> None:

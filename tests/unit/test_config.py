@@ -327,8 +327,12 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
 
 
 def test_every_backend_is_either_ours_or_attaching():
-    assert set(backends.OWN) | set(backends.ATTACHING) == set(backends._BACKENDS)
+    assert set(backends.OWN) | set(backends.ATTACHING) == set(backends.NAMES)
     assert not set(backends.OWN) & set(backends.ATTACHING)
+    for name in backends.NAMES:  # each name a user may give is a backend of that name
+        assert backends.get(name).name == name
+    with pytest.raises(EnvironmentUnsupported, match=", ".join(backends.NAMES)):
+        backends.get("k8s")
 
 
 def test_a_share_group_run_sets_the_brokers_lock_and_delivery_limit():

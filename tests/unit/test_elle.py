@@ -232,12 +232,17 @@ def test_renumbering_in_place_finds_the_same(noise, path, spread, dtype):
 
 
 def test_renumbering_past_its_dtype_copies_to_int64():
-    """A span of ids wider than their dtype holds is numbered in int64 copies, not in place."""
-    s, d = np.array([-100, 100, 5], dtype=np.int8), np.array([100, -100, -100], dtype=np.int8)
-    cs, cd, ids = elle._renumber(s, d, in_place=True)
-    assert cs.dtype == cd.dtype == np.int64 and (cs.min(), cs.max()) == (0, 200)
-    assert ids[cs].tolist() == [-100, 100, 5] and ids[cd].tolist() == [100, -100, -100]
-    assert s.tolist() == [-100, 100, 5]  # untouched
+    """A span of ids wider than their dtype holds (0..127: 128 numbers, int8 holds 127) is
+    numbered in int64 copies, not in place, even with ``reuse``: the arrays stay as given,
+    and the cycle is found with the ids it was given."""
+    s, d = np.array([1, 127, 5], dtype=np.int8), np.array([127, 1, 1], dtype=np.int8)
+    kind = np.array([WW, WR, WR], dtype=np.int8)
+    r = elle.find_cycles(s, d, kind, reuse=True)
+    assert s.tolist() == [1, 127, 5] and d.tolist() == [127, 1, 1]  # untouched
+    assert dataclasses.replace(r, time_s=0) == dataclasses.replace(
+        elle.find_cycles(s, d, kind), time_s=0)
+    assert r.cycles["G1c"] == [[{"from": 1, "to": 127, "type": "ww"},
+                                {"from": 127, "to": 1, "type": "wr"}]], r.cycles
 
 
 # --- the time bound ----------------------------------------------------------------------
@@ -252,12 +257,12 @@ def overlapping_cycles(n: int) -> list[tuple[int, int, int]]:
 
 
 def test_zero_time_bound_stops_a_large_search_quickly():
-    edges = overlapping_cycles(100_000)  # 300k edges
-    assert len(edges) == 300_000
+    edges = overlapping_cycles(30_000)  # 90k edges
+    assert len(edges) == 90_000
     started = time.monotonic()
     r = run(edges, time_limit_s=0.0)
     assert not r.complete and counts(r) == only()
-    assert r.components == 1 and r.largest_component == 100_000
+    assert r.components == 1 and r.largest_component == 30_000
     assert time.monotonic() - started < 15
 
 
@@ -284,6 +289,7 @@ def test_bound_reached_mid_search_keeps_what_was_found(monkeypatch):
     assert all(r.cycles[n] == full.cycles[n][:len(r.cycles[n])] for n in CYCLE_ANOMALIES)
 
 
+@pytest.mark.slow
 def test_a_million_edge_history_graph_is_searched_within_its_bound():
     """Acceptance: a synthetic history-shaped graph of >= 1 M edges (the benchmark's, with
     planted G0 and G1c cycles) is searched within its bound, and says whether it was complete."""

@@ -65,6 +65,7 @@ def lost(result: dict) -> dict:
     return result["anomalies"]["lost-write"]
 
 
+@pytest.mark.spark
 def test_an_acks_1_loss_is_permitted_by_the_leader_change_of_its_own_partition(run):
     result = run(lost_one(q(acks="1", idempotence=False),
                           between=lambda x: sample(x, {(T, 0): P(2, 2, [2, 3])})))
@@ -82,6 +83,7 @@ def test_an_acks_1_loss_is_permitted_by_the_leader_change_of_its_own_partition(r
 
 @pytest.mark.parametrize("where", ["none", "before the write", "another partition",
                                    "another topic"])
+@pytest.mark.spark
 def test_an_acks_1_loss_without_its_leader_change_is_a_violation(run, where):
     change = {"another partition": {(T, 1): P(2, 2, [2, 3])},
               "another topic": {(U, 0): P(2, 2, [2, 3])}}.get(where)
@@ -101,6 +103,7 @@ def test_an_acks_1_loss_without_its_leader_change_is_a_violation(run, where):
     assert "no event that permits" in a["violation_because"]
 
 
+@pytest.mark.spark
 def test_a_leader_change_while_the_send_op_was_open_leaves_the_loss_unexplained(run):
     """The op's micro-ops are acknowledged one by one; the history keeps only the op's
     completion. A change inside the op may have come before 101's acknowledgement (and lost
@@ -114,7 +117,7 @@ def test_a_leader_change_while_the_send_op_was_open_leaves_the_loss_unexplained(
     x.send(0, [(0, 100)])
     x.invoke(0, "send", [["send", 0, 101]])
     sample(x, moved)
-    x.complete(0, "ok", "send", [["send", 0, [x._ack(0, 101, None), 101]]])
+    x.complete(0, "ok", "send", [["send", 0, [x.ack(0, 101, None), 101]]])
     sample(x, moved)
     x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
     sample(x, moved)
@@ -126,6 +129,7 @@ def test_a_leader_change_while_the_send_op_was_open_leaves_the_loss_unexplained(
                for r in result["unknown_reasons"]), result["unknown_reasons"]
 
 
+@pytest.mark.spark
 def test_a_blind_monitor_makes_the_loss_unexplained_and_the_verdict_unknown(run):
     result = run(lost_one(q(acks="1", idempotence=False), between=lambda x: x.pause(6)))
     a = lost(result)
@@ -137,6 +141,7 @@ def test_a_blind_monitor_makes_the_loss_unexplained_and_the_verdict_unknown(run)
                for r in result["unknown_reasons"]), result["unknown_reasons"]
 
 
+@pytest.mark.spark
 def test_without_any_monitor_sample_nothing_truncating_is_permitted(run):
     x = q(acks="1", idempotence=False)
     x.send(0, [(0, 100)]).send(0, [(0, 101)]).final(30, 0, [(0, 100)], end=2)
@@ -144,11 +149,13 @@ def test_without_any_monitor_sample_nothing_truncating_is_permitted(run):
     assert lost(result)["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
 
 
+@pytest.mark.spark
 def test_a_safe_configuration_forbids_the_loss_whatever_the_record_shows(run):
     result = run(lost_one(q(), between=lambda x: sample(x, {(T, 0): P(2, 2, [2, 3])})))
     assert lost(result)["outcomes"]["violation"] == 1 and result["valid"] is False
 
 
+@pytest.mark.spark
 def test_a_zombie_leader_during_the_write_permits_an_acks_1_loss(run):
     # the cluster moved to n2 before the write; n1 still named itself leader in epoch 1
     zombie = {(T, 0): P(2, 2, [2, 3], stale=[[1, 1]])}
@@ -166,6 +173,7 @@ def test_a_zombie_leader_during_the_write_permits_an_acks_1_loss(run):
 
 @pytest.mark.parametrize("change, outcome", [("after the write", "permitted"),
                                               ("before the write", "violation")])
+@pytest.mark.spark
 def test_a_poll_stepping_back_is_judged_from_when_its_first_record_was_written(
         run, change, outcome):
     """A consumer may poll a record it fetched long before (librdkafka prefetches): offset 1
@@ -197,6 +205,7 @@ def isr_alone(x: Q) -> Q:
 
 @pytest.mark.parametrize("toggled, outcome", [("t", "permitted"), ("u", "violation"),
                                               ("cluster", "permitted"), (None, "violation")])
+@pytest.mark.spark
 def test_an_unclean_election_permits_loss_only_where_the_setting_was_on(run, toggled, outcome):
     """Defect 2 of the issue: an unclean-on of topic u permitted a loss on topic t."""
     def between(x: Q) -> Q:
@@ -216,6 +225,7 @@ def test_an_unclean_election_permits_loss_only_where_the_setting_was_on(run, tog
         assert ev["unclean"] is True and ev["isr"] == ["n1"] and ev["to"] == "n2"
 
 
+@pytest.mark.spark
 def test_an_unclean_election_before_the_toggle_does_not_permit(run):
     def between(x: Q) -> Q:
         sample(x, UNCLEAN)
@@ -228,6 +238,7 @@ def test_an_unclean_election_before_the_toggle_does_not_permit(run):
     assert lost(run(x))["outcomes"]["violation"] == 1
 
 
+@pytest.mark.spark
 def test_a_forced_unclean_election_of_the_partition_permits_loss(run):
     def between(x: Q) -> Q:
         return x.nemesis("elect-unclean", {"topic": T},
@@ -239,6 +250,7 @@ def test_a_forced_unclean_election_of_the_partition_permits_loss(run):
     assert a["outcomes"]["violation"] == 1
 
 
+@pytest.mark.spark
 def test_min_insync_replicas_1_permits_loss_once_the_lone_leader_was_replaced(run):
     def replaced(y: Q) -> Q:  # n2, an eligible leader replica, elected cleanly
         return sample(sample(y, {(T, 0): P(1, 1, [1], elr=[2])}), {(T, 0): P(2, 2, [2])})
@@ -268,6 +280,7 @@ def power_loss(nodes: list[int], partition: int = 0) -> dict:
     ([1], [2, 3], [1], "violation"),            # KIP-966: the ELR keeps followers electable
     ([], [], [1], "permitted"),                 # ...and without one, the last known leader
 ])
+@pytest.mark.spark
 def test_a_power_loss_permits_loss_only_of_every_replica_that_had_the_write(
         run, isr, elr, lost_on, outcome):
     def between(x: Q) -> Q:
@@ -281,6 +294,7 @@ def test_a_power_loss_permits_loss_only_of_every_replica_that_had_the_write(
         assert a["examples"][0]["evidence"]["needed"] == [f"n{n}" for n in (isr or [1])]
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("during, outcome", [([1], "permitted"), ([1, 2], "violation")])
 def test_a_lone_leader_power_loss_is_judged_by_the_isr_it_shrank_to(run, during, outcome):
     """Target ``lone-leader``: the op cuts replication, the ISR shrinks while it runs, and
@@ -300,6 +314,7 @@ def test_a_lone_leader_power_loss_is_judged_by_the_isr_it_shrank_to(run, during,
 
 @pytest.mark.parametrize("sole, elr, outcome", [
     ([f"{T}-0"], None, "permitted"), ([], None, "violation"), ([f"{T}-0"], [2], "violation")])
+@pytest.mark.spark
 def test_the_isr_the_power_loss_op_read_itself_outranks_an_older_sample(run, sole, elr,
                                                                         outcome):
     """A lone leader leads other partitions too; each one's ISR shrinks on its own clock, so
@@ -318,6 +333,7 @@ def test_the_isr_the_power_loss_op_read_itself_outranks_an_older_sample(run, sol
         assert a["examples"][0]["evidence"]["needed"] == ["n1"]
 
 
+@pytest.mark.spark
 def test_a_power_loss_of_one_partition_does_not_permit_loss_on_another(run):
     def between(x: Q) -> Q:
         sample(x, {(T, 1): P(1, 1, [1])})
@@ -325,6 +341,7 @@ def test_a_power_loss_of_one_partition_does_not_permit_loss_on_another(run):
     assert lost(run(lost_one(q(), between=between)))["outcomes"]["violation"] == 1
 
 
+@pytest.mark.spark
 def test_a_toggle_of_unknown_outcome_leaves_an_unclean_election_unexplained(run):
     def between(x: Q) -> Q:
         isr_alone(x)
@@ -338,6 +355,7 @@ def test_a_toggle_of_unknown_outcome_leaves_an_unclean_election_unexplained(run)
 
 @pytest.mark.parametrize("f, value", [
     ("unclean-on", {"target": "topic", "topic": T}), ("elect-unclean", {"topic": T})])
+@pytest.mark.spark
 def test_a_toggle_or_forced_election_still_in_flight_leaves_the_election_unexplained(
         run, f, value):
     """A live check's prefix (or a crashed run) holds the invoke of the op that caused the
@@ -350,6 +368,7 @@ def test_a_toggle_or_forced_election_still_in_flight_leaves_the_election_unexpla
     assert lost(result)["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
 
 
+@pytest.mark.spark
 def test_a_forced_election_of_unknown_outcome_on_another_topic_explains_nothing(run):
     def between(x: Q) -> Q:
         isr_alone(x)
@@ -360,6 +379,7 @@ def test_a_forced_election_of_unknown_outcome_on_another_topic_explains_nothing(
         "violation"] == 1
 
 
+@pytest.mark.spark
 def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
     def between(x: Q) -> Q:
         x.pause(6)
@@ -368,6 +388,7 @@ def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
     assert lost(run(lost_one(q(), between=between)))["outcomes"]["unexplained"] == 1
 
 
+@pytest.mark.spark
 def test_a_run_that_gave_the_loss_no_chance_says_so(run):
     """acks=1 and no leader change: "0 lost writes" says nothing of the acks=1 promise."""
     from kafka_chaos.report.terminal import no_chance
@@ -398,7 +419,7 @@ def _ack_case(run, *, moved_before_ack: bool) -> dict:
         sample(x, moved)
     ack_ns = len(x.lines) * 1_000_000 + 500_000  # between the last line and the next
     sample(x, moved)
-    x.complete(0, "info", "send", [["send", 0, [x._ack(0, 101, None), 101, ack_ns]],
+    x.complete(0, "info", "send", [["send", 0, [x.ack(0, 101, None), 101, ack_ns]],
                                    ["send", 1, [None, 102]]], "_MSG_TIMED_OUT")
     sample(x, moved)
     x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
@@ -406,6 +427,7 @@ def _ack_case(run, *, moved_before_ack: bool) -> dict:
     return run(x)
 
 
+@pytest.mark.spark
 def test_a_leader_change_after_the_writes_own_delivery_report_permits_the_loss(run):
     """The op stayed open for its other send, but 101's delivery report was served before
     the change: its window begins there (found in a real unclean run, where a send op waited
@@ -415,6 +437,7 @@ def test_a_leader_change_after_the_writes_own_delivery_report_permits_the_loss(r
     assert a["examples"][0]["evidence"]["event"] == "leader-change"
 
 
+@pytest.mark.spark
 def test_a_leader_change_before_the_delivery_report_leaves_the_loss_unexplained(run):
     """The report was served after the change, so the broker may have acknowledged 101 before
     the election (lost) or after it (then nothing explains the loss)."""
@@ -452,6 +475,7 @@ def resumed_past_truncation(epochs: dict[int, int] | None, forget: dict | None =
     return x.final(30, 2, [], end=0)
 
 
+@pytest.mark.spark
 def test_a_group_resuming_past_a_truncation_is_permitted_only_without_the_commits_epoch(run):
     """KAFKA-20507: a truncation explains a group-skip only when the offset the group
     resumed from was stored without its leader epoch; with it, KIP-320 validation finds the

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from kafka_chaos import analysis
 from tests.builder import H
 from tests.queue_builder import Q
@@ -48,6 +50,7 @@ def counts(result: dict) -> dict[str, int]:
     return {name: a["count"] for name, a in result["anomalies"].items() if a["count"]}
 
 
+@pytest.mark.spark
 def test_format1_findings_are_those_of_0_1_and_of_the_same_ops_in_format2(
         spark, tmp_path: Path) -> None:
     v1 = analysis.check(scenario_v1().write(tmp_path / "v1.jsonl"))
@@ -70,6 +73,7 @@ def test_format1_findings_are_those_of_0_1_and_of_the_same_ops_in_format2(
     assert v2["format"] == 2 and v2["stats"]["acked_sends"] == v1["stats"]["acked_sends"] == 12
 
 
+@pytest.mark.spark
 def test_format1_clean_history_is_valid_and_a_missing_final_read_unknown(
         spark, tmp_path: Path) -> None:
     h = (H().nemesis("kill", {"nodes": [2]}, {"killed": [2]})

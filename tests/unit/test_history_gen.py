@@ -19,6 +19,7 @@ def _gen_module():
     return vignettes
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("plan", ["small", "large"])
 def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Path, plan: str,
                                                              monkeypatch) -> None:
@@ -39,6 +40,7 @@ def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Pa
     assert result["cycle_search"]["complete"] is True
 
 
+@pytest.mark.spark
 def test_the_background_alone_is_valid(spark, tmp_path: Path) -> None:
     gen = _gen_module()
     assert gen.generate(tmp_path, 20_000, anomalies=0, seed=3) == {}

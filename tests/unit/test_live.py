@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import threading
 
+import pytest
+
 from kafka_chaos.config import RunConfig
 from kafka_chaos.history import HistoryWriter
 from kafka_chaos.live import LiveCheck
@@ -31,6 +33,7 @@ def _append(w: HistoryWriter, q: Q) -> None:
         w.append(process, type, f, value, error)
 
 
+@pytest.mark.spark
 def test_each_check_sees_the_complete_lines_and_counts_what_fail_on_counts(spark, tmp_path):
     path = tmp_path / "history.jsonl"
     logged: list[str] = []
@@ -67,6 +70,7 @@ def test_each_check_sees_the_complete_lines_and_counts_what_fail_on_counts(spark
         assert entry["counted"] == counted and entry["check_s"] > 0, fail_on
 
 
+@pytest.mark.spark
 def test_the_thread_stops_the_run_once_and_close_cleans_up(spark, tmp_path):
     path = tmp_path / "history.jsonl"
     stopped = threading.Event()

@@ -26,6 +26,7 @@ def rows(df, *cols):
                         for c in cols) for r in df.collect())
 
 
+@pytest.mark.spark
 def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path: Path) -> None:
     q = (Q().subscribe(0, [0, 1])
          .send(1, [(0, 10), (1, 11)], type="info", acked=[True, False])          # ops 2, 3
@@ -59,6 +60,7 @@ def test_load_builds_one_row_per_micro_op_record_range_and_event(spark, tmp_path
     assert local.column("time").null_count == 1 and local.schema.field("op").type == "int32"
 
 
+@pytest.mark.spark
 def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
         spark, tmp_path: Path) -> None:
     sizes = (40, 1, 17, 3, 25, 8, 0, 60, 2, 11, 33)  # sends per key: keys of uneven size
@@ -84,6 +86,7 @@ def test_key_partitions_from_the_copys_counts_are_those_of_a_scan_of_the_sends(
                           2) == 23
 
 
+@pytest.mark.spark
 def test_torn_final_line_and_glob_characters_in_the_path(spark, tmp_path: Path) -> None:
     d = tmp_path / "run [1] {a,b} *?"
     d.mkdir()

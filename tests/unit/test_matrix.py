@@ -78,6 +78,8 @@ def _plan(tmp_path: Path, text: str) -> Path:
     return path
 
 
+@pytest.mark.root
+@pytest.mark.jvm
 def test_a_plans_matrix_and_repeats_sections(tmp_path):
     path = _plan(tmp_path, "workload: {acks: all}\nmatrix:\n  acks: [1, all]\n"
                  "  unclean.leader.election.enable: [false, true]\nrepeats: 3\n")

@@ -33,6 +33,7 @@ def two_owners(end: list | None, *, crash: bool = False, group_b: str = "kc-grou
     return q.read_all(9)
 
 
+@pytest.mark.spark
 def test_a_partition_the_earlier_owner_revoked_only_later_is_a_violation(run):
     result = run(two_owners(["revoked", [0]]))
     a = overlap(result)
@@ -45,6 +46,7 @@ def test_a_partition_the_earlier_owner_revoked_only_later_is_a_violation(run):
     assert "group-overlap" in result["violations"] and a["side"] == "consumer"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("end, crash", [(["lost", [0]], False), (None, True)])
 def test_an_earlier_owner_that_was_fenced_permits_the_overlap(run, end, crash):
     a = overlap(run(two_owners(end, crash=crash)))
@@ -52,6 +54,7 @@ def test_an_earlier_owner_that_was_fenced_permits_the_overlap(run, end, crash):
     assert a["examples"][0]["ended_by"] == ("gone" if crash else "lost")
 
 
+@pytest.mark.spark
 def test_a_commit_failing_as_fenced_ends_the_earlier_ownership(run):
     """A commit of the earlier owner failing with CommitFailedException after the later
     owner was assigned: permitted as fenced; before it: the ownership had ended, no case; a
@@ -75,6 +78,7 @@ def test_a_commit_failing_as_fenced_ends_the_earlier_ownership(run):
     assert other["examples"][0]["ended_by"] == "still-owned"
 
 
+@pytest.mark.spark
 def test_an_earlier_owner_that_never_gave_it_up_leaves_the_overlap_unexplained(run):
     result = run(two_owners(None))
     a = overlap(result)
@@ -82,6 +86,7 @@ def test_an_earlier_owner_that_never_gave_it_up_leaves_the_overlap_unexplained(r
     assert "cannot tell" in explain_judged("group-overlap", a["examples"][0])
 
 
+@pytest.mark.spark
 def test_a_handover_and_members_of_other_groups_are_no_case(run):
     handover = (Q(**SUB).subscribe(0, [0]).subscribe(1, [0])
                 .send(5, [(0, 1)])

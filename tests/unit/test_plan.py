@@ -66,6 +66,8 @@ def test_flags_on_the_command_line_override_the_plan(tmp_path):
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.root
+@pytest.mark.jvm
 @pytest.mark.parametrize("path", sorted((ROOT / "plans").glob("*.yaml")), ids=lambda p: p.stem)
 def test_every_example_plan_gives_a_valid_run(path):
     out = CliRunner().invoke(app, ["plan", "check", str(path)])
@@ -81,6 +83,8 @@ def test_every_example_plan_gives_a_valid_run(path):
             assert cfg[field] == value, field
 
 
+@pytest.mark.root
+@pytest.mark.jvm
 def test_plan_check_shows_what_the_scenario_sets_and_refuses_what_run_refuses(tmp_path):
     """``plans/unclean-toggle.yaml`` runs with one key, ``min.insync.replicas=1`` and
     ``replica.lag.time.max.ms=3000`` (its scenario's), not the defaults; a Kafka version

@@ -98,6 +98,7 @@ def check(q: Q, tmp_path: Path, name: str) -> dict:
     return analysis.check(q.write(path))
 
 
+@pytest.mark.spark
 @settings(max_examples=4, **SETTINGS)
 @given(simulations())
 def test_histories_valid_by_construction_have_no_violation(spark, tmp_path, ops) -> None:
@@ -159,6 +160,7 @@ def wrongly_failed(ops, data):
 MUTATIONS = {"lose": lose, "duplicate": duplicate, "rewrite": rewrite, "fail": wrongly_failed}
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("mutation", sorted(MUTATIONS))
 @settings(max_examples=2, **SETTINGS)
 @given(ops=simulations(), data=st.data())

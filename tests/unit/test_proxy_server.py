@@ -5,11 +5,12 @@ client's and is counted. (Through real brokers: tests/integration/test_proxy.py.
 from __future__ import annotations
 
 import socket
-import time
+import threading
 
 import pytest
 
 from kafka_chaos.nemesis.proxy import KafkaProxy, ProxyError
+from kafka_chaos.waiting import wait_until
 
 
 def _refused_port() -> int:
@@ -18,16 +19,25 @@ def _refused_port() -> int:
         return s.getsockname()[1]
 
 
+def _new_proxy_threads(before: set[threading.Thread]) -> list[threading.Thread]:
+    """The proxy's event-loop threads (named ``kafka-proxy``) running now and not in
+    ``before``."""
+    return [t for t in threading.enumerate() if t.name == "kafka-proxy" and t not in before]
+
+
 def test_a_listener_that_cannot_be_bound_is_an_error_and_nothing_runs() -> None:
+    before = set(threading.enumerate())
     proxy = KafkaProxy({1: ("127.0.0.1", 9092)}, listen_host="192.0.2.1")  # not ours
     with pytest.raises(ProxyError, match="the Kafka proxy"):
         proxy.start()
-    assert not proxy._thread.is_alive()
+    assert _new_proxy_threads(before) == []
 
 
 def test_a_broker_that_refuses_closes_the_clients_connection_and_is_counted() -> None:
+    before = set(threading.enumerate())
     proxy = KafkaProxy({1: ("127.0.0.1", _refused_port())})
     proxy.start()
+    assert len(_new_proxy_threads(before)) == 1
     try:
         host, port = proxy.bootstrap.split(":")
         with socket.create_connection((host, int(port)), timeout=5) as client:
@@ -38,7 +48,7 @@ def test_a_broker_that_refuses_closes_the_clients_connection_and_is_counted() ->
         assert counts["listeners"] == {"1": proxy.bootstrap}
     finally:
         proxy.stop()
-    assert not proxy._thread.is_alive()
+    assert _new_proxy_threads(before) == []
 
 
 def test_a_frame_the_proxy_cannot_read_ends_that_connection_and_is_counted() -> None:
@@ -56,9 +66,7 @@ def test_a_frame_the_proxy_cannot_read_ends_that_connection_and_is_counted() -> 
                 client.sendall(b"\x00\x00\x00\x02\x00\x03")
                 assert client.recv(1) == b""  # closed by the proxy
             # counted right after the close, on the proxy's own loop
-            deadline = time.monotonic() + 5
-            while not proxy.counts()["errors"] and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: proxy.counts()["errors"], 5.0, 0.05, "the error counted")
             assert proxy.counts()["errors"] == {"error": 1}  # struct.error
         finally:
             proxy.stop()

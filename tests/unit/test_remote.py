@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from kafka_chaos.cli import app
@@ -18,6 +19,7 @@ def cli(*args: str):
     return res, " ".join(res.output.split())
 
 
+@pytest.mark.spark
 def test_a_run_published_to_a_url_is_analysed_from_there(spark, tmp_path: Path) -> None:
     d = run_dir(tmp_path, with_duplicates(), facts={"seed": 7})
     store = (tmp_path / "store").as_uri()

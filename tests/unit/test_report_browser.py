@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import json
 import shutil
-import time
 from pathlib import Path
 
 import pytest
 
 from kafka_chaos.report import html as html_report
+
+pytestmark = pytest.mark.browser
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "report_run"
@@ -89,7 +90,10 @@ def test_the_report_renders_every_plot_without_errors(browser, tmp_path) -> None
 
     height = browser.execute_script("return document.body.scrollHeight")
     browser.set_window_size(1400, min(height + 40, 16000))
-    time.sleep(0.5)  # plotly relayouts responsive plots on resize
+    # plotly relayouts responsive plots on resize: wait until each is drawn at its new width
+    WebDriverWait(browser, 20).until(lambda b: b.execute_script(
+        "return [...document.querySelectorAll('.js-plotly-plot')].every(d => Math.abs("
+        "d.querySelector('.main-svg').getAttribute('width') - d.clientWidth) < 2)"))
     assert browser.save_screenshot(str(SCREENSHOT))
     assert SCREENSHOT.stat().st_size > 50_000
 

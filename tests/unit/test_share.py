@@ -29,6 +29,7 @@ def counts(result: dict) -> dict[str, int]:
     return {n: result["anomalies"][n]["count"] for n in SHARE if result["anomalies"][n]["count"]}
 
 
+@pytest.mark.spark
 def test_a_clean_history_with_releases_and_an_archived_record_is_valid(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "release"), (0, 2, 12, 1, "reject")])
@@ -42,6 +43,7 @@ def test_a_clean_history_with_releases_and_an_archived_record_is_valid(run):
         "key 0 offset 1 (value 11) delivered again (count 1 then 2) after a release")
 
 
+@pytest.mark.spark
 def test_a_record_never_settled_after_a_quiet_drain_is_lost(run):
     """Value 12 was never delivered: two unrecorded acquisitions (by process 1 and the drain's
     consumer, one each) could not have taken it to the limit of 3, so it is lost. Value 11,
@@ -56,6 +58,7 @@ def test_a_record_never_settled_after_a_quiet_drain_is_lost(run):
     assert any("delivery limit unseen" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_consumers_that_crashed_count_among_those_that_may_have_taken_a_record(run):
     """Processes 2 and 3 crashed before value 10 was written, but a fetch they sent may be
     served later: with process 1 and the drain, four unrecorded acquisitions were possible,
@@ -68,6 +71,7 @@ def test_consumers_that_crashed_count_among_those_that_may_have_taken_a_record(r
     assert any("delivery limit unseen" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("count, verdict", [(3, True), (2, "unknown")])
 def test_the_coordinators_log_tells_a_record_archived_at_its_limit(run, count, verdict):
     """Value 11, released at count 2, was never seen again, nor was value 12 ever delivered
@@ -86,6 +90,7 @@ def test_the_coordinators_log_tells_a_record_archived_at_its_limit(run, count, v
     assert counts(result) == {} and result["valid"] == verdict
 
 
+@pytest.mark.spark
 def test_the_coordinators_log_does_not_clear_what_unseen_acquisitions_cannot_explain(run):
     """Value 12 was never delivered, and only two consumers could have acquired it unseen:
     archived at count 3 by the coordinator's account, it is lost all the same."""
@@ -98,6 +103,7 @@ def test_the_coordinators_log_does_not_clear_what_unseen_acquisitions_cannot_exp
     assert counts(run(sample(x))) == {"share-lost": 1}
 
 
+@pytest.mark.spark
 def test_without_a_quiet_drain_unsettled_records_are_not_judged(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept")])
@@ -106,6 +112,7 @@ def test_without_a_quiet_drain_unsettled_records_are_not_judged(run):
     assert any("share group" in r and "not judged" in r for r in result["unknown_reasons"])
 
 
+@pytest.mark.spark
 def test_an_acknowledgement_of_unknown_outcome_may_have_settled_the_record(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "reject")],
@@ -113,6 +120,7 @@ def test_an_acknowledgement_of_unknown_outcome_may_have_settled_the_record(run):
     assert counts(run(end(x))) == {}
 
 
+@pytest.mark.spark
 def test_a_record_accepted_twice_and_delivered_after_its_accept(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "reject")])
@@ -128,6 +136,7 @@ def test_a_record_accepted_twice_and_delivered_after_its_accept(run):
         "key 0 offset 0 (value 10) was accepted twice, by processes 1 and 2")
 
 
+@pytest.mark.spark
 def test_a_leader_change_does_not_explain_a_settled_record_delivered_again(run):
     """The leader answers an acknowledgement ok only once the share coordinator persisted
     it, and a new leader loads that state: a record accepted or rejected ok and delivered
@@ -144,6 +153,7 @@ def test_a_leader_change_does_not_explain_a_settled_record_delivered_again(run):
     assert result["valid"] is False
 
 
+@pytest.mark.spark
 def test_a_refused_accept_settles_nothing(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept")], acks={0: "INVALID_RECORD_STATE"})
@@ -153,6 +163,7 @@ def test_a_refused_accept_settles_nothing(run):
     assert result["anomalies"]["share-redelivery"]["examples"][0]["after"] == "ack-refused"
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("failover, outcome", [(False, "violation"), (True, "permitted")])
 def test_a_delivery_count_that_goes_back(run, failover, outcome):
     x = base()
@@ -169,6 +180,7 @@ def test_a_delivery_count_that_goes_back(run, failover, outcome):
         "key 0 offset 0 (value 10): delivery count 2 then 2")
 
 
+@pytest.mark.spark
 def test_a_delivery_count_above_the_limit(run):
     x = base()
     x.share(1, [(0, 0, 10, 4, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")])
@@ -177,6 +189,7 @@ def test_a_delivery_count_above_the_limit(run):
     assert result["anomalies"]["share-over-limit"]["examples"][0]["limit"] == 3
 
 
+@pytest.mark.spark
 @pytest.mark.parametrize("crash, outcome", [(False, "violation"), (True, "permitted")])
 def test_a_record_delivered_to_another_process_while_its_lock_held(run, crash, outcome):
     x = base()
@@ -193,6 +206,7 @@ def test_a_record_delivered_to_another_process_while_its_lock_held(run, crash, o
     assert result["anomalies"]["share-redelivery"]["examples"][0]["after"] == "no-ack"
 
 
+@pytest.mark.spark
 def test_a_delivery_after_the_lock_expired_is_a_redelivery_only(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, None)], hold=True).pause(6)
@@ -201,6 +215,7 @@ def test_a_delivery_after_the_lock_expired_is_a_redelivery_only(run):
     assert counts(result) == {"share-redelivery": 1} and result["valid"] is True
 
 
+@pytest.mark.spark
 def test_an_acknowledgement_lost_with_its_connection_may_have_settled_the_record(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept"), (0, 2, 12, 1, "accept")],
@@ -208,12 +223,14 @@ def test_an_acknowledgement_lost_with_its_connection_may_have_settled_the_record
     assert counts(run(end(x))) == {}
 
 
+@pytest.mark.spark
 def test_a_value_written_twice_is_two_records_of_the_share_partition(run):
     x = sample(q(**SH)).send(0, [(0, 10), (0, 10)])
     x.share(1, [(0, 0, 10, 1, "accept")]).share(1, [(0, 1, 10, 1, "accept")])
     assert counts(run(end(x))) == {}
 
 
+@pytest.mark.spark
 def test_a_failed_acknowledgement_of_the_share_partition_permits_a_count_that_goes_back(run):
     x = base()
     x.share(1, [(0, 0, 10, 1, "accept"), (0, 1, 11, 1, "accept")],
@@ -227,6 +244,7 @@ def test_a_failed_acknowledgement_of_the_share_partition_permits_a_count_that_go
     assert all(e["state_write_failed"] for e in a["examples"])
 
 
+@pytest.mark.spark
 def test_a_consumer_older_than_the_lock_may_have_acquired_before_its_op(run):
     x = base()
     x.share(1, []).pause(6)
@@ -235,6 +253,7 @@ def test_a_consumer_older_than_the_lock_may_have_acquired_before_its_op(run):
     assert counts(run(end(x))) == {"share-redelivery": 1}
 
 
+@pytest.mark.spark
 def test_a_record_an_older_consumer_had_buffered_is_not_ordered_after_anothers_accept(run):
     """Seen on a real cluster: process 3's consumer acquired records, held them in its buffer
     past their lock, and returned them after process 5 had got and accepted them. Which
@@ -248,6 +267,7 @@ def test_a_record_an_older_consumer_had_buffered_is_not_ordered_after_anothers_a
     assert result["anomalies"]["share-accepted-twice"]["outcomes"]["violation"] == 1
 
 
+@pytest.mark.spark
 def test_one_delivery_count_for_two_acquisitions_whatever_their_order(run):
     """Seen on a real cluster after a timed-out acknowledgement: two consumers got the same
     records with delivery count 1. In whatever order they were acquired, one acquisition was

@@ -35,14 +35,14 @@ def test_driver_settings_of_a_local_master(monkeypatch):
     _with_ram(monkeypatch, 24)
     settings = spark.driver_settings("local[2]")
     assert settings["spark.driver.memory"] == "2048m"
-    assert settings["spark.driver.extraJavaOptions"] == spark._LONG_JOB_JVM
+    assert "-XX:+UseParallelGC" in settings["spark.driver.extraJavaOptions"]
     assert spark.driver_settings("spark://h:7077")["spark.driver.memory"] == "3072m"
     monkeypatch.delenv("MALLOC_ARENA_MAX", raising=False)
-    with spark._launch_env():
+    with spark.launch_env():
         assert os.environ["MALLOC_ARENA_MAX"] == spark.JVM_ENV["MALLOC_ARENA_MAX"]
     assert "MALLOC_ARENA_MAX" not in os.environ  # nothing started later inherits it
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
-    with spark._launch_env():
+    with spark.launch_env():
         assert os.environ["MALLOC_ARENA_MAX"] == "4"  # the user's own stays
     assert os.environ["MALLOC_ARENA_MAX"] == "4"
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 
 from tests.queue_builder import Q
 
@@ -15,6 +16,7 @@ def outcomes(result: dict, name: str) -> dict[str, int]:
     return result["anomalies"][name]["outcomes"]
 
 
+@pytest.mark.spark
 def test_a_g1c_of_wr_edges_alone_is_a_violation_under_read_committed_transactions(run):
     x = Q(txn=True)
     x.txn(1, [("send", 0, 100), ("poll", {1: [(0, 200)]})])
@@ -27,6 +29,7 @@ def test_a_g1c_of_wr_edges_alone_is_a_violation_under_read_committed_transaction
     assert "G1c" in result["violations"] and result["valid"] is False
 
 
+@pytest.mark.spark
 def test_a_g1c_through_a_ww_step_stays_permitted(run):
     # op 1 writes 100 then op 2 writes 101 after it in key 0 (ww 1 -> 2); op 1 read op 2's
     # write to key 1 (wr 2 -> 1): writes are never isolated
@@ -34,7 +37,7 @@ def test_a_g1c_through_a_ww_step_stays_permitted(run):
     x.invoke(1, "txn", [["send", 0, 100], ["poll"]])
     x.txn(2, [("send", 0, 101), ("send", 1, 201)], offsets=[1, 0])
     x.complete(1, "ok", "txn", [["send", 0, [0, 100]], ["poll", {"1": [[0, 201]]}]])
-    x._ack(0, 100, 0)
+    x.ack(0, 100, 0)
     result = run(x.read_all(30))
     g1c = result["anomalies"]["G1c"]
     assert g1c["count"] == 1 and g1c["permitted"] is True and g1c["rule"] == "ww-cycles", g1c
@@ -48,6 +51,7 @@ def group_history(**config: Any) -> Q:
     return x
 
 
+@pytest.mark.spark
 def test_a_group_delivering_below_its_committed_offset_rewinds(run):
     x = group_history()
     x.poll(10, {0: [(0, 100), (1, 101), (2, 102)]}, events=[["assigned", [0]]])
@@ -64,6 +68,7 @@ def test_a_group_delivering_below_its_committed_offset_rewinds(run):
     assert result["valid"] is False and "group-rewind" in result["violations"]
 
 
+@pytest.mark.spark
 def test_two_committed_transactions_consuming_one_record_break_exactly_once(run):
     x = group_history(txn=True)
     x.txn(10, [("poll", {0: [(0, 100)]})], events=[["committed", {"0": 1}]])
@@ -78,6 +83,7 @@ def test_two_committed_transactions_consuming_one_record_break_exactly_once(run)
     assert result["anomalies"]["group-redelivery"]["count"] == 1  # 101, read by the abort
 
 
+@pytest.mark.spark
 def test_a_failed_send_does_not_reset_a_consumers_poll_order(run):
     x = Q().assign(10, [0])
     x.send(0, [(0, 100), (0, 101), (0, 102)])
@@ -90,6 +96,7 @@ def test_a_failed_send_does_not_reset_a_consumers_poll_order(run):
     assert skip["examples"][0]["offsets"] == [0, 2]
 
 
+@pytest.mark.spark
 def test_a_value_nobody_wrote_to_its_key_is_a_garbage_read(run):
     x = Q().send(0, [(0, 100)]).send(0, [(1, 500)])
     x.final(30, 0, [(0, 100), (1, 999)])
@@ -105,6 +112,7 @@ def test_a_value_nobody_wrote_to_its_key_is_a_garbage_read(run):
     assert outcomes(run(x), "garbage-read")["violation"] == 1
 
 
+@pytest.mark.spark
 def test_read_uncommitted_explains_aborted_transactions_not_failed_sends(run):
     x = Q(isolation_level="read_uncommitted", txn=True)
     x.send(9, [(0, 210)], type="fail")  # a definite fail, read anyway: a wrong fail
@@ -120,6 +128,7 @@ def test_read_uncommitted_explains_aborted_transactions_not_failed_sends(run):
     assert result["valid"] is False and result["violations"] == ["G1a"]
 
 
+@pytest.mark.spark
 def test_a_duplicate_is_permitted_by_its_own_writer_not_by_the_run(run):
     x = Q(idempotence=False, txn=True)
     x.send(0, [(0, 100)], offsets=[0])  # a plain producer's retry appended it twice

@@ -8,9 +8,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+import pytest
+
 from kafka_chaos.analysis.warm import warm_up
 
 
+@pytest.mark.spark
 def test_warm_up_checks_every_kind_of_op_and_leaves_nothing(spark) -> None:
     before = set(Path(tempfile.gettempdir()).glob("kc-warm-up-*"))
     result = warm_up("local[2]")
