@@ -103,7 +103,9 @@ def ssh_hosts(tmp_path_factory):
     """Four SSH hosts with a real sshd each (``sshd_hosts.SshHosts``), shared by the session."""
     hosts = SshHosts(tmp_path_factory.mktemp("ssh-hosts"), 4).start()
     yield hosts
-    hosts.stop()
+    # torn down in the session's last test, whatever that one is marked
+    with housekeeping():
+        hosts.stop()
 
 
 def backend_param(name: str, *values, marks=()):
