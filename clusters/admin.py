@@ -192,8 +192,9 @@ def wait_group_coordinator(bootstrap: str, group: str, topic: str, timeout_s: fl
     refused ``DESCRIBE`` on the group is the workload's own finding to make). Asked through a
     consumer, the workload's own path, not the admin client's group calls: with
     confluent-kafka 2.16.1, ``list_consumer_group_offsets`` crashed the process (SIGSEGV) on
-    a coordinator's error here, and a run that had used ``describe_consumer_groups`` so
-    aborted later in librdkafka (``rd_kafka_enq_once_del_source_return``). Raises
+    a coordinator's error here, and a run that had used ``describe_consumer_groups`` here
+    aborted later in librdkafka (``rd_kafka_enq_once_del_source_return``; the cause is not
+    proven). Raises
     ``NotReady`` after ``timeout_s`` (s) with the last error."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "enable.auto.commit": False, "socket.timeout.ms": 10000,
