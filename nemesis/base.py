@@ -2,13 +2,16 @@
 
 Required methods: ``fs`` (the ``f``s handled), ``invoke(f, value)`` returning the completion
 value. Optional: ``teardown`` (heal everything this nemesis did; must be idempotent and must not
-raise for a fault that is already healed).
+raise for a fault that is already healed). ``end()`` tells an op that waits for a condition of
+the cluster before it acts (a lone leader) that the run is over: it stops waiting, does
+nothing more, and says so in its completion.
 """
 
 from __future__ import annotations
 
 import abc
 import random
+import threading
 from typing import Any
 
 from kafka_chaos.clusters.base import Cluster
@@ -30,6 +33,14 @@ class Nemesis(abc.ABC):
     def __init__(self, cluster: Cluster, rng: random.Random) -> None:
         self.cluster = cluster
         self.rng = rng
+        #: Set by ``end()``: ops that wait for a condition stop waiting.
+        self.ending = threading.Event()
+
+    def end(self) -> None:
+        """The run is over (Jepsen's final generator begins): an op in flight that waits for a
+        condition returns at its next poll instead of running out its wait; ``teardown`` then
+        heals as ever. The scheduler calls it before it waits for that op."""
+        self.ending.set()
 
     @abc.abstractmethod
     def invoke(self, f: str, value: Any) -> Any:
@@ -60,6 +71,10 @@ class Composed(Nemesis):
         if f not in self._by_f:
             raise NemesisError(f"no nemesis handles f={f!r}")
         return self._by_f[f].invoke(f, value)
+
+    def end(self) -> None:
+        for n in self.nemeses:
+            n.end()
 
     def teardown(self) -> Any:
         healed = {}

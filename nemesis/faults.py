@@ -126,7 +126,8 @@ class ProcessNemesis(Nemesis):
         ``"lagged_s": s`` or ``"alone_after_s": s``; nothing done (``{"killed": []}``,
         ``{"lost": {}}``) when the partition has no live leader, and for a lone leader whose
         ISR did not shrink to it alone, with ``"alone_after_s": None`` and the ``"isr"`` last
-        read (the fault's precondition failed, and the record says so)."""
+        read (the fault's precondition failed, and the record says so), also when the run
+        ended (``end()``) while it waited, with ``"run_ended": true``."""
         if not isinstance(self.cluster, Partitionable):
             raise NemesisError("this cluster backend cannot cut replication")
         none = {"killed": []} if f == "kill" else {"lost": {}}
@@ -152,13 +153,16 @@ class ProcessNemesis(Nemesis):
                     return state is not None and (state.leader != leader.node_id
                                                   or seen[-1] == [leader.node_id])
                 try:
-                    wait_until(alone_or_moved, LONE_WAIT_S, LONE_POLL_S,
-                               f"the ISR of {topic}-{p} shrunk to its leader")
+                    # up to a replica.lag.time.max.ms and more: a run that ends meanwhile
+                    # would otherwise wait that long for a fault it no longer wants
+                    wait_until(lambda: alone_or_moved() or self.ending.is_set(), LONE_WAIT_S,
+                               LONE_POLL_S, f"the ISR of {topic}-{p} shrunk to its leader")
                 except WaitTimeout:
                     pass
                 isr = seen[-1]
                 if isr != [leader.node_id]:
-                    return {**none, **cut, "alone_after_s": None, "isr": isr}
+                    ended = {"run_ended": True} if self.ending.is_set() else {}
+                    return {**none, **cut, "alone_after_s": None, "isr": isr, **ended}
                 cut["alone_after_s"] = round(time.monotonic() - start, 2)
                 time.sleep(LONE_HOLD_S)  # writes it acknowledges alone
             if f == "kill":

@@ -257,8 +257,12 @@ class Scheduler:
             self.run_op(f, value)
 
     def finish(self) -> Any:
-        """Stop scheduling and heal everything (Jepsen's final generator). Never raises."""
+        """Stop scheduling and heal everything (Jepsen's final generator). Never raises. An op
+        in flight that waits for a condition before it acts is told to stop waiting
+        (``Nemesis.end``): a run then ends at its time limit, not up to 45 s later (a
+        lone-leader kill). A started rolling restart still runs to its end."""
         self._stop.set()
+        self.nemesis.end()
         if self._thread.is_alive():
             self._thread.join(120)
         with self._lock:

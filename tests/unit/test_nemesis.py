@@ -55,6 +55,39 @@ def test_ctrl_c_during_a_nemesis_op_completes_it_before_heal_all(tmp_path):
     assert samples == ["heal-all"]  # the interrupted op gets no sample: Ctrl-C goes on up
 
 
+class _Waiting(Nemesis):
+    """An op that waits for a condition of the cluster which never comes (a lone leader whose
+    followers keep up), unless the run ends."""
+    fs = frozenset({"kill"})
+
+    def __init__(self):
+        super().__init__(cluster=None, rng=random.Random(0))
+        self.waiting = threading.Event()
+
+    def invoke(self, f, value):
+        self.waiting.set()
+        return {"killed": [], "run_ended": self.ending.wait(120)}
+
+
+def test_the_end_of_a_run_ends_the_wait_of_the_nemesis_op_in_flight(tmp_path):
+    """A lone-leader kill waits up to 45 s for the ISR to shrink; the quick start once spent
+    15 s past its 30 s time limit waiting for one.
+    ``finish`` tells the op the run is over, and the op's own completion says so."""
+    nemesis = _Waiting()
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path, header={"config": {}}) as history:
+        scheduler = Scheduler(Composed([nemesis]), history, [], 1.0, random.Random(0), "t")
+        op = threading.Thread(target=scheduler.run_op, args=("kill", {"target": "lone-leader"}))
+        op.start()
+        assert nemesis.waiting.wait(60)
+        scheduler.finish()
+        op.join()
+    ops = read_history(path)
+    assert [(o.f, o.type.value) for o in ops] == [
+        ("kill", "invoke"), ("kill", "ok"), ("heal-all", "invoke"), ("heal-all", "ok")]
+    assert ops[1].value == {"killed": [], "run_ended": True}
+
+
 class _Cluster:
     """Two nodes on ports of this host: one answers nothing (a closed port), one accepts TCP
     but never replies (like a paused JVM, whose kernel still completes handshakes)."""
