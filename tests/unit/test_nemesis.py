@@ -71,8 +71,8 @@ class _Waiting(Nemesis):
 
 def test_the_end_of_a_run_ends_the_wait_of_the_nemesis_op_in_flight(tmp_path):
     """A lone-leader kill waits up to 45 s for the ISR to shrink; the quick start once spent
-    15 s past its 30 s time limit waiting for one.
-    ``finish`` tells the op the run is over, and the op's own completion says so."""
+    15 s past its 30 s time limit waiting for one. ``finish`` tells the op the run is over,
+    and the op's own completion says so."""
     nemesis = _Waiting()
     path = tmp_path / "history.jsonl"
     with HistoryWriter(path, header={"config": {}}) as history:
