@@ -57,7 +57,7 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
     Args:
         params: the ``run`` command's parameters by name (``plan`` among them, or None).
         given: names of the parameters given on the command line (they override the plan).
-        cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.compare.matrix``); they
+        cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.matrix``); they
             override everything else.
         announce: called with each line the user should read (scenario settings applied or
             kept).

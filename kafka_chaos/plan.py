@@ -31,7 +31,7 @@ Each key takes the values of the ``run`` option of the same meaning: sections an
 from the settings table (``kafka_chaos.settings``), as the options do (``kafka-chaos plan
 schema`` prints the JSON schema, with each key's help). Unknown keys and bad values are
 refused; every error names the file, the line and the key path. Matrix keys and values are
-those of ``compare --matrix`` (``kafka_chaos.compare.matrix``).
+those of ``compare --matrix`` (``kafka_chaos.matrix``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
-from kafka_chaos.compare import matrix as matrices
+from kafka_chaos import matrix as matrices
 from kafka_chaos.analysis.names import ANOMALIES
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.config import PATHS, SETTINGS, RunConfig
@@ -156,7 +156,7 @@ def load(path: Path) -> Plan:
 
 
 def dimensions(plan: Plan, path: Path) -> list[matrices.Dimension]:
-    """The plan's ``matrix:`` section as ``kafka_chaos.compare.matrix`` dimensions, in file order.
+    """The plan's ``matrix:`` section as ``kafka_chaos.matrix`` dimensions, in file order.
     Raises ``yamlfile.YamlFileError`` naming the line and key (``matrix.acks``)."""
     dims: dict[str, matrices.Dimension] = {}
     for key, values in plan.matrix.items():

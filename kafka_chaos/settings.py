@@ -5,7 +5,7 @@ its default, bounds and help as pydantic does and adds one ``Setting``: its ``ru
 plan file section and key, the Kafka property it sets, its label in tables, its unit, the
 matrix's other names for it and why a comparison may not vary it. From that one table come
 the ``run`` options (``kafka_chaos.cli.flags``), the plan file's sections
-(``kafka_chaos.plan``), the matrix's names (``kafka_chaos.compare.matrix``), the rerun
+(``kafka_chaos.plan``), the matrix's names (``kafka_chaos.matrix``), the rerun
 command (``kafka_chaos.options.command_of``) and the report's settings
 (``kafka_chaos.report.html``), so a setting is written once.
 """
@@ -51,7 +51,7 @@ class Setting:
 
     def names(self) -> set[str]:
         """Every name a ``--matrix`` key may give this setting, normalised as
-        ``compare.matrix.field_of`` normalises keys (lower case, ``.`` and ``-`` as ``_``):
+        ``matrix.field_of`` normalises keys (lower case, ``.`` and ``-`` as ``_``):
         the field, the flag, the Kafka property, the label and the aliases."""
         raw = [self.field, self.flag or "", self.prop or "", self.label, *self.aliases]
         return {n.strip("-").lower().replace("-", "_").replace(".", "_") for n in raw if n}

@@ -13,7 +13,7 @@ import typer
 
 from kafka_chaos.compare import core as compare
 from kafka_chaos.report import html as html_report
-from kafka_chaos.compare import matrix
+from kafka_chaos import matrix
 from kafka_chaos.report import stats as report_stats
 from kafka_chaos.cli import app
 from tests.verdicts import verdict

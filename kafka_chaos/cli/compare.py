@@ -19,7 +19,8 @@ from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.compare import core as compare
-from kafka_chaos.compare import matrix, outputs
+from kafka_chaos import matrix
+from kafka_chaos.compare import outputs
 from kafka_chaos.config import RunConfig
 from kafka_chaos.orchestrate import check_inputs, execute
 

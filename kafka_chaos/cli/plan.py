@@ -29,7 +29,7 @@ def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
     applied as ``run`` applies them, and the cells and repeats of its matrix; then check what
     ``run`` checks before it starts (Kafka version, backend, inventory, Spark master). Exit 254
     naming the line and key path of the first problem."""
-    from kafka_chaos.compare import matrix
+    from kafka_chaos import matrix
 
     params, given = run_params(["--plan", str(path)], "kafka-chaos plan check")
     try:

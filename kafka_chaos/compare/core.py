@@ -28,7 +28,7 @@ from typing import Any, Callable
 
 from kafka_chaos import __version__, options
 from kafka_chaos import verdict
-from kafka_chaos.compare import matrix
+from kafka_chaos import matrix
 from kafka_chaos.config import RunConfig
 from kafka_chaos.errors import BadInput
 

@@ -121,7 +121,7 @@ def test_a_plan_the_matrix_and_the_command_line_name_the_same_settings() -> None
     property, label) is a matrix key for it unless a comparison may not vary it; no two
     settings share a name."""
     from kafka_chaos import plan
-    from kafka_chaos.compare import matrix
+    from kafka_chaos import matrix
     from kafka_chaos.config import SETTINGS
     from kafka_chaos.settings import SECTIONS
 

@@ -1,4 +1,4 @@
-"""Comparison matrices: keys, values and cells (``kafka_chaos.compare.matrix``), the plan's
+"""Comparison matrices: keys, values and cells (``kafka_chaos.matrix``), the plan's
 ``matrix:`` and ``repeats:`` sections, and which cells a comparison runs (``compare.prepare``); all
 before anything starts, so no cluster is needed."""
 
@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from kafka_chaos.compare import core as compare
-from kafka_chaos.compare import matrix
+from kafka_chaos import matrix
 from kafka_chaos import plan as plan_file
 from kafka_chaos.cli import app
 from kafka_chaos.config import RunConfig
