@@ -156,7 +156,8 @@ class ProcessNemesis(Nemesis):
                     # up to a replica.lag.time.max.ms and more: a run that ends meanwhile
                     # would otherwise wait that long for a fault it no longer wants
                     wait_until(lambda: alone_or_moved() or self.ending.is_set(), LONE_WAIT_S,
-                               LONE_POLL_S, f"the ISR of {topic}-{p} shrunk to its leader")
+                               LONE_POLL_S, f"the ISR of {topic}-{p} shrunk to its leader",
+                               sleep=self.ending.wait)
                 except WaitTimeout:
                     pass
                 isr = seen[-1]

@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from kafka_chaos import matrix
 from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
@@ -19,7 +20,6 @@ from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.compare import core as compare
-from kafka_chaos import matrix
 from kafka_chaos.compare import outputs
 from kafka_chaos.config import RunConfig
 from kafka_chaos.orchestrate import check_inputs, execute
