@@ -15,9 +15,17 @@ from kc_needs import (pytest_collection_modifyitems, pytest_configure,  # noqa: 
                       pytest_itemcollected, pytest_runtest_logreport,
                       pytest_runtest_makereport, pytest_runtest_setup,
                       pytest_terminal_summary, pytest_unconfigure)
+from kc_workers import make_scheduler  # noqa: E402
 
 #: ``pytester`` runs the enforcement's own tests (``tests/unit/test_needs.py``)
 pytest_plugins = ["pytester"]
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``-n 2 --dist loadgroup``: the machine-changing tests on one worker
+    (``tests/needs/kc_workers.py``)."""
+    return make_scheduler(config, log)
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from kc_needs import housekeeping
+from kc_workers import is_system
 
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.clusters.backends import BackendOptions
@@ -81,8 +82,19 @@ def _leftovers() -> list[str]:
     return found
 
 
-@pytest.fixture(scope="session", autouse=True)
+@pytest.fixture(autouse=True)
+def _machine_checked(request):
+    """A test that changes this machine (``kc_workers.is_system``) runs inside
+    ``nothing_left_behind``; the others, which an xdist worker may run beside such a test,
+    must neither clean up nor check the machine under it."""
+    if is_system(request.node):
+        request.getfixturevalue("nothing_left_behind")
+
+
+@pytest.fixture(scope="session")
 def nothing_left_behind():
+    """Every backend's leftovers cleaned up before the first such test; after the last one,
+    none may be left (and they are cleaned up again)."""
     if os.geteuid() != 0:
         pytest.skip("real-cluster tests need root (network namespaces, iptables)")
     with housekeeping():

@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+import kc_workers
+
 #: Markers of what a test starts, in the order messages name them.
 NEEDS = ("kafka", "spark", "jvm", "docker", "browser", "root")
 #: A marker that grants others: a Kafka broker is a JVM run as root in a namespace, and a run
@@ -187,9 +189,11 @@ def pytest_configure(config) -> None:
     os.environ["PYTHONPATH"] = os.pathsep.join(
         [str(HERE), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))])
     install()
+    kc_workers.configure(config)
 
 
 def pytest_unconfigure(config) -> None:
+    kc_workers.unconfigure()
     log = os.environ.pop(ENV_LOG, None)
     os.environ.pop(ENV_NEEDS, None)
     if log:
@@ -215,6 +219,7 @@ def pytest_collection_modifyitems(config, items) -> None:
         config.hook.pytest_deselected(items=left)
     kept.sort(key=lambda item: ORDER.index(tier(m.name for m in item.iter_markers())))
     items[:] = kept
+    kc_workers.collected(config, items)
 
 
 def pytest_runtest_setup(item) -> None:
@@ -258,6 +263,8 @@ def tier(markers: Iterable[str]) -> str:
 
 def pytest_runtest_logreport(report) -> None:
     _time_of[report.nodeid] = _time_of.get(report.nodeid, 0.0) + report.duration
+    if report.nodeid not in _tier_of:  # collected by an xdist worker: its markers came along
+        _tier_of[report.nodeid] = tier(report.keywords)
 
 
 def pytest_itemcollected(item) -> None:

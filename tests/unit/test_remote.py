@@ -15,7 +15,8 @@ from tests.unit.test_cli_analyze import files, run_dir, with_duplicates
 
 
 def cli(*args: str):
-    res = CliRunner().invoke(app, list(args))
+    # wide enough for a long temporary path (an xdist worker's) on one line
+    res = CliRunner().invoke(app, list(args), env={"COLUMNS": "400"})
     return res, " ".join(res.output.split())
 
 
