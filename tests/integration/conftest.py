@@ -82,12 +82,13 @@ def _leftovers() -> list[str]:
     return found
 
 
-@pytest.fixture(autouse=True)
+@pytest.fixture(scope="module", autouse=True)
 def _machine_checked(request):
-    """A test that changes this machine (``kc_workers.is_system``) runs inside
-    ``nothing_left_behind``; the others, which an xdist worker may run beside such a test,
-    must neither clean up nor check the machine under it."""
-    if is_system(request.node):
+    """A module of tests that change this machine (``kc_workers.is_system``) runs inside
+    ``nothing_left_behind``, which is set up before the module's own clusters (an autouse
+    fixture of module scope comes first); the others, which an xdist worker may run beside
+    such tests, must neither clean up nor check the machine under them."""
+    if any(is_system(item) for item in request.session.items if item.module is request.module):
         request.getfixturevalue("nothing_left_behind")
 
 
