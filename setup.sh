@@ -43,7 +43,7 @@ if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv
 fi
 .venv/bin/pip install -q --disable-pip-version-check -r requirements.lock
-.venv/bin/pip install -q --disable-pip-version-check --no-deps -e .
+.venv/bin/pip install -q --disable-pip-version-check --no-deps --no-build-isolation -e .
 
 # Kafka broker jars from Maven Central, cached in ~/.cache/kafka-chaos
 .venv/bin/kafka-chaos fetch-kafka ${KAFKA_CHAOS_VERSIONS:-}

@@ -21,6 +21,11 @@ from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
 from kafka_chaos.workloads.settings import WorkloadSettings
 
+#: Retriable answers of a group coordinator that is moving or loading its partition of
+#: ``__consumer_offsets`` (Kafka's protocol guide, errors 14-16).
+COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
+                      "COORDINATOR_LOAD_IN_PROGRESS")
+
 Completion = tuple[str, Any, str | None]
 
 
@@ -233,7 +238,7 @@ class Client:
         """
         timeout_s = 10.0  # a group coordinator or leader moves within seconds of a kill
         if not beginning:
-            tps = self.consumer.committed(tps, timeout_s)
+            tps = self._committed(tps, time.monotonic() + timeout_s)
         out = []
         for tp in tps:
             offset = tp.offset
@@ -243,6 +248,23 @@ class Client:
                 offset = lo if beginning or self.s.auto_offset_reset == "earliest" else hi
             out.append(TopicPartition(tp.topic, tp.partition, offset))
         return out
+
+    def _committed(self, tps: list[TopicPartition], deadline: float) -> list[TopicPartition]:
+        """The group's committed offsets of ``tps``, asked again while the group's coordinator
+        answers that it is moving or loading, until ``deadline`` (``time.monotonic()``, s), as
+        the Java consumer's ``committed(partitions, timeout)`` does; librdkafka gives the first
+        such answer back. Each process's assign group has a coordinator of its own: on a fresh
+        cluster, one still loading its ``__consumer_offsets`` partition answered
+        ``NOT_COORDINATOR`` 0.4 s after another group's coordinator had answered. Raises
+        ``KafkaException`` for any other error, or for that one at the deadline."""
+        while True:
+            try:
+                return self.consumer.committed(tps, max(0.1, deadline - time.monotonic()))
+            except KafkaException as exc:
+                if (exc.args[0].name() not in COORDINATOR_MOVING
+                        or time.monotonic() + 0.2 > deadline):
+                    raise
+            time.sleep(0.2)
 
     def _subscribe(self, value: dict) -> Completion:
         consumer = self.consumer or self._new_consumer(value["group"])

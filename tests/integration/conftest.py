@@ -65,9 +65,6 @@ def _leftovers() -> list[str]:
     pids = subprocess.run(["pgrep", "-f", "kafka_chaos.workloads.child"], capture_output=True,
                           text=True).stdout
     found += [f"child client pid {p}" for p in pids.split()]
-    pids = subprocess.run(["pgrep", "-f", "SparkConnectServer"], capture_output=True,
-                          text=True).stdout
-    found += [f"spark-server pid {p}" for p in pids.split()]
     for host in [line.split()[0] for line in ns.splitlines() if line.startswith(SSH_PREFIX)]:
         rules = subprocess.run(["ip", "netns", "exec", host, "iptables", "-S"],
                                capture_output=True, text=True).stdout

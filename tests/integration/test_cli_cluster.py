@@ -63,7 +63,9 @@ def test_cluster_up_status_down(tmp_path):
     assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
 
 
-@pytest.mark.parametrize("name", [backend_param(n) for n in backends.OWN])
+# the full suite's: local and docker (the longer tier runs ssh's, docs/nightly.md)
+@pytest.mark.parametrize("name", [backend_param(n, marks=(pytest.mark.long,) if n == "ssh" else ())
+                                  for n in backends.OWN])
 def test_a_sigkilled_run_leaves_what_cluster_down_removes(request, tmp_path, name):
     """SIGKILL the runner mid-run (no teardown at all): brokers, containers, networks, remote
     processes, chains and node directories stay; `cluster down` alone removes every one."""

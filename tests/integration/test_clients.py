@@ -100,7 +100,8 @@ def test_the_quick_start_on_the_java_client(tmp_path):
     assert leftovers() == []
 
 
-@pytest.mark.parametrize("client", ["java", "librdkafka"])
+# the full suite's: the Java client's (the longer tier runs librdkafka's, docs/nightly.md)
+@pytest.mark.parametrize("client", ["java", pytest.param("librdkafka", marks=pytest.mark.long)])
 def test_kip_848_groups_under_kills(tmp_path, client):
     """KIP-848 on each client, processes crashed every 3 s and brokers killed every 5 s; a
     crashed librdkafka process is an OS process killed (``workloads/child.py``)."""

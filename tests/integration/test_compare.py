@@ -22,7 +22,9 @@ from kafka_chaos.compare import core as compare
 from kafka_chaos.history import read_history
 from tests.integration.conftest import INTERRUPTIBLE, ROOT, kafka_chaos, leftovers
 
-pytestmark = pytest.mark.kafka
+# the longer tier's (docs/nightly.md): the full suite keeps a stored comparison's outputs and
+# resume (tests/unit/test_compare_report.py) and a real run interrupted (test_ctrl_c_...)
+pytestmark = [pytest.mark.kafka, pytest.mark.long]
 
 MATRIX = ["--matrix", "acks=1,all", "--matrix", "min.insync.replicas=2"]
 

@@ -30,7 +30,9 @@ pytestmark = pytest.mark.kafka
 TOPIC = "shaped"
 
 
-@pytest.mark.parametrize("backend", [backend_param("local"), backend_param("docker")])
+# the full suite's: the local backend's (the longer tier runs docker's, docs/nightly.md)
+@pytest.mark.parametrize("backend", [backend_param("local"),
+                                     backend_param("docker", marks=(pytest.mark.long,))])
 def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it(
         request, tmp_path, backend):
     """The quick start's run with ``--proxy`` and no faults, on the embedded and the docker
@@ -292,6 +294,7 @@ def _commit_through(bootstrap: str, direct: str, group: str, n: int) -> int | No
     return tp.leader_epoch
 
 
+@pytest.mark.long  # the full suite: test_proxy_faults.py's pacing on real sockets
 def test_latency_and_bandwidth_through_the_proxy_are_what_was_set(tmp_path):
     """Network shaping without netem, on real brokers: a ``delay`` of every API (a link's
     latency, 100 ms) adds 80-120 ms to an ApiVersions round trip through the proxy; a

@@ -15,8 +15,7 @@ import pytest
 from tests.integration.conftest import free_port, history_gen
 from tests.integration.conftest import kafka_chaos as _cli
 
-# its server is what the real-cluster tests' leftovers() looks for: run beside none of them
-pytestmark = [pytest.mark.spark, pytest.mark.xdist_group("system")]
+pytestmark = pytest.mark.spark
 
 
 def _kafka_chaos(*args) -> subprocess.CompletedProcess:

@@ -24,8 +24,9 @@ import pytest
 
 from tests.integration.conftest import free_port, hadoop_version, history_gen
 
-# a worker that cannot see the driver's files runs in a mount namespace of its own
-pytestmark = [pytest.mark.spark, pytest.mark.root]
+# a worker that cannot see the driver's files runs in a mount namespace of its own: root,
+# and nothing another test sees, so it runs beside the real-cluster tests
+pytestmark = [pytest.mark.spark, pytest.mark.root, pytest.mark.xdist_group("beside")]
 
 ROOT = Path(__file__).resolve().parents[2]
 SPARK_CLASS = Path(pyspark.__file__).parent / "bin" / "spark-class"

@@ -18,7 +18,9 @@ from kafka_chaos.clusters.local import kafka_uuid
 from tests.integration.conftest import faults_observed, kafka_chaos
 from tests.integration.sshd_hosts import PREFIX
 
-pytestmark = pytest.mark.kafka
+# the longer tier's (docs/nightly.md): attach mode is docker-attach's in the full suite, the
+# ssh transport conformance[ssh]'s
+pytestmark = [pytest.mark.kafka, pytest.mark.long]
 
 
 def _files(d: Path) -> set[str]:

@@ -3,7 +3,8 @@
 Tests marked ``root``, ``docker`` or ``kafka`` change this machine (namespaces, iptables,
 containers, brokers). They are one group, run one after the other by one worker: never two
 Kafka clusters at once, and a test's check that it left nothing behind (``leftovers()``) sees
-only its own. The other worker runs the rest, module by module. The group is most of the
+only its own. The other worker runs the rest, module by module, and the ``root`` tests whose
+mount namespace or bind mount is their own (group ``beside``). The group is most of the
 suite's time and is mostly waiting (time limits, timeouts): 4 scenario runs took 243 s beside
 62 Spark tests and 230 s alone, and the Spark tests were no slower (2 cores, 2026-11-29).
 
@@ -25,15 +26,18 @@ SYSTEM = ("root", "docker", "kafka")
 ENV_SYSTEM = "KAFKA_CHAOS_TEST_SYSTEM_IDS"
 #: The group's scope name in the scheduler.
 SCOPE = "system"
+#: The group of a test that needs root for something only it sees (a mount namespace of its
+#: own): it runs beside the ``SYSTEM`` tests (``@pytest.mark.xdist_group("beside")``).
+BESIDE = "beside"
 
 
 def is_system(item) -> bool:
-    """The test changes the machine: it has one of the ``SYSTEM`` markers, or it starts what
-    ``leftovers()`` of the others looks for (a Spark Connect server) and says so with
-    ``@pytest.mark.xdist_group("system")``."""
+    """The test changes the machine: it has one of the ``SYSTEM`` markers and is not in the
+    ``BESIDE`` group, or it says so with ``@pytest.mark.xdist_group("system")``."""
     group = item.get_closest_marker("xdist_group")
-    return (any(item.get_closest_marker(name) for name in SYSTEM)
-            or (group is not None and SCOPE in group.args))
+    groups = group.args if group is not None else ()
+    return SCOPE in groups or (BESIDE not in groups
+                               and any(item.get_closest_marker(name) for name in SYSTEM))
 
 
 def configure(config) -> None:

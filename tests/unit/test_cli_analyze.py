@@ -98,6 +98,7 @@ def test_a_crash_of_the_analysis_is_255_an_interrupt_unknown(tmp_path, monkeypat
 
 @pytest.mark.root
 @pytest.mark.spark
+@pytest.mark.xdist_group("beside")  # the mount is its own tmp_path's: beside the others
 @pytest.mark.skipif(os.geteuid() != 0, reason="a read-only bind mount needs root")
 def test_a_read_only_run_directory_is_analysed_into_out(spark, tmp_path, monkeypatch) -> None:
     d = run_dir(tmp_path, with_duplicates(), facts={"seed": 3})

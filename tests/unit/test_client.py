@@ -8,7 +8,7 @@ from __future__ import annotations
 import random
 import time
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from kafka_chaos.history import HistoryWriter
 from kafka_chaos.history.validate import validate
@@ -71,3 +71,43 @@ def test_a_transaction_cut_short_lists_every_send_it_never_reached(tmp_path) -> 
         w.append(0, "invoke", "txn", invoked)
         w.append(0, typ, "txn", value, error)
     assert validate(path).ops == 2
+
+
+class _Consumer:
+    """A consumer whose group coordinator answers ``errors`` in turn, then the committed
+    offset 7 of every partition asked."""
+
+    def __init__(self, *errors: int) -> None:
+        self.errors = list(errors)
+        self.asked = 0
+        self.assigned: list = []
+
+    def committed(self, tps, timeout):
+        self.asked += 1
+        if self.errors:
+            raise KafkaException(KafkaError(self.errors.pop(0)))
+        for tp in tps:
+            tp.offset = 7
+        return tps
+
+    def assign(self, tps) -> None:
+        self.assigned = [(tp.partition, tp.offset) for tp in tps]
+
+
+def _assigning(consumer: _Consumer) -> tuple:
+    client = Client(0, 3, "127.0.0.1:1", WorkloadSettings(), KeySpace("t", keys=6),
+                    random.Random(1), clock=time.monotonic_ns)
+    client.consumer = consumer
+    return client.invoke("assign", {"keys": [1, 4], "seek": "committed"})
+
+
+def test_an_assign_asks_again_while_its_coordinator_is_loading_and_not_otherwise() -> None:
+    """A coordinator still loading its ``__consumer_offsets`` partition (``NOT_COORDINATOR``
+    on a fresh cluster, seen in CI) is asked again, as the Java consumer does; any other
+    error ends the op ``info``, as before."""
+    loading = _Consumer(KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_LOAD_IN_PROGRESS)
+    assert _assigning(loading)[0] == "ok" and loading.asked == 3
+    assert loading.assigned == [(1, 7), (4, 7)]
+    refused = _Consumer(KafkaError.GROUP_AUTHORIZATION_FAILED)
+    typ, _, error = _assigning(refused)
+    assert typ == "info" and "GROUP_AUTHORIZATION_FAILED" in error and refused.asked == 1

@@ -15,7 +15,9 @@ from kafka_chaos.analysis.warm import warm_up
 
 @pytest.mark.spark
 def test_warm_up_checks_every_kind_of_op_and_leaves_nothing(spark) -> None:
-    before = set(Path(tempfile.gettempdir()).glob("kc-warm-up-*"))
+    # this process's own: runs of the other test worker warm up in the same directory
+    mine = f"kc-warm-up-{os.getpid()}-*"
+    before = set(Path(tempfile.gettempdir()).glob(mine))
     result = warm_up("local[2]")
     # a clean verdict with nothing unknown: every checker ran on it without raising
     assert result["valid"] is True and result["unknown_reasons"] == []
@@ -24,7 +26,7 @@ def test_warm_up_checks_every_kind_of_op_and_leaves_nothing(spark) -> None:
     assert {f for f, n in result["stats"]["by_f"].items() if n["ok"]} == {
         "assign", "poll", "send", "txn"}
     assert result["stats"]["acked_sends"] == 3 and result["cycle_search"]["complete"]
-    assert set(Path(tempfile.gettempdir()).glob("kc-warm-up-*")) == before
+    assert set(Path(tempfile.gettempdir()).glob(mine)) == before
 
 
 def test_a_process_ending_during_the_warm_up_leaves_no_history_behind(tmp_path) -> None:
