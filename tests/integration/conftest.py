@@ -109,8 +109,10 @@ def nothing_left_behind():
 
 
 @pytest.fixture(scope="session")
-def ssh_hosts(tmp_path_factory):
-    """Four SSH hosts with a real sshd each (``sshd_hosts.SshHosts``), shared by the session."""
+def ssh_hosts(tmp_path_factory, nothing_left_behind):
+    """Four SSH hosts with a real sshd each (``sshd_hosts.SshHosts``), shared by the session.
+    Inside ``nothing_left_behind``: a session fixture is set up before the module fixture
+    that asks for that one, and its hosts would then still be up at its final check."""
     hosts = SshHosts(tmp_path_factory.mktemp("ssh-hosts"), 4).start()
     yield hosts
     # torn down in the session's last test, whatever that one is marked
