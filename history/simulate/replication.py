@@ -1,0 +1,270 @@
+"""A reference model of one Kafka partition's replication: the oracle the verdict is checked
+against. It shares no code with ``analysis`` (it must not agree with the checker by
+construction); what it knows comes from Kafka's own documents:
+
+- the design doc's replication section: a message is *committed* once every in-sync replica
+  has it, and "a committed message will not be lost, as long as there is at least a single
+  in sync replica alive"; the high watermark (HW) is the offset below which every replica of
+  the ISR has the log, and consumers read only below it;
+- ``acks`` (producer configs): 0, no acknowledgement is awaited; 1, the leader's own append;
+  ``all``, the whole ISR, refused (``NOT_ENOUGH_REPLICAS``) while the ISR is smaller than
+  ``min.insync.replicas``;
+- elections: clean, from the ISR; on Kafka 4.x from the eligible leader replicas (ELR,
+  KIP-966) when the ISR is empty; unclean (``unclean.leader.election.enable``), from any live
+  replica, which may lose committed records;
+- a follower that starts to follow a new leader truncates its log where it diverges from the
+  leader's, by leader epoch (KIP-101, KIP-279);
+- a power loss keeps only what was fsynced; Kafka does not fsync per write (the design doc:
+  durability comes from replication, not from the disk).
+
+Every step is a method; nothing is random here (the generator draws the steps). Each record
+is kept with the leader epoch it was appended in. ``fate`` says, for each acknowledged
+value, whether it is lost and which documented mechanism lost it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Acks = Literal["0", "1", "all"]
+#: Mechanisms by which Kafka documents the loss of an acknowledged record.
+UNCLEAN, ACKS_BELOW_ALL, POWER_LOSS, LONE_ISR = ("unclean-election", "acks-below-all",
+                                                 "power-loss", "min-isr-1")
+
+
+@dataclasses.dataclass(frozen=True)
+class Entry:
+    """One record of a replica's log: its value and the leader epoch it was appended in."""
+
+    value: int
+    epoch: int
+
+
+@dataclasses.dataclass
+class Replica:
+    """One broker's copy of the partition: ``log`` (offset = position), ``fsynced`` (the
+    offsets below it survive a power loss) and whether the broker runs."""
+
+    node: int
+    log: list[Entry] = dataclasses.field(default_factory=list)
+    fsynced: int = 0
+    alive: bool = True
+
+    def end_offset(self, epoch: int) -> int:
+        """The log end offset of leader epoch ``epoch`` as this replica knows it: the first
+        offset of a later epoch, else its log end (OffsetsForLeaderEpoch, KIP-101)."""
+        for offset, entry in enumerate(self.log):
+            if entry.epoch > epoch:
+                return offset
+        return len(self.log)
+
+
+@dataclasses.dataclass(frozen=True)
+class Ack:
+    """What the producer was told: ``value`` at ``offset``, acknowledged with ``acks`` by
+    ``leader`` in ``epoch``; ``holders``: the replicas whose log had it at that moment."""
+
+    value: int
+    offset: int | None
+    acks: str
+    leader: int
+    epoch: int
+    holders: frozenset[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class Election:
+    """A new leader (None: the partition went offline) in ``epoch``; ``unclean`` when it was
+    in neither the ISR nor the ELR."""
+
+    leader: int | None
+    epoch: int
+    unclean: bool
+
+
+class Partition:
+    """One partition on ``nodes`` (the first leads in epoch 0), with ``min_isr``
+    (``min.insync.replicas``), ``unclean`` (``unclean.leader.election.enable``) and ``elr``
+    (Kafka 4.x's eligible leader replicas, KIP-966; False for 3.x).
+
+    Raises ``ValueError`` for a step a real cluster cannot take (replicating to the leader, a
+    node that is not a replica)."""
+
+    def __init__(self, nodes: tuple[int, ...] = (1, 2, 3), min_isr: int = 2,
+                 unclean: bool = False, elr: bool = True) -> None:
+        self.replicas = {n: Replica(n) for n in nodes}
+        self.min_isr, self.unclean, self.keeps_elr = min_isr, unclean, elr
+        self.leader: int | None = nodes[0]
+        self.epoch = 0
+        self.isr: set[int] = set(nodes)
+        self.elr: set[int] = set()
+        self.hw = 0
+        self.acks: dict[int, Ack] = {}
+        self.pending: dict[int, tuple[int, str]] = {}  # acks=all values awaiting the ISR
+        self.elections: list[Election] = []
+        self.lost_by: dict[int, str] = {}
+
+    # -- the producer ------------------------------------------------------------------------
+
+    def produce(self, value: int, acks: Acks) -> str | None:
+        """Append ``value`` at the leader. Returns None when it was appended (``acks`` 0 and
+        1 are acknowledged at once, ``all`` once the HW passes it: ``acked``), else the error
+        a producer gets: ``NOT_LEADER_OR_FOLLOWER`` (no live leader) or
+        ``NOT_ENOUGH_REPLICAS`` (acks=all with the ISR below ``min_isr``)."""
+        if self.leader is None or not self.replicas[self.leader].alive:
+            return "NOT_LEADER_OR_FOLLOWER"
+        if acks == "all" and len(self.isr) < self.min_isr:
+            return "NOT_ENOUGH_REPLICAS"
+        log = self.replicas[self.leader].log
+        log.append(Entry(value, self.epoch))
+        offset = len(log) - 1
+        if acks == "all":
+            self.pending[value] = (offset, acks)
+            self._advance_hw()
+        else:
+            self._ack(value, offset if acks == "1" else None, acks)
+        return None
+
+    def _ack(self, value: int, offset: int | None, acks: str) -> None:
+        holders = frozenset(n for n, r in self.replicas.items()
+                            if any(e.value == value for e in r.log))
+        self.acks[value] = Ack(value, offset, acks, self.leader, self.epoch, holders)
+
+    # -- replication -------------------------------------------------------------------------
+
+    def fetch(self, node: int) -> None:
+        """Follower ``node`` fetches from the leader: it first truncates where its log
+        diverges from the leader's (by leader epoch, KIP-279), then copies the rest. Once it
+        has the leader's whole log it rejoins the ISR (and leaves the ELR)."""
+        if node == self.leader:
+            raise ValueError(f"node {node} leads the partition: it does not fetch")
+        follower = self.replicas[node]
+        if self.leader is None or not follower.alive or not self.replicas[self.leader].alive:
+            return
+        leader = self.replicas[self.leader]
+        if follower.log:
+            last = follower.log[-1].epoch
+            keep = min(len(follower.log), leader.end_offset(last))
+            del follower.log[keep:]
+            follower.fsynced = min(follower.fsynced, keep)
+        follower.log.extend(leader.log[len(follower.log):])
+        if len(follower.log) == len(leader.log):
+            self.isr.add(node)
+            self.elr.discard(node)
+        self._advance_hw()
+
+    def fsync(self, node: int) -> None:
+        """``node`` flushes its log: everything in it survives a power loss."""
+        self.replicas[node].fsynced = len(self.replicas[node].log)
+
+    def shrink(self, node: int) -> None:
+        """The leader drops lagging follower ``node`` from the ISR
+        (``replica.lag.time.max.ms``); with ELR kept, a member removed while the ISR is below
+        ``min_isr`` becomes eligible (KIP-966)."""
+        if node == self.leader or node not in self.isr:
+            return
+        self.isr.discard(node)
+        if self.keeps_elr and len(self.isr) < self.min_isr:
+            self.elr.add(node)
+        self._advance_hw()
+
+    def _advance_hw(self) -> None:
+        """HW = the smallest log end offset of the ISR; acks=all values below it are
+        acknowledged."""
+        if self.leader is None:
+            return
+        self.hw = max(self.hw, min(len(self.replicas[n].log) for n in self.isr))
+        for value, (offset, acks) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+            leader_log = self.replicas[self.leader].log
+            if offset < self.hw and offset < len(leader_log) and leader_log[offset].value == value:
+                del self.pending[value]
+                self._ack(value, offset, acks)
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def kill(self, node: int) -> None:
+        """SIGKILL ``node``: its log stays as it is (the page cache survives a process
+        crash). The controller fences it: out of the ISR (into the ELR when that leaves the
+        ISR below ``min_isr``), and a new leader is elected if it led."""
+        self.replicas[node].alive = False
+        self._fence(node)
+
+    def lose_power(self, node: int) -> None:
+        """A power loss of ``node``: killed, and its log cut to what was fsynced."""
+        replica = self.replicas[node]
+        del replica.log[replica.fsynced:]
+        replica.alive = False
+        self._fence(node)
+
+    def start(self, node: int) -> None:
+        """``node`` runs again, as a follower out of the ISR (it rejoins by fetching); if the
+        partition was offline, the controller elects again."""
+        self.replicas[node].alive = True
+        if self.leader is None:
+            self._elect()
+
+    def _fence(self, node: int) -> None:
+        if node in self.isr:
+            self.isr.discard(node)
+            if self.keeps_elr and len(self.isr) < self.min_isr:
+                self.elr.add(node)
+        if node == self.leader:
+            self._elect()
+
+    def _elect(self) -> None:
+        """The controller's choice (KIP-966's order): a live ISR member, else a live ELR
+        member, else with unclean election on, any live replica; else offline."""
+        live = [n for n in sorted(self.replicas) if self.replicas[n].alive]
+        clean = [n for n in live if n in self.isr] or [n for n in live if n in self.elr]
+        chosen = clean[0] if clean else (live[0] if self.unclean and live else None)
+        self.epoch += 1
+        self.leader = chosen
+        unclean = chosen is not None and not clean
+        self.elections.append(Election(chosen, self.epoch, unclean))
+        if chosen is None:
+            return
+        # the new leader's HW is at most its own log end (an unclean or power-lost leader's
+        # log may be shorter than the old HW)
+        self.hw = min(self.hw, len(self.replicas[chosen].log))
+        if unclean:
+            self.isr, self.elr = {chosen}, set()
+        else:
+            self.isr.add(chosen)
+            self.elr.discard(chosen)
+        self._settle(chosen, unclean)
+
+    def _settle(self, leader: int, unclean: bool) -> None:
+        """What the new leader lacks of the acknowledged values is lost from now on, and by
+        which mechanism (the first one that took it)."""
+        have = {e.value for e in self.replicas[leader].log}
+        for value, ack in self.acks.items():
+            if value in have or value in self.lost_by:
+                continue
+            if unclean:
+                self.lost_by[value] = UNCLEAN
+            elif ack.acks in ("0", "1"):
+                self.lost_by[value] = ACKS_BELOW_ALL
+            elif len(ack.holders) < self.min_isr or ack.holders == {ack.leader}:
+                self.lost_by[value] = LONE_ISR
+            else:
+                self.lost_by[value] = POWER_LOSS
+
+    # -- what a consumer sees ----------------------------------------------------------------
+
+    def read(self, start: int = 0) -> list[tuple[int, int]]:
+        """``(offset, value)`` of the leader's log from ``start`` up to the HW (what a
+        ``read_uncommitted`` consumer can fetch); ``[]`` while offline."""
+        if self.leader is None or not self.replicas[self.leader].alive:
+            return []
+        log = self.replicas[self.leader].log
+        return [(o, log[o].value) for o in range(start, min(self.hw, len(log)))]
+
+    def fate(self) -> dict[int, str | None]:
+        """Each acknowledged value's fate now: None if the leader's log holds it, else the
+        mechanism that lost it (one of ``UNCLEAN``, ``ACKS_BELOW_ALL``, ``LONE_ISR``,
+        ``POWER_LOSS``)."""
+        have = set() if self.leader is None else {e.value for e in
+                                                  self.replicas[self.leader].log}
+        return {v: None if v in have else self.lost_by.get(v, "offline")
+                for v in self.acks}

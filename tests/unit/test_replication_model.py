@@ -1,0 +1,86 @@
+"""The reference model of one partition's replication (``history.simulate.replication``):
+Kafka's documented cases, each by hand."""
+
+from __future__ import annotations
+
+from kafka_chaos.history.simulate.replication import (ACKS_BELOW_ALL, POWER_LOSS, UNCLEAN,
+                                                       Partition)
+
+
+def test_acks_1_loses_what_only_the_leader_had_in_a_clean_election() -> None:
+    p = Partition()
+    assert p.produce(1, "1") is None and p.acks[1].holders == {1}
+    p.kill(1)
+    assert p.elections[-1].leader == 2 and not p.elections[-1].unclean
+    assert p.fate() == {1: ACKS_BELOW_ALL}
+
+
+def test_acks_all_is_acknowledged_once_the_isr_has_it_and_survives_clean_elections() -> None:
+    p = Partition()
+    p.produce(1, "all")
+    assert 1 not in p.acks  # the followers have not fetched yet
+    p.fetch(2)
+    p.fetch(3)
+    assert p.acks[1].offset == 0 and p.hw == 1
+    p.kill(1)
+    p.kill(2)
+    assert p.leader == 3 and p.fate() == {1: None} and p.read() == [(0, 1)]
+
+
+def test_acks_all_is_refused_below_min_isr_and_the_elr_keeps_what_was_committed() -> None:
+    p = Partition(min_isr=2)
+    p.produce(1, "all")
+    p.fetch(2)
+    p.fetch(3)
+    p.shrink(2)
+    p.shrink(3)
+    # 2 left while the ISR still met min.insync.replicas (it may lack later commits); 3 left
+    # the ISR below it, and every commit since is on the leader alone: none (KIP-966)
+    assert p.isr == {1} and p.elr == {3}
+    assert p.produce(2, "all") == "NOT_ENOUGH_REPLICAS"
+    p.kill(1)
+    assert p.leader == 3 and not p.elections[-1].unclean and p.fate() == {1: None}
+
+
+def test_an_unclean_election_loses_what_the_new_leader_never_had() -> None:
+    p = Partition(min_isr=1, unclean=True, elr=False)
+    p.shrink(2)
+    p.shrink(3)
+    p.produce(1, "all")
+    assert p.acks[1].holders == {1}
+    p.kill(1)
+    assert p.elections[-1].unclean and p.fate() == {1: UNCLEAN}
+
+
+def test_a_follower_truncates_where_it_diverges_from_the_new_leader() -> None:
+    p = Partition(min_isr=1, unclean=True, elr=False)
+    p.produce(1, "1")
+    p.fetch(2)  # 2 has value 1; 3 has nothing
+    p.shrink(2)
+    p.shrink(3)
+    p.produce(2, "1")  # only on 1
+    p.kill(1)
+    p.kill(2)
+    p.start(3)  # nothing in the ISR lives: unclean, 3 has no record
+    assert p.leader == 3 and p.elections[-1].unclean
+    p.produce(3, "1")
+    p.start(1)
+    p.fetch(1)  # 1's epoch-0 records diverge from 3's log: truncated, then 3's copied
+    assert [e.value for e in p.replicas[1].log] == [3]
+
+
+def test_a_power_loss_of_every_replica_keeps_only_what_was_fsynced() -> None:
+    p = Partition(elr=False)
+    p.produce(1, "all")
+    p.fetch(2)
+    p.fetch(3)
+    p.fsync(3)
+    p.produce(2, "all")
+    p.fetch(2)
+    p.fetch(3)
+    assert set(p.acks) == {1, 2}
+    for node in (1, 2, 3):
+        p.lose_power(node)
+    p.start(3)
+    assert p.leader is None  # no live ISR member and no unclean election: offline
+    assert p.fate() == {1: "offline", 2: "offline"}
