@@ -104,6 +104,8 @@ class Partition:
         self.pending: dict[int, tuple[int, str]] = {}  # acks=all values awaiting the ISR
         self.elections: list[Election] = []
         self.lost_by: dict[int, str] = {}
+        self.lost_epoch: dict[int, int] = {}
+        self.power_lost: dict[int, set[int]] = {}  # value -> nodes a power loss took it from
 
     # -- the producer ------------------------------------------------------------------------
 
@@ -193,6 +195,8 @@ class Partition:
     def lose_power(self, node: int) -> None:
         """A power loss of ``node``: killed, and its log cut to what was fsynced."""
         replica = self.replicas[node]
+        for entry in replica.log[replica.fsynced:]:
+            self.power_lost.setdefault(entry.value, set()).add(node)
         del replica.log[replica.fsynced:]
         replica.alive = False
         self._fence(node)
@@ -205,7 +209,10 @@ class Partition:
             self._elect()
 
     def _fence(self, node: int) -> None:
-        if node in self.isr:
+        """The controller fences ``node``: out of the ISR, except that without ELR the last
+        member stays (KRaft on 3.x never empties the ISR: the partition waits offline for
+        it); with ELR a member removed below ``min_isr`` becomes eligible (KIP-966)."""
+        if node in self.isr and (self.keeps_elr or len(self.isr) > 1):
             self.isr.discard(node)
             if self.keeps_elr and len(self.isr) < self.min_isr:
                 self.elr.add(node)
@@ -241,14 +248,15 @@ class Partition:
         for value, ack in self.acks.items():
             if value in have or value in self.lost_by:
                 continue
-            if unclean:
+            self.lost_epoch[value] = self.epoch
+            if leader in self.power_lost.get(value, ()):
+                self.lost_by[value] = POWER_LOSS  # the new leader had it, and lost it
+            elif unclean:
                 self.lost_by[value] = UNCLEAN
             elif ack.acks in ("0", "1"):
                 self.lost_by[value] = ACKS_BELOW_ALL
-            elif len(ack.holders) < self.min_isr or ack.holders == {ack.leader}:
-                self.lost_by[value] = LONE_ISR
             else:
-                self.lost_by[value] = POWER_LOSS
+                self.lost_by[value] = LONE_ISR
 
     # -- what a consumer sees ----------------------------------------------------------------
 

@@ -1,0 +1,249 @@
+"""Histories of the reference model (``replication.Partition``) and their ground truth.
+
+One history holds many independent partitions of topic ``TOPIC``, each its own model on
+three brokers of its own (partition ``p`` on nodes ``3p+1..3p+3``): a fault of one partition
+touches no other, so thousands of generated cases share one analysis. They share the run's
+configuration (``acks``, ``min.insync.replicas``, unclean election), which is run-wide in a
+real run too.
+
+A case is a list of ``Step``s at times (ms) on the run's clock. What the history shows of a
+case is what a real run's record would: its sends (``ack_ns`` when acknowledged), the
+nemesis ops that kill, power off and start its brokers, the monitor's samples every 500 ms
+(leader, epoch, ISR, ELR, HW; a ``blind`` step hides the partition from them for a while, as
+a monitor that cannot reach it), and the final reads once every broker runs again and every
+follower has caught up. Fetches, ISR shrinks and fsyncs are internal: only samples show them.
+
+``generate`` returns, per acknowledged value, its ``Truth``: lost or not, by which
+mechanism, and when (the election that lost it, between the samples that bracket it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Literal
+
+from kafka_chaos.history.simulate.replication import Partition
+from kafka_chaos.history.writer import HistoryWriter
+
+TOPIC = "kafka-chaos"
+MS = 1_000_000
+#: The monitor's period (ms), as ``nemesis/monitor.py``'s.
+SAMPLE_MS = 500
+
+Kind = Literal["produce", "fetch", "shrink", "fsync", "kill", "lose-power", "start", "blind"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """``kind`` at ``at_ms`` on replica ``replica`` (0-2: the case's first, second or third
+    broker; produce ignores it); ``blind`` hides the partition from the monitor for
+    ``for_ms``."""
+
+    at_ms: int
+    kind: Kind
+    replica: int = 0
+    for_ms: int = 0
+
+
+@dataclasses.dataclass(frozen=True)
+class Truth:
+    """An acknowledged value's fate: ``mechanism`` None when the final log holds it; else
+    what lost it (``replication``'s names, or ``offline``: no leader at the end), and the
+    ``election`` (leader epoch) after which the value was gone from the leader's log."""
+
+    key: int
+    value: int
+    mechanism: str | None
+    epoch: int | None
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    """The run-wide settings every case shares."""
+
+    acks: str = "all"
+    min_isr: int = 2
+    unclean: bool = False
+    elr: bool = True
+
+
+def nodes_of(partition: int) -> tuple[int, int, int]:
+    """Node ids of a partition's brokers."""
+    return (3 * partition + 1, 3 * partition + 2, 3 * partition + 3)
+
+
+def generate(path: Path, cases: list[list[Step]], config: Config) -> list[Truth]:
+    """Write ``path`` (a format-2 ``history.jsonl``; ``FileExistsError`` if it exists) for
+    ``cases`` under ``config``; return the truth of every acknowledged value."""
+    run = _Run(path, cases, config)
+    try:
+        run.play()
+    finally:
+        run.out.close()
+    return run.truth()
+
+
+class _Run:
+    def __init__(self, path: Path, cases: list[list[Step]], config: Config) -> None:
+        self.cases, self.config = cases, config
+        self.models = [Partition(nodes_of(p), config.min_isr, config.unclean, config.elr)
+                       for p in range(len(cases))]
+        self.now = 0
+        self.value = 0
+        self.process = 0
+        self.hidden_until = [0] * len(cases)
+        self.waiting: dict[int, tuple[int, int]] = {}  # acks=all value -> (key, process)
+        self.keys: dict[int, int] = {}  # value -> key
+        nodes = {str(n): {"name": f"n{n}", "roles": ["broker", "controller"]}
+                 for p in range(len(cases)) for n in nodes_of(p)}
+        header = {"config": {"acks": config.acks, "idempotence": False, "txn": False,
+                             "retries": 0, "max_in_flight": 1,
+                             "min_insync_replicas": config.min_isr, "replication_factor": 3,
+                             "unclean_leader_election": config.unclean,
+                             "isolation_level": "read_uncommitted", "sub_via": "assign",
+                             "auto_commit": False, "auto_offset_reset": "earliest"},
+                  "keys": {str(p): [TOPIC, p] for p in range(len(cases))}, "nodes": nodes}
+        self.out = HistoryWriter(path, header=header, columnar="inline",
+                                 clock=lambda: self.now, flush_each=False)
+
+    def write(self, process, type_: str, f: str, value, error: str | None = None) -> None:
+        self.out.append(process, type_, f, value, error)
+        self.now += 1000  # 1 µs per line: every op its own time
+
+    def play(self) -> None:
+        steps = sorted(((s.at_ms, p, i, s) for p, case in enumerate(self.cases)
+                        for i, s in enumerate(case)), key=lambda x: x[:3])
+        end_ms = max((s[0] for s in steps), default=0) + SAMPLE_MS
+        next_sample = 0
+        for at_ms, p, _, step in steps + [(end_ms, -1, 0, None)]:
+            while next_sample <= at_ms:
+                self._to(next_sample)
+                self.sample("period")
+                next_sample += SAMPLE_MS
+            self._to(at_ms)
+            if step is not None:
+                self.apply(p, step)
+        self.heal()
+        self.sample("after final reads")
+
+    def _to(self, ms: int) -> None:
+        self.now = max(self.now, ms * MS)
+
+    def apply(self, p: int, step: Step) -> None:
+        model, node = self.models[p], nodes_of(p)[step.replica]
+        if step.kind == "produce":
+            self.produce(p)
+        elif step.kind == "fetch":
+            if node != model.leader:
+                model.fetch(node)
+        elif step.kind == "shrink":
+            model.shrink(node)
+        elif step.kind == "fsync":
+            model.fsync(node)
+        elif step.kind == "blind":
+            self.hidden_until[p] = max(self.hidden_until[p], self.now + step.for_ms * MS)
+        else:
+            self.nemesis(p, step.kind, node)
+        self.settle_waiting()
+
+    def produce(self, p: int) -> None:
+        model = self.models[p]
+        self.value += 1
+        value, process = self.value, self.process
+        self.process += 1
+        self.keys[value] = p
+        self.write(process, "invoke", "send", [["send", p, value]])
+        error = model.produce(value, self.config.acks)
+        if error == "NOT_ENOUGH_REPLICAS":
+            self.write(process, "fail", "send", [["send", p, [None, value]]], error)
+        elif error is not None:
+            self.write(process, "info", "send", [["send", p, [None, value]]], error)
+        elif value in model.acks:
+            self.ack(process, p, value)
+        else:
+            self.waiting[value] = (p, process)
+
+    def ack(self, process: int, p: int, value: int) -> None:
+        ack = self.models[p].acks[value]
+        self.write(process, "ok", "send", [["send", p, [ack.offset, value, self.now]]])
+
+    def settle_waiting(self) -> None:
+        for value, (p, process) in list(self.waiting.items()):
+            if value in self.models[p].acks:
+                del self.waiting[value]
+                self.ack(process, p, value)
+
+    def nemesis(self, p: int, kind: str, node: int) -> None:
+        model = self.models[p]
+        f = {"kill": "kill", "lose-power": "lose-unfsynced", "start": "start"}[kind]
+        self.write("nemesis", "invoke", f, {"target": [node]})
+        if kind == "kill":
+            model.kill(node)
+            done = {"killed": [f"n{node}"]}
+        elif kind == "lose-power":
+            before = len(model.replicas[node].log)
+            model.lose_power(node)
+            lost = before - len(model.replicas[node].log)
+            done = {"lost": {f"n{node}": {
+                "truncated_files": 1 if lost else 0,
+                "logs": {f"{TOPIC}-{p}/00000000000000000000.log": 100 * lost} if lost else {},
+                "sole_in_sync_replica_of": []}}}
+        else:
+            model.start(node)
+            done = {"started": [f"n{node}"]}
+        self.write("nemesis", "ok", f, done)
+        self.sample(f"after {f}")
+
+    def sample(self, trigger: str) -> None:
+        self.write("monitor", "invoke", "cluster-state", {"trigger": trigger})
+        parts = []
+        for p, model in enumerate(self.models):
+            if self.now < self.hidden_until[p]:
+                continue
+            live = model.leader is not None and model.replicas[model.leader].alive
+            parts.append({"partition": p, "leader": model.leader if live else -1,
+                          "leader_epoch": model.epoch, "replicas": list(nodes_of(p)),
+                          "isr": sorted(model.isr), "elr": sorted(model.elr),
+                          "last_known_elr": [],
+                          "offline": [n for n, r in model.replicas.items() if not r.alive],
+                          **({"hw": model.hw, "lso": model.hw} if live else {})})
+        answering = {str(n): r.alive for model in self.models for n, r in model.replicas.items()}
+        self.write("monitor", "ok", "cluster-state", {
+            "answering": answering, "partitions": {TOPIC: parts}, "controller": None,
+            "took_ms": 1})
+
+    def heal(self) -> None:
+        """heal-all: every broker started, every follower caught up, the acks=all sends still
+        waiting acknowledged or timed out; then each partition read to its end."""
+        self.write("nemesis", "invoke", "heal-all", None)
+        for model in self.models:
+            for node, replica in model.replicas.items():
+                if not replica.alive:
+                    model.start(node)
+        for model in self.models:
+            for node in model.replicas:
+                if node != model.leader:
+                    model.fetch(node)
+        self.write("nemesis", "ok", "heal-all", {"process": {"start": {"started": []}}})
+        self.settle_waiting()
+        for value, (p, process) in sorted(self.waiting.items()):
+            self.write(process, "info", "send", [["send", p, [None, value]]], "_MSG_TIMED_OUT")
+        self.waiting.clear()
+        self.sample("after heal-all")
+        reader = self.process
+        self.process += 1
+        for p, model in enumerate(self.models):
+            recs = model.read()
+            end = len(recs)
+            self.write(reader, "invoke", "poll", [["poll"]])
+            self.write(reader, "ok", "poll", [[
+                "poll", {str(p): [[o, v] for o, v in recs]} if recs else {},
+                {"final": True, "range": {str(p): [0, end]}, "eof": True}]])
+
+    def truth(self) -> list[Truth]:
+        out = []
+        for p, model in enumerate(self.models):
+            for value, mechanism in model.fate().items():
+                out.append(Truth(p, value, mechanism, model.lost_epoch.get(value)))
+        return out
