@@ -30,6 +30,9 @@ TOPIC = "kafka-chaos"
 MS = 1_000_000
 #: The monitor's period (ms), as ``nemesis/monitor.py``'s.
 SAMPLE_MS = 500
+#: Samples of a partition further apart than this (ns) leave the record blind on it
+#: (docs/history-format.md's contract, as the verdict reads it).
+BLIND_NS = 5_000_000_000
 
 Kind = Literal["produce", "fetch", "shrink", "fsync", "kill", "lose-power", "start", "blind"]
 
@@ -56,6 +59,16 @@ class Truth:
     value: int
     mechanism: str | None
     epoch: int | None
+    shown: bool | None = None
+
+    @property
+    def expected(self) -> str | None:
+        """The verdict the record supports for this value: None (no finding: it is in the
+        log), ``permitted`` (lost, and the record shows the event that lost it inside its
+        window), ``unexplained`` (lost by a documented mechanism the record cannot show)."""
+        if self.mechanism is None:
+            return None
+        return "permitted" if self.shown else "unexplained"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,6 +108,9 @@ class _Run:
         self.hidden_until = [0] * len(cases)
         self.waiting: dict[int, tuple[int, int]] = {}  # acks=all value -> (key, process)
         self.keys: dict[int, int] = {}  # value -> key
+        self.seen: list[list[tuple[int, int]]] = [[] for _ in cases]  # (ns, epoch) samples
+        self.acked_at: dict[int, int] = {}
+        self.final_at = 0
         nodes = {str(n): {"name": f"n{n}", "roles": ["broker", "controller"]}
                  for p in range(len(cases)) for n in nodes_of(p)}
         header = {"config": {"acks": config.acks, "idempotence": False, "txn": False,
@@ -166,6 +182,7 @@ class _Run:
 
     def ack(self, process: int, p: int, value: int) -> None:
         ack = self.models[p].acks[value]
+        self.acked_at[value] = self.now
         self.write(process, "ok", "send", [["send", p, [ack.offset, value, self.now]]])
 
     def settle_waiting(self) -> None:
@@ -202,6 +219,7 @@ class _Run:
             if self.now < self.hidden_until[p]:
                 continue
             live = model.leader is not None and model.replicas[model.leader].alive
+            self.seen[p].append((self.now, model.epoch))
             parts.append({"partition": p, "leader": model.leader if live else -1,
                           "leader_epoch": model.epoch, "replicas": list(nodes_of(p)),
                           "isr": sorted(model.isr), "elr": sorted(model.elr),
@@ -233,6 +251,7 @@ class _Run:
         self.sample("after heal-all")
         reader = self.process
         self.process += 1
+        self.final_at = self.now
         for p, model in enumerate(self.models):
             recs = model.read()
             end = len(recs)
@@ -245,5 +264,21 @@ class _Run:
         out = []
         for p, model in enumerate(self.models):
             for value, mechanism in model.fate().items():
-                out.append(Truth(p, value, mechanism, model.lost_epoch.get(value)))
+                epoch = model.lost_epoch.get(value)
+                shown = None if mechanism is None else self.shown(p, value, epoch)
+                out.append(Truth(p, value, mechanism, epoch, shown))
         return out
+
+    def shown(self, p: int, value: int, epoch: int | None) -> bool:
+        """Whether the record locates the election that lost ``value`` inside its window:
+        the last sample of the partition before it (an older epoch) came after the
+        acknowledgement, the first after it (that epoch or later) before the final reads,
+        and the two are at most ``BLIND_NS`` apart."""
+        if epoch is None:
+            return False
+        before = [t for t, e in self.seen[p] if e < epoch]
+        after = [t for t, e in self.seen[p] if e >= epoch]
+        if not before or not after:
+            return False
+        lo, hi = before[-1], after[0]
+        return (self.acked_at[value] < lo and hi < self.final_at and hi - lo <= BLIND_NS)
