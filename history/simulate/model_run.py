@@ -14,7 +14,11 @@ a monitor that cannot reach it), and the final reads once every broker runs agai
 follower has caught up. Fetches, ISR shrinks and fsyncs are internal: only samples show them.
 
 ``generate`` returns, per acknowledged value, its ``Truth``: lost or not, by which
-mechanism, and when (the election that lost it, between the samples that bracket it).
+mechanism, and whether the record shows the election that lost it inside the loss's window
+(``Truth.expected``: the verdict the record supports). Not yet labelled apart: a power loss,
+whose evidence is the nemesis op rather than an election, and an unclean election whose
+sample before it shows a stale ISR; ``bench/model_oracle.py`` compares the labels with the
+verdict (issue 49).
 """
 
 from __future__ import annotations
@@ -73,7 +77,9 @@ class Truth:
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The run-wide settings every case shares."""
+    """The run-wide settings every case shares. ``acks`` "1" or "all": an acks=0 send has
+    no offset to write (the format's ``[null, value]`` says "not acknowledged"), which the
+    model does not write yet."""
 
     acks: str = "all"
     min_isr: int = 2

@@ -1,10 +1,12 @@
 """The reference model of one partition's replication (``history.simulate.replication``):
-Kafka's documented cases, each by hand."""
+Kafka's documented cases, each by hand; and the histories it writes (``model_run``)."""
 
 from __future__ import annotations
 
+from kafka_chaos.history.simulate.model_run import Config, Step, generate
 from kafka_chaos.history.simulate.replication import (ACKS_BELOW_ALL, POWER_LOSS, UNCLEAN,
                                                        Partition)
+from kafka_chaos.history.validate import validate
 
 
 def test_acks_1_loses_what_only_the_leader_had_in_a_clean_election() -> None:
@@ -87,3 +89,20 @@ def test_a_power_loss_of_every_replica_keeps_only_what_was_fsynced() -> None:
     p.start(3)
     assert p.leader == 3 and not p.elections[-1].unclean
     assert p.fate() == {1: None, 2: POWER_LOSS}
+
+
+def test_a_model_history_is_valid_and_says_which_losses_its_record_shows(tmp_path) -> None:
+    """Three partitions under acks=1, each leader killed once after a write only it had: the
+    history passes the reader's checks; the loss whose election falls between two samples
+    taken after the write is shown; the one whose partition the monitor did not see for 8 s
+    is not; nor is one acknowledged after the last sample before the kill (the two samples
+    straddle its acknowledgement: the election may have come before it)."""
+    # samples every 500 ms: the first two writes come before the one at 500 ms
+    cases = [[Step(450, "produce"), Step(900, "kill", 0)],
+             [Step(450, "produce"), Step(600, "blind", 0, 8000), Step(900, "kill", 0)],
+             [Step(1100, "produce"), Step(1200, "kill", 0)]]
+    truth = generate(tmp_path / "history.jsonl", cases, Config(acks="1"))
+    assert validate(tmp_path / "history.jsonl").ops > 0
+    assert [(t.key, t.mechanism, t.expected) for t in truth] == [
+        (0, ACKS_BELOW_ALL, "permitted"), (1, ACKS_BELOW_ALL, "unexplained"),
+        (2, ACKS_BELOW_ALL, "unexplained")]
