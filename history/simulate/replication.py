@@ -106,6 +106,7 @@ class Partition:
         self.lost_by: dict[int, str] = {}
         self.lost_epoch: dict[int, int] = {}
         self.power_lost: dict[int, set[int]] = {}  # value -> nodes a power loss took it from
+        self.last_known: int | None = None  # the leader before the partition went offline
 
     # -- the producer ------------------------------------------------------------------------
 
@@ -203,8 +204,13 @@ class Partition:
 
     def start(self, node: int) -> None:
         """``node`` runs again, as a follower out of the ISR (it rejoins by fetching); if the
-        partition was offline, the controller elects again."""
+        partition was offline, the controller elects again. Both faults here (SIGKILL, power
+        loss) are unclean shutdowns: with ELR, the controller takes the broker out of every
+        ELR when it registers again (KAFKA-15586, KIP-966), since its log may have lost what
+        made it eligible."""
         self.replicas[node].alive = True
+        if self.keeps_elr:
+            self.elr.discard(node)
         if self.leader is None:
             self._elect()
 
@@ -220,11 +226,16 @@ class Partition:
             self._elect()
 
     def _elect(self) -> None:
-        """The controller's choice (KIP-966's order): a live ISR member, else a live ELR
-        member, else with unclean election on, any live replica; else offline."""
+        """The controller's choice (KIP-966's order, Kafka's "Eligible Leader Replicas"
+        page): a live ISR member, else a live ELR member, else the last known leader if it
+        runs (as before 4.0 when every replica was offline), else with unclean election on,
+        any live replica; else offline."""
         live = [n for n in sorted(self.replicas) if self.replicas[n].alive]
-        clean = [n for n in live if n in self.isr] or [n for n in live if n in self.elr]
+        clean = ([n for n in live if n in self.isr] or [n for n in live if n in self.elr]
+                 or [n for n in live if n == self.last_known and not self.isr and not self.elr])
         chosen = clean[0] if clean else (live[0] if self.unclean and live else None)
+        if self.leader is not None:
+            self.last_known = self.leader
         self.epoch += 1
         self.leader = chosen
         unclean = chosen is not None and not clean

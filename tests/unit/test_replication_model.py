@@ -106,3 +106,21 @@ def test_a_model_history_is_valid_and_says_which_losses_its_record_shows(tmp_pat
     assert [(t.key, t.mechanism, t.expected) for t in truth] == [
         (0, ACKS_BELOW_ALL, "permitted"), (1, ACKS_BELOW_ALL, "unexplained"),
         (2, ACKS_BELOW_ALL, "unexplained")]
+
+
+def test_a_broker_back_from_an_unclean_shutdown_is_no_longer_eligible() -> None:
+    """With ELR, the power-lost leader that left the ISR below min.insync.replicas is not
+    elected when it comes back (KAFKA-15586): the partition waits for the replica that kept
+    the record, and nothing is lost."""
+    p = Partition(min_isr=2, elr=True)
+    p.shrink(2)  # ISR {1, 3}
+    p.produce(1, "all")
+    p.fetch(3)
+    assert 1 in p.acks
+    p.lose_power(1)  # nothing fsynced: 1 keeps nothing
+    p.kill(3)
+    assert p.leader is None and p.elr == {1, 3}
+    p.start(1)
+    assert p.leader is None and p.elr == {3}
+    p.start(3)
+    assert p.leader == 3 and p.fate() == {1: None}
