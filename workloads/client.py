@@ -16,15 +16,11 @@ from typing import Any, Callable
 from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer, ShareConsumer,
                              TopicPartition)
 
+from kafka_chaos.clusters.admin import COORDINATOR_STARTING
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
 from kafka_chaos.workloads.settings import WorkloadSettings
-
-#: Retriable answers of a group coordinator that is moving or loading its partition of
-#: ``__consumer_offsets`` (Kafka's protocol guide, errors 14-16).
-COORDINATOR_MOVING = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE",
-                      "COORDINATOR_LOAD_IN_PROGRESS")
 
 Completion = tuple[str, Any, str | None]
 
@@ -251,17 +247,18 @@ class Client:
 
     def _committed(self, tps: list[TopicPartition], deadline: float) -> list[TopicPartition]:
         """The group's committed offsets of ``tps``, asked again while the group's coordinator
-        answers that it is moving or loading, until ``deadline`` (``time.monotonic()``, s), as
-        the Java consumer's ``committed(partitions, timeout)`` does; librdkafka gives the first
-        such answer back. Each process's assign group has a coordinator of its own: on a fresh
-        cluster, one still loading its ``__consumer_offsets`` partition answered
-        ``NOT_COORDINATOR`` 0.4 s after another group's coordinator had answered. Raises
-        ``KafkaException`` for any other error, or for that one at the deadline."""
+        answers that it is moving or loading (``admin.COORDINATOR_STARTING``), until
+        ``deadline`` (``time.monotonic()``, s), as the Java consumer's ``committed(partitions,
+        timeout)`` does; librdkafka gives the first such answer back. Each process's assign
+        group has a coordinator of its own: on a fresh cluster, one still loading its
+        ``__consumer_offsets`` partition answered ``NOT_COORDINATOR`` 0.4 s after another
+        group's coordinator had answered. Raises ``KafkaException`` for any other error, or
+        for that one at the deadline."""
         while True:
             try:
                 return self.consumer.committed(tps, max(0.1, deadline - time.monotonic()))
             except KafkaException as exc:
-                if (exc.args[0].name() not in COORDINATOR_MOVING
+                if (exc.args[0].name() not in COORDINATOR_STARTING
                         or time.monotonic() + 0.2 > deadline):
                     raise
             time.sleep(0.2)

@@ -241,15 +241,17 @@ class _Run:
         """heal-all: every broker started, every follower caught up, the acks=all sends still
         waiting acknowledged or timed out; then each partition read to its end."""
         self.write("nemesis", "invoke", "heal-all", None)
+        started = []
         for model in self.models:
             for node, replica in model.replicas.items():
                 if not replica.alive:
                     model.start(node)
+                    started.append(f"n{node}")
         for model in self.models:
             for node in model.replicas:
                 if node != model.leader:
                     model.fetch(node)
-        self.write("nemesis", "ok", "heal-all", {"process": {"start": {"started": []}}})
+        self.write("nemesis", "ok", "heal-all", {"process": {"start": {"started": started}}})
         self.settle_waiting()
         for value, (p, process) in sorted(self.waiting.items()):
             self.write(process, "info", "send", [["send", p, [None, value]]], "_MSG_TIMED_OUT")

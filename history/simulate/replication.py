@@ -101,7 +101,7 @@ class Partition:
         self.elr: set[int] = set()
         self.hw = 0
         self.acks: dict[int, Ack] = {}
-        self.pending: dict[int, tuple[int, str]] = {}  # acks=all values awaiting the ISR
+        self.pending: dict[int, int] = {}  # acks=all value -> its offset, awaiting the ISR
         self.elections: list[Election] = []
         self.lost_by: dict[int, str] = {}
         self.lost_epoch: dict[int, int] = {}
@@ -123,7 +123,7 @@ class Partition:
         log.append(Entry(value, self.epoch))
         offset = len(log) - 1
         if acks == "all":
-            self.pending[value] = (offset, acks)
+            self.pending[value] = offset
             self._advance_hw()
         else:
             self._ack(value, offset if acks == "1" else None, acks)
@@ -178,11 +178,11 @@ class Partition:
         if self.leader is None:
             return
         self.hw = max(self.hw, min(len(self.replicas[n].log) for n in self.isr))
-        for value, (offset, acks) in sorted(self.pending.items(), key=lambda kv: kv[1][0]):
+        for value, offset in sorted(self.pending.items(), key=lambda kv: kv[1]):
             leader_log = self.replicas[self.leader].log
             if offset < self.hw and offset < len(leader_log) and leader_log[offset].value == value:
                 del self.pending[value]
-                self._ack(value, offset, acks)
+                self._ack(value, offset, "all")
 
     # -- faults ------------------------------------------------------------------------------
 
