@@ -173,6 +173,7 @@ def test_the_safe_configuration_stays_valid_under_every_kind_of_fault(tmp_path):
     assert proc.returncode == 0 and res["valid"] is True, proc.stdout
     for name in res["anomaly_types"]:
         assert res["anomalies"][name]["rules"].keys() <= {"interleaved-writes", "ww-cycles"}
+    assert res["run"]["faults_not_run"] == [], res["run"]  # the time limit left the roll room
     ops = _ops(tmp_path)
     done = {op.f: op.value for op in ops if op.process == "nemesis" and op.type.value == "ok"}
     assert {"pause", "move-leader", "clock-bump", "partition", "lose-unfsynced", "kill",
@@ -182,7 +183,7 @@ def test_the_safe_configuration_stays_valid_under_every_kind_of_fault(tmp_path):
         done["lose-unfsynced"]  # the power loss cut some log short
     assert done["move-leader"]["leader"][0] != done["move-leader"]["leader"][1]
     assert sorted(done["roll"]["rolled"]) == ["n1", "n2", "n3"]
-    assert res["run"]["heal_left"] == [] and res["stats"]["acked_sends"] > 1000
+    assert res["run"]["heal_left"] == [] and res["stats"]["acked_sends"] > 500
     _monitor(tmp_path, {"kill": "killed", "pause": "paused"})
 
 
