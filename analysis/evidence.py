@@ -22,6 +22,11 @@ Event kinds (``Event.kind``), per topic-partition:
   ``from``, ``to`` (node ids), ``epochs`` ``[before, after]``, ``isr`` and ``elr`` (the last
   sample before; ``elr`` ``[]`` where the cluster keeps none), ``unclean`` (the new leader was
   in neither, nor the last known leader when both were empty: KIP-966's election order).
+- ``unseen-elections``: consecutive samples of the partition whose leader epochs differ by
+  two or more: elections happened between them that the monitor never saw (the leader may
+  have moved away and back, or passed through a broker outside the ISR), so what they lost
+  cannot be told. Never evidence that permits; doubt for every rule whose mechanism is an
+  election. ``facts``: ``epochs`` ``[before, after]``, ``leaders`` ``[before, after]``.
 - ``zombie-leader``: a broker still naming itself leader in an older epoch than the cluster's
   (the monitor's ``stale_leaders``): it may acknowledge writes its successor never has.
   ``facts``: ``node``, ``epochs`` ``[its own, the cluster's]``.
@@ -32,7 +37,10 @@ Event kinds (``Event.kind``), per topic-partition:
   ISR and ELR of the last sample before the op, the ISR as the op itself read it just before
   the loss where it found one node alone, or the last known leader when both were empty:
   the replicas that had every acknowledged record; None when no sample in the
-  ``MAX_BLIND_NS`` before it shows the partition).
+  ``MAX_BLIND_NS`` before it shows the partition), ``every_replica`` (the nodes that lost
+  bytes of it are all its replicas: those of the sample nearest before the op, any age, or
+  with none, as many nodes as the run's replication factor; no ISR can have kept a record
+  then, whatever the samples say).
 - ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
   requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
   times on the history clock (its first and last such request). ``facts``: ``requests``
@@ -70,6 +78,7 @@ END = 2**62
 
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
+UNSEEN = "unseen-elections"
 DUPLICATED = "request-duplicated"
 LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
 #: The proxy fault that strips committed offsets of their leader epoch.
@@ -115,7 +124,7 @@ class Event:
                 "indexes": [self.lo, None if self.hi >= END else self.hi], **facts}
 
 
-_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed")
+_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders")
 
 
 def _named(value: Any, names: dict[int, str]) -> Any:
@@ -138,7 +147,9 @@ class Record:
     (they may have taken effect); ``forced_maybe``: topic -> ``[lo, hi]`` of forced unclean
     elections (KIP-460) whose outcome is unknown. ``unclean_config``: the run's own topic
     config enabled it throughout. ``names``:
-    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``. ``clock``:
+    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``, or may have
+    taken effect (``power_maybe``: ``[lo, hi]`` of those that completed ``info`` or never did;
+    which partitions they cut is unknown, so they are doubt on every one). ``clock``:
     ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
     ``duplicates_maybe``: ``[lo, hi]`` stretches in which a proxy ``duplicate`` fault was
     active whose report the record lacks (its end completed ``info`` or never), or that sent
@@ -164,6 +175,8 @@ class Record:
     forced_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     names: dict[int, str] = dataclasses.field(default_factory=dict)
     power_losses: bool = False
+    power_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    replication_factor: int | None = None
     clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
@@ -243,7 +256,8 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     ``{"name", ...}``). ``config``: the run configuration (None when unknown).
     """
     rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
-                 unclean_config=bool((config or {}).get("unclean_leader_election")))
+                 unclean_config=bool((config or {}).get("unclean_leader_election")),
+                 replication_factor=(config or {}).get("replication_factor"))
     ids = {name: i for i, name in rec.names.items()}
     rows = sorted(({**r, "inv": _parsed(r.get("inv")), "done": _parsed(r.get("done"))}
                    for r in rows), key=lambda r: r["op"])
@@ -296,6 +310,10 @@ def _monitor_events(rec: Record, states: dict[TP, list[tuple[dict, dict]]]) -> N
         events = rec.events.setdefault(tp, [])
         leader = None  # the last real leader seen
         for (a, pa), (b, pb) in zip([(None, None)] + seen[:-1], seen):
+            if a is not None and pb["leader_epoch"] - pa["leader_epoch"] >= 2:
+                events.append(_event(UNSEEN, tp, a, b, rec, {
+                    "epochs": [pa["leader_epoch"], pb["leader_epoch"]],
+                    "leaders": [pa["leader"], pb["leader"]]}))
             if pb["leader"] is not None and pb["leader"] >= 0:
                 if (a is not None and leader is not None and pb["leader"] != leader
                         and pb["leader_epoch"] > pa["leader_epoch"]):
@@ -370,6 +388,10 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
             _power_loss(rec, r, done, ids, states)
+        elif f == "lose-unfsynced" and typ in ("info", "pending"):
+            # it raised or never returned: the power may have gone, on any partition
+            rec.power_losses = True
+            rec.power_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
     _late(rec, by_op)
@@ -506,10 +528,27 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         # the op's own read of the metadata just before the loss, later than any sample
         sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
                 f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
+        nodes = sorted(ids[n] for n in by_name if n in ids)
         rec.events.setdefault(tp, []).append(Event(
             POWER_LOSS, tp, r["op"], r["index"], r["invoke_time"], r["time"],
-            {"nodes": sorted(ids[n] for n in by_name if n in ids), "bytes": by_name,
-             "needed": _in_sync_before(states.get(tp, []), r, sole)}))
+            {"nodes": nodes, "bytes": by_name,
+             "needed": _in_sync_before(states.get(tp, []), r, sole),
+             "every_replica": _every_replica(states.get(tp, []), r, set(nodes),
+                                             len(by_name), rec.replication_factor)}))
+
+
+def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut: int,
+                   factor: int | None) -> bool:
+    """Whether the ``cut`` nodes that lost bytes of a partition (``nodes``: their ids) are
+    all its replicas: the replicas of the last of ``seen`` before the op ``r`` (the first
+    after it when none came before), else the run's replication ``factor``. Only a replica
+    holds a log of the partition, so that many nodes are all of them."""
+    before = [p for s, p in seen if s["index"] < r["index"]]
+    nearest = before[-1] if before else (seen[0][1] if seen else None)
+    replicas = (nearest or {}).get("replicas")
+    if replicas:
+        return set(replicas) <= nodes
+    return factor is not None and cut >= int(factor)
 
 
 def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,

@@ -14,6 +14,11 @@ what must hold for one finding to be *permitted* by it:
   own topic-partition within its own window: a leader change after the write was
   acknowledged and before the read that misses it, an unclean election while the setting was
   on for that topic, a power loss of every replica that had the write;
+- a precondition on the finding's own topic or partition at its own time (``Rule.applies``):
+  a rule is a *candidate* for a finding only where its mechanism could have acted there
+  (unclean election on for that topic, or forced there; a power loss that cut that
+  partition, or one of unknown outcome), so neither its blind stretches nor its doubt reach
+  findings elsewhere;
 - a further fact of one anomaly's findings (``Rule.also``): a truncation explains a
   ``group-skip`` only when a commit above the skipped record was stored without its leader
   epoch (KAFKA-20507); with it, the member resuming from that offset must find the
@@ -110,7 +115,9 @@ class Rule:
     run in which none happened). ``because`` says why, ``quote`` is the sentence of
     ``source`` the rule relies on. ``doubt(record, case)``: the stretch of an event that may
     be this rule's mechanism but that the record cannot settle (the finding is then
-    unexplained, not a violation)."""
+    unexplained, not a violation). ``applies(record, case)``: whether the rule's
+    precondition held on the finding's topic or partition within its window (None: the
+    run-wide ``when`` says all); where it did not, the rule is no candidate for it."""
 
     name: str
     anomalies: tuple[str, ...]
@@ -122,6 +129,7 @@ class Rule:
     evidence: Evidence | None = None
     doubt: Callable[[ev.Record, Case], "ev.Stretch | None"] | None = None
     mechanism: str = ""
+    applies: Callable[[ev.Record, Case], bool] | None = None
     #: anomaly -> a further condition on its findings, as ``writer`` (None: cannot tell)
     also: dict[str, Callable[[Case], "bool | None"]] = dataclasses.field(default_factory=dict)
 
@@ -148,18 +156,52 @@ def _unclean_election(rec: ev.Record, c: Case) -> list[ev.Event]:
         if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi)]
 
 
+def _since_sent(c: Case) -> int:
+    """Where a rule's mechanism could first have touched the finding: its write's invoke
+    when it has one (the write may have been acknowledged at any time after), else ``lo``."""
+    return c.lo if c.write is None else min(c.lo, c.write[0])
+
+
+def _unseen(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """Elections the monitor never saw (a leader epoch gap) within the window: any of them
+    may have been the one that lost the write, and the record cannot say how it went."""
+    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)), None)
+
+
+def _unclean_applies(rec: ev.Record, c: Case) -> bool:
+    """Unclean election was, or may have been, on for the finding's topic at some time
+    since its write was sent and before its window ends, or forced on its partition."""
+    lo = _since_sent(c)
+    return (rec.unclean_on(c.tp[0], lo, c.hi, maybe=True)
+            or bool(rec.of(c.tp, ev.FORCED_UNCLEAN, lo, c.hi)))
+
+
 def _unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
     """An election outside the ISR and ELR within the window while a toggle whose outcome
-    is unknown (``info``) may have turned unclean election on for the topic."""
+    is unknown (``info``) may have turned unclean election on for the topic; or an unseen
+    election while the setting was, or may have been, on."""
     return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
                  if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
-                None)
+                None) or next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)
+                               if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
+
+
+def _power_applies(rec: ev.Record, c: Case) -> bool:
+    """A power loss cut the finding's partition since its write was sent and before its
+    window ends, or one of unknown outcome (which may have cut any) happened then. Nemesis
+    ops are never blind: without one, the rule cannot have acted on this partition."""
+    lo = _since_sent(c)
+    return (any(e.kind == ev.POWER_LOSS and e.meets(lo, c.hi) for e in rec.events.get(c.tp, ()))
+            or any(a <= c.hi and lo <= b for a, b in rec.power_maybe))
 
 
 def _power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A power loss of the partition within the window with no sample of its ISR before."""
+    """A power loss of the partition within the window with no sample of its ISR before
+    that did not cut every replica; or a ``lose-unfsynced`` op of unknown outcome."""
     return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi)
-                 if e.facts["needed"] is None), None)
+                 if e.facts["needed"] is None and not e.facts.get("every_replica")),
+                None) or next(((a, b, None, None) for a, b in rec.power_maybe
+                               if a <= c.hi and c.lo <= b), None)
 
 
 def _leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -174,9 +216,10 @@ def _leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
 def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
     """Power losses within the window that truncated the partition's log on every replica
     that had every acknowledged record: the ISR and ELR of the last sample before it (the
-    last known leader when both were empty, KIP-966)."""
-    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts["needed"]
-            and set(e.facts["needed"]) <= set(e.facts["nodes"])]
+    last known leader when both were empty, KIP-966), or every replica it has (then no
+    sample is needed)."""
+    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts.get("every_replica")
+            or (e.facts["needed"] and set(e.facts["needed"]) <= set(e.facts["nodes"]))]
 
 
 def _proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -249,6 +292,16 @@ _IMPRECISE_COUNTS = ("These updates are not performed with exactly-once semantic
                      "delivery count cannot be relied upon to be precise in all situations.")
 
 RULES: tuple[Rule, ...] = (
+    Rule("acks-0", ("lost-write", "unseen"), lambda c: str(c.get("acks")) == "0",
+         "with acks=0 the producer counts a record sent once it is in the socket buffer: "
+         "nothing says the leader ever appended it (a transactional producer needs acks=all, "
+         "so only a plain producer's writes)",
+         "Kafka producer configs, `acks`",
+         "acks=0 If set to zero then the producer will not wait for any acknowledgment from "
+         "the server at all. The record will be immediately added to the socket buffer and "
+         "considered sent. No guarantee can be made that the server has received the record "
+         "in this case",
+         writer=_plain_producer),
     Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
          "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
          "partition's leader changed after the acknowledgement (or a replaced leader was still "
@@ -258,7 +311,7 @@ RULES: tuple[Rule, ...] = (
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
-         evidence=_leader_change,
+         evidence=_leader_change, doubt=_unseen,
          mechanism="a leader change (or a zombie leader) of a partition",
          also=_RESUMED_BLIND),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
@@ -269,7 +322,7 @@ RULES: tuple[Rule, ...] = (
          "UNCLEAN)",
          "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
          "last resort, even though doing so may result in data loss.",
-         evidence=_unclean_election, doubt=_unclean_maybe,
+         evidence=_unclean_election, doubt=_unclean_maybe, applies=_unclean_applies,
          mechanism="an unclean election while the setting was on, or a forced one",
          also=_RESUMED_BLIND),
     Rule("min-insync-replicas-1", TRUNCATION,
@@ -281,7 +334,7 @@ RULES: tuple[Rule, ...] = (
          "if a topic is configured with only two replicas and one fails (i.e., only one in "
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
-         evidence=_leader_alone_replaced,
+         evidence=_leader_alone_replaced, doubt=_unseen,
          mechanism="a leader that was its partition's whole ISR replaced",
          also=_RESUMED_BLIND),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
@@ -294,6 +347,7 @@ RULES: tuple[Rule, ...] = (
          "replica remaining in sync. If all the nodes replicating a partition die, this "
          "guarantee no longer holds.",
          evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged,
+         applies=_power_applies,
          mechanism="a power loss of every replica that had the writes",
          also=_RESUMED_BLIND),
     Rule("proxy-duplicated-produce", ("duplicate",),
@@ -516,6 +570,7 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     "unexplained", "rule", "evidence": Event or None, "blind": the blind stretch
     (``evidence.Stretch``) or None}``.
 
+    The candidates are the rules of ``facts`` whose ``applies`` holds for the finding.
     Permitted by the first candidate rule whose writer condition holds and whose event the
     record shows on the finding's partition within its window (an event the record locates
     only within a blind stretch does not count). Otherwise unexplained when some candidate
@@ -526,6 +581,8 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     ``why``: for an unexplained finding that is not blind, which doubt it is."""
     waiting, doubt, why, unsettled = False, None, None, False
     for rule in candidates(name, facts):
+        if rule.applies is not None and case.tp is not None and not rule.applies(record, case):
+            continue
         holds = True if rule.writer is None else rule.writer(case)
         if holds and name in rule.also:
             holds = rule.also[name](case)

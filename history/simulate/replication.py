@@ -100,6 +100,9 @@ class Partition:
         self.isr: set[int] = set(nodes)
         self.elr: set[int] = set()
         self.hw = 0
+        #: follower -> its log end offset as the leader knows it: from its fetches in the
+        #: leader's own epoch only (a new leader knows none of them yet)
+        self.caught: dict[int, int] = {n: 0 for n in nodes}
         self.acks: dict[int, Ack] = {}
         self.pending: dict[int, int] = {}  # acks=all value -> its offset, awaiting the ISR
         self.elections: list[Election] = []
@@ -152,6 +155,7 @@ class Partition:
             del follower.log[keep:]
             follower.fsynced = min(follower.fsynced, keep)
         follower.log.extend(leader.log[len(follower.log):])
+        self.caught[node] = len(follower.log)
         if len(follower.log) == len(leader.log):
             self.isr.add(node)
             self.elr.discard(node)
@@ -173,16 +177,21 @@ class Partition:
         self._advance_hw()
 
     def _advance_hw(self) -> None:
-        """HW = the smallest log end offset of the ISR; acks=all values below it are
-        acknowledged."""
-        if self.leader is None:
+        """HW = the smallest log end offset of the ISR, as the leader knows them from this
+        epoch's fetches; with ELR kept it does not move while the ISR is below ``min_isr``
+        (KIP-966). An acks=all value below it is acknowledged if the ISR has ``min_isr``
+        members then, else its produce fails (``NOT_ENOUGH_REPLICAS_AFTER_APPEND``:
+        ``Partition.checkEnoughReplicasReachOffset``)."""
+        if self.leader is None or (self.keeps_elr and len(self.isr) < self.min_isr):
             return
-        self.hw = max(self.hw, min(len(self.replicas[n].log) for n in self.isr))
+        leader_log = self.replicas[self.leader].log
+        self.hw = max(self.hw, min(len(leader_log) if n == self.leader else self.caught[n]
+                                   for n in self.isr))
         for value, offset in sorted(self.pending.items(), key=lambda kv: kv[1]):
-            leader_log = self.replicas[self.leader].log
             if offset < self.hw and offset < len(leader_log) and leader_log[offset].value == value:
                 del self.pending[value]
-                self._ack(value, offset, "all")
+                if len(self.isr) >= self.min_isr:
+                    self._ack(value, offset, "all")
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -238,6 +247,7 @@ class Partition:
             self.last_known = self.leader
         self.epoch += 1
         self.leader = chosen
+        self.caught = {n: 0 for n in self.replicas}
         unclean = chosen is not None and not clean
         self.elections.append(Election(chosen, self.epoch, unclean))
         if chosen is None:

@@ -81,6 +81,22 @@ def test_an_acks_1_loss_is_permitted_by_the_leader_change_of_its_own_partition(r
     assert result["valid"] is True and result["violations"] == []
 
 
+@pytest.mark.spark
+def test_an_unseen_election_leaves_an_acks_1_loss_unexplained_and_acks_0_permits_it(run):
+    """Issue 49, classes 3 and 4 through the whole analysis: n1 leads t-0 at epoch 1, then
+    at epoch 3 (it lost the lead and got it back between two samples); under acks=0 the
+    loss needs no election at all."""
+    gap = lambda x: sample(x, {(T, 0): P(1, 3, [1, 2, 3])})  # noqa: E731
+    result = run(lost_one(q(acks="1", idempotence=False), between=gap))
+    a = lost(result)
+    assert a["outcomes"] == {"permitted": 0, "violation": 0, "unexplained": 1}, a
+    assert result["valid"] == "unknown" and "t-0" in " ".join(result["unknown_reasons"])
+    result = run(lost_one(q(acks="0", idempotence=False)))
+    a = lost(result)
+    assert a["outcomes"]["permitted"] == 1 and a["rules"] == {"acks-0": 1}, a
+    assert result["valid"] is True
+
+
 @pytest.mark.parametrize("where", ["none", "before the write", "another partition",
                                    "another topic"])
 @pytest.mark.spark
@@ -196,7 +212,7 @@ def test_a_poll_stepping_back_is_judged_from_when_its_first_record_was_written(
         assert a["examples"][0]["evidence"]["event"] == "leader-change"
 
 
-UNCLEAN = {(T, 0): P(2, 3, [2])}  # n2 elected although the ISR was [n1]
+UNCLEAN = {(T, 0): P(2, 2, [2])}  # n2 elected although the ISR was [n1]
 
 
 def isr_alone(x: Q) -> Q:

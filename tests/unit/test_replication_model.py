@@ -44,6 +44,39 @@ def test_acks_all_is_refused_below_min_isr_and_the_elr_keeps_what_was_committed(
     assert p.leader == 3 and not p.elections[-1].unclean and p.fate() == {1: None}
 
 
+def test_a_new_leader_counts_a_follower_only_once_it_fetched_in_its_epoch() -> None:
+    """Found by the oracle bench (seed 2): 3 held value 1 at offset 0 from the old leader, 2
+    was elected without it and appended 2 at offset 0; both logs were one record long, and
+    the model acknowledged 2 while 3 held another record there. Kafka's leader learns a
+    follower's log end only from its fetches in the leader's epoch."""
+    p = Partition(min_isr=2)
+    p.produce(1, "all")
+    p.fetch(3)
+    p.kill(1)
+    assert p.leader == 2 and p.produce(2, "all") is None
+    assert 2 not in p.acks and p.hw == 0
+    p.fetch(3)  # truncates 1 (epoch 0 ends at 0 on the leader), copies 2
+    assert p.acks[2].offset == 0 and p.replicas[3].log == p.replicas[2].log
+
+
+def test_an_acks_all_write_the_isr_shrank_under_fails_after_its_append() -> None:
+    """``Partition.checkEnoughReplicasReachOffset``: the HW passed the write while the ISR
+    was below min.insync.replicas, so the producer gets NOT_ENOUGH_REPLICAS_AFTER_APPEND."""
+    p = Partition(min_isr=2, elr=False)
+    p.produce(1, "all")
+    p.fetch(2)
+    p.shrink(2)
+    p.shrink(3)
+    assert p.hw == 1 and 1 not in p.acks and not p.pending
+    # with ELR kept the HW does not move below min.insync.replicas at all (KIP-966)
+    p = Partition(min_isr=2)
+    p.produce(1, "all")
+    p.fetch(2)
+    p.shrink(2)
+    p.shrink(3)
+    assert p.hw == 0 and 1 not in p.acks
+
+
 def test_an_unclean_election_loses_what_the_new_leader_never_had() -> None:
     p = Partition(min_isr=1, unclean=True, elr=False)
     p.shrink(2)

@@ -1,0 +1,232 @@
+"""Classes of wrong verdicts (issue 49), each on hand-built records, on both sides: the finding
+permitted where the record shows its mechanism, a violation where no rule can have acted on
+its partition, unexplained where the record cannot settle it (pure logic, no Spark).
+
+3. an unseen election (a leader epoch gap) is doubt, never nothing;
+4. ``acks=0`` promises nothing of a plain producer's writes;
+5. a rule is a candidate only where its precondition held: on that topic, that partition, then;
+6. a ``lose-unfsynced`` op of unknown outcome is doubt;
+9. a power loss that cut every replica needs no sample of the ISR before it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kafka_chaos.analysis import evidence
+from kafka_chaos.analysis.promises import (PERMITTED, UNEXPLAINED, UNSETTLED, VIOLATION, Case,
+                                           facts_of, judge_case)
+from kafka_chaos.config import RunConfig
+
+NODES = {str(i): {"name": f"n{i}"} for i in (1, 2, 3)}
+T0, T1, U0 = ("t", 0), ("t", 1), ("u", 0)
+
+
+class Rec:
+    """Nemesis and monitor rows in index order (each op takes two indexes, 1 ms apart)."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, Any]] = []
+
+    @property
+    def at(self) -> int:
+        """The next op's invoke index."""
+        return 2 * len(self.rows)
+
+    def _add(self, process: str, f: str, inv, done, type_: str = "ok") -> "Rec":
+        op = self.at
+        self.rows.append({"op": op, "index": None if type_ == "pending" else op + 1,
+                          "process": process, "f": f, "type": type_, "inv": inv,
+                          "done": done, "invoke_time": op * 1_000_000,
+                          "time": (op + 1) * 1_000_000})
+        return self
+
+    def sample(self, **states: tuple) -> "Rec":
+        """A monitor sample; ``t0=(leader, epoch, isr)`` and so on for t-0, t-1, u-0."""
+        parts: dict[str, list] = {}
+        for name, (leader, epoch, isr) in states.items():
+            topic, p = name[0], int(name[1:])
+            parts.setdefault(topic, []).append({
+                "partition": p, "leader": leader, "leader_epoch": epoch,
+                "replicas": [1, 2, 3], "isr": isr, "elr": None})
+        return self._add("monitor", "cluster-state", {"trigger": "period"},
+                         {"partitions": parts})
+
+    def nemesis(self, f: str, inv=None, done=None, type_: str = "ok") -> "Rec":
+        return self._add("nemesis", f, inv, done, type_)
+
+    def power_loss(self, cut: dict[str, list[str]], type_: str = "ok") -> "Rec":
+        """A ``lose-unfsynced`` op: node name -> the partitions ("t-0") it cut."""
+        done = {"lost": {n: {"logs": {f"{p}/00000000000000000000.log": 100 for p in ps}}
+                         for n, ps in cut.items()}}
+        return self.nemesis("lose-unfsynced", {"target": "one"},
+                            done if type_ == "ok" else None, type_)
+
+    def build(self, **config: Any) -> tuple[evidence.Record, dict]:
+        full = RunConfig(**config).model_dump(mode="json")
+        rec = evidence.build(self.rows, NODES, full)
+        return rec, facts_of(full, rec)
+
+
+def judged(rec_facts, tp, lo, hi, name="lost-write", writer_f="send") -> dict:
+    rec, facts = rec_facts
+    return judge_case(name, Case(tp, lo, hi, write=(lo - 1, lo), writer_f=writer_f),
+                      facts, rec)
+
+
+# --- 3. an unseen election ------------------------------------------------------------------
+
+@pytest.mark.parametrize("after, outcome", [
+    ((1, 1, [1, 2, 3]), VIOLATION),   # the same epoch: no election
+    ((2, 2, [2, 3]), PERMITTED),      # a leader change the monitor saw
+    ((1, 3, [1, 2, 3]), UNEXPLAINED),  # the same leader two epochs on: away and back unseen
+    ((3, 4, [1, 2, 3]), PERMITTED),   # a leader change, some elections unseen: still seen
+])
+def test_an_epoch_gap_is_an_election_the_monitor_missed(after, outcome):
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.sample(t0=(1, 1, [1, 2, 3])).sample(t0=after)
+    hi = r.at  # the read that misses the write, before the last sample
+    r.sample(t0=after)
+    verdict = judged(r.build(acks="1", idempotence=False), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == UNEXPLAINED:
+        assert verdict["why"] == UNSETTLED and verdict["blind"][:2] == (2, 5)
+
+
+def test_an_unseen_election_is_doubt_for_unclean_election_only_where_it_was_on():
+    def record(topic):
+        r = Rec().sample(t0=(1, 1, [1]))
+        if topic:
+            r.nemesis("unclean-on", {"target": "topic", "topic": topic}, {"topic": topic})
+        lo = r.at
+        r.sample(t0=(1, 1, [1])).sample(t0=(1, 3, [1])).sample(t0=(1, 3, [1]))
+        return r, lo
+    for topic, outcome in (("t", UNEXPLAINED), ("u", VIOLATION), (None, VIOLATION)):
+        r, lo = record(topic)
+        verdict = judged(r.build(), T0, lo, r.at)
+        assert verdict["outcome"] == outcome, (topic, verdict)
+    r, lo = record("t")
+    events = r.build()[0].of(T0, evidence.UNSEEN, 0, evidence.END)
+    assert [e.facts for e in events] == [{"epochs": [1, 3], "leaders": [1, 1]}]
+    assert events[0].as_json({1: "n1"})["leaders"] == ["n1", "n1"]
+
+
+# --- 4. acks=0 ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("acks, writer_f, outcome", [
+    ("0", "send", PERMITTED),   # the producer never learnt whether the leader had it
+    ("1", "send", VIOLATION),   # the leader had it; nothing in the record lost it
+    ("0", "txn", VIOLATION),    # a transaction's writes are acks=all whatever the setting
+])
+@pytest.mark.parametrize("name", ["lost-write", "unseen"])
+def test_acks_0_promises_nothing_of_a_plain_producers_writes(acks, writer_f, outcome, name):
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.sample(t0=(1, 1, [1, 2, 3]))
+    hi = r.at
+    r.sample(t0=(1, 1, [1, 2, 3]))
+    verdict = judged(r.build(acks=acks, idempotence=False), T0, lo, hi, name, writer_f)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["rule"] == "acks-0" and verdict["evidence"] is None
+
+
+# --- 5. candidacy per topic, partition and time ---------------------------------------------
+
+def _blind_on_both(r: Rec) -> tuple[int, int]:
+    """t-0 and u-0 seen, then unseen for 6 s, then seen: returns the window around it."""
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.rows[-1]["time"] = r.rows[-1]["invoke_time"] + 1_000_000
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    for row in r.rows[-1:]:
+        row["invoke_time"] += 6_000_000_000
+        row["time"] += 6_000_000_000
+    return lo, r.at
+
+
+def test_unclean_election_on_for_one_topic_leaves_the_others_blind_stretches_alone():
+    """Before: once topic u had unclean election on, a loss on t in a monitor gap was
+    unexplained, as though t's election could have been unclean."""
+    r = Rec().nemesis("unclean-on", {"target": "topic", "topic": "u"}, {"topic": "u"})
+    lo, _ = _blind_on_both(r)
+    hi = r.at
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    built = r.build()
+    assert judged(built, T0, lo, hi)["outcome"] == VIOLATION
+    blind = judged(built, U0, lo, hi)
+    assert blind["outcome"] == UNEXPLAINED and blind["blind"] is not None
+
+
+def test_unclean_election_turned_on_after_the_read_is_no_candidate():
+    r = Rec()
+    lo, hi = _blind_on_both(r)
+    r.nemesis("unclean-on", {"target": "topic", "topic": "t"}, {"topic": "t"})
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    assert judged(r.build(), T0, lo, hi - 2)["outcome"] == VIOLATION
+    assert judged(r.build(), T0, lo, r.at)["outcome"] == UNEXPLAINED  # the read came after
+
+
+def test_a_power_loss_of_one_partition_says_nothing_of_another_the_monitor_never_saw():
+    """Before: a power loss that cut t-0 made a loss on t-1 unexplained when the monitor had
+    never seen t-1, though nemesis ops are never blind."""
+    r = Rec()
+    lo = r.at
+    r.power_loss({"n1": ["t-0"]})
+    hi = r.at
+    built = r.build(min_insync_replicas=2)
+    assert judged(built, T1, lo, hi)["outcome"] == VIOLATION
+    # t-0 was cut on n1, and no sample says whether n1 was the whole ISR
+    assert judged(built, T0, lo, hi)["outcome"] == UNEXPLAINED
+
+
+# --- 6. a nemesis op of unknown outcome ----------------------------------------------------
+
+@pytest.mark.parametrize("type_, where, outcome", [
+    ("info", "in the window", UNEXPLAINED),   # it raised: the power may have gone
+    ("pending", "in the window", UNEXPLAINED),  # it never returned
+    ("info", "after the window", VIOLATION),
+    ("ok", "in the window", VIOLATION),       # it cut nothing of t-0 (only u-0)
+])
+def test_a_power_loss_of_unknown_outcome_is_doubt_on_every_partition(type_, where, outcome):
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    if where == "in the window":
+        r.power_loss({"n1": ["u-0"]}, type_)
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    hi = r.at
+    r.sample(t0=(1, 1, [1, 2, 3]), u0=(1, 1, [1, 2, 3]))
+    if where == "after the window":
+        r.power_loss({"n1": ["u-0"]}, type_)
+    verdict = judged(r.build(), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == UNEXPLAINED:
+        assert verdict["why"] == UNSETTLED
+
+
+# --- 9. a power loss of every replica -------------------------------------------------------
+
+@pytest.mark.parametrize("cut, seen, outcome", [
+    (["n1", "n2", "n3"], True, PERMITTED),     # every replica the samples name
+    (["n1", "n2", "n3"], False, PERMITTED),    # as many as the replication factor
+    (["n1", "n2"], True, UNEXPLAINED),         # n3 may have been in sync: no sample says
+    (["n1", "n2"], False, UNEXPLAINED),
+])
+def test_a_power_loss_of_every_replica_needs_no_sample_of_the_isr(cut, seen, outcome):
+    r = Rec()
+    if seen:  # long before the op: too old to say who was in sync then
+        r.sample(t0=(1, 1, [1, 2, 3]))
+        r.rows[-1]["time"] = r.rows[-1]["invoke_time"] = -10_000_000_000
+    lo = r.at
+    r.power_loss({n: ["t-0"] for n in cut})
+    hi = r.at
+    rec, facts = r.build(replication_factor=3)
+    [event] = rec.of(T0, evidence.POWER_LOSS, 0, evidence.END)
+    assert event.facts["needed"] is None and event.facts["every_replica"] is (len(cut) == 3)
+    verdict = judged((rec, facts), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["rule"] == "last-in-sync-replica-lost-power"
