@@ -37,10 +37,13 @@ Event kinds (``Event.kind``), per topic-partition:
   ISR and ELR of the last sample before the op, the ISR as the op itself read it just before
   the loss where it found one node alone, or the last known leader when both were empty:
   the replicas that had every acknowledged record; None when no sample in the
-  ``MAX_BLIND_NS`` before it shows the partition), ``every_replica`` (the nodes that lost
-  bytes of it are all its replicas: those of the sample nearest before the op, any age, or
-  with none, as many nodes as the run's replication factor; no ISR can have kept a record
-  then, whatever the samples say).
+  ``MAX_BLIND_NS`` before it shows the partition), ``down`` (nodes an earlier power loss
+  took down and no op has started since, a ``start``, ``roll`` or ``heal-all`` counting for
+  the nodes it says it started, any other op for every node: whatever they had, they hold
+  nothing written since, and their un-fsynced data went then), ``every_replica`` (those
+  and the nodes that lost bytes of it are all its replicas: those of the sample nearest
+  before the op, any age, or with none, as many nodes as the run's replication factor; no
+  ISR can have kept a record then, whatever the samples say).
 - ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
   requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
   times on the history clock (its first and last such request). ``facts``: ``requests``
@@ -124,7 +127,7 @@ class Event:
                 "indexes": [self.lo, None if self.hi >= END else self.hi], **facts}
 
 
-_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders")
+_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down")
 
 
 def _named(value: Any, names: dict[int, str]) -> Any:
@@ -359,11 +362,24 @@ def _event(kind: str, tp: TP, a: dict, b: dict, rec: Record, facts: dict) -> Eve
     return Event(kind, tp, lo, hi, lo_ns, hi_ns, facts, wide)
 
 
+#: Nemesis ops that never start a broker's process (``docs/history-format.md``): a node a
+#: power loss took down stays down across them. Any other op may have started it again.
+_NOT_STARTING = frozenset((
+    "kill", "pause", "resume", "partition", "heal", "clock-bump", "clock-reset",
+    "clock-strobe", "crash-clients", "elect-unclean", "move-leader", "restore-leader",
+    "unclean-on", "unclean-off", "request-fault", "request-heal", "lose-unfsynced"))
+
+
 def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                     states: dict[TP, list[tuple[dict, dict]]]) -> None:
     by_op = sorted(ops, key=lambda r: r["op"])
+    down: set[int] = set()  # nodes a power loss took down, not started since
     for i, r in enumerate(by_op):
         f, typ, done = r["f"], r["type"], r["done"]
+        if f not in _NOT_STARTING:
+            started = _started_nodes(r)
+            down.difference_update(down if started is None else
+                                   {ids[n] for n in started if n in ids})
         # a toggle or an election whose outcome the record lacks (``info``, or ``pending``:
         # a live check's prefix, a crashed run) may have taken effect: doubt, never nothing
         if f == "unclean-on" and typ in ("ok", "info", "pending"):
@@ -387,7 +403,8 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                 (r["op"], END if r["index"] is None else r["index"]))
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
-            _power_loss(rec, r, done, ids, states)
+            _power_loss(rec, r, done, ids, states, frozenset(down))
+            down.update(ids[n] for n in done.get("lost") or () if n in ids)
         elif f == "lose-unfsynced" and typ in ("info", "pending"):
             # it raised or never returned: the power may have gone, on any partition
             rec.power_losses = True
@@ -395,6 +412,24 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
     _late(rec, by_op)
+
+
+def _started_nodes(r: dict) -> list[str] | None:
+    """The node names a nemesis op that may start brokers says it started (``start``,
+    ``heal-all``, ``roll``: ``docs/history-format.md``), or None when it does not say (it
+    ended ``info``, never ended, or is of another kind): it may have started any."""
+    done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
+    if done is None:
+        return None
+    if r["f"] == "start":
+        return list(done.get("started") or [])
+    if r["f"] == "roll":
+        return list(done.get("rolled") or [])
+    if r["f"] == "heal-all":
+        process = done.get("process") if isinstance(done.get("process"), dict) else {}
+        start = process.get("start") if isinstance(process.get("start"), dict) else None
+        return None if start is None else list(start.get("started") or [])
+    return None
 
 
 def _ended(ops: list[dict]) -> Iterable[tuple[dict, dict]]:
@@ -518,7 +553,7 @@ def _scope(r: dict) -> str:
 
 
 def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
-                states: dict[TP, list[tuple[dict, dict]]]) -> None:
+                states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int]) -> None:
     lost: dict[TP, dict[str, int]] = {}
     for name, what in (done.get("lost") or {}).items():
         for log, n in ((what or {}).get("logs") or {}).items():
@@ -529,12 +564,14 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
                 f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
         nodes = sorted(ids[n] for n in by_name if n in ids)
+        gone = set(nodes) | down
         rec.events.setdefault(tp, []).append(Event(
             POWER_LOSS, tp, r["op"], r["index"], r["invoke_time"], r["time"],
-            {"nodes": nodes, "bytes": by_name,
+            {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
-             "every_replica": _every_replica(states.get(tp, []), r, set(nodes),
-                                             len(by_name), rec.replication_factor)}))
+             "every_replica": _every_replica(states.get(tp, []), r, gone,
+                                             len(by_name) + len(down - set(nodes)),
+                                             rec.replication_factor)}))
 
 
 def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut: int,

@@ -57,7 +57,9 @@ def _g1a(ex: dict) -> str:
 _ENDED = {"revoked": "until it revoked it", "lost": "until it reported it lost",
           "gone": "until its process ended (a crash, or an op ending info)",
           "fenced": "until a commit of it failed as fenced",
-          "still-owned": "without ever giving it up"}
+          "still-owned": "without ever giving it up",
+          "still-committing": "committing ok after the second was assigned it (still a "
+                              "member of the group's generation, not fenced)"}
 
 #: What a group-skip's commits above the record carried (``epochless``, KIP-320).
 _EPOCH = {True: "; a commit above it was stored without its leader epoch",
@@ -83,8 +85,8 @@ _RENDER: dict[str, Callable[[dict], str]] = {
     "hanging-transaction": lambda ex: (
         f"{ex['partition']}: the last stable offset stayed at {ex['lso']} below the high "
         f"watermark ({ex['hw']}) from {ex['at_s'][0]} s to {ex['at_s'][1]} s, {ex['quiet_s']} s "
-        f"of it with no fault active (at most {ex['bound_s']} s: the transaction timeout and "
-        f"the coordinator's abort check)"),
+        f"of it in one stretch with no fault active (at most {ex['bound_s']} s: the "
+        f"transaction timeout and the coordinator's abort check)"),
     "no-rewind-after-abort": lambda ex: (
         f"process {ex['process']} aborted a transaction that had read key {ex['key']} from "
         f"offset {ex['aborted_from']} and sought back to offset {ex['seek_to']}, then read on "

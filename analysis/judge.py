@@ -227,7 +227,7 @@ def _blind_text(tp, stretch) -> str:
 #: earlier holder of a ``share-lock-overlap`` (``checkers.share``), ended -> whether it was
 #: fenced (None: its record cannot tell).
 _FENCED = {"lost": True, "gone": True, "fenced": True, "revoked": False, "still-owned": None,
-           "held": False}
+           "held": False, "still-committing": False}
 
 
 def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
@@ -265,6 +265,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          fenced=_FENCED.get(ex.get("ended_by"), False),
                          state_write_failed=bool(ex.get("state_write_failed")),
                          epochless=_epochless(ex, lo, rec) if name == "group-skip" else False,
+                         reset=ex.get("reset") if name == "group-skip" else False,
+                         read_before=bool(ex.get("read_before")) and name in _TO_READ,
                          offset=ex.get("offset") if name == "unseen" else None,
                          read_to=ex.get("final_end") if name == "unseen" else None)
 

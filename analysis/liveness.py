@@ -10,7 +10,14 @@ whose LSO stays below its HW at one offset for longer than both, plus ``SLACK_S`
 markers, holds a *hanging transaction* (KIP-664: "the LSO is unable to advance", so
 ``read_committed`` consumers stop there). Only time with no fault active counts: a fault
 can keep the coordinator or the partition's leader from writing the markers, and the bound
-starts again once it is healed. Pure Python: the samples are few (two a second).
+starts again once it is healed, so a finding needs one stretch with no fault active longer
+than the bound. A runtime setting (``unclean-on``) is no fault: it stops no broker. Pure
+Python: the samples are few (two a second).
+
+A gap in the samples longer than ``evidence.MAX_BLIND_NS`` does not end a stuck stretch when
+the LSO is the same offset on both sides and the record shows nothing on the partition in
+between that could truncate its log (a leader change, an unseen election, a power loss, a
+forced election): an LSO only moves forward until a truncation, so it stayed there.
 """
 
 from __future__ import annotations
@@ -35,8 +42,13 @@ _ATTACHED = ("external", "docker-attach", "ssh-attach")
 _STOP_OF = {"kill": "start", "stop": "start", "lose-unfsynced": "start", "roll": "start",
             "pause": "resume", "partition": "heal", "loss": "heal", "clock-bump": "clock-reset",
             "clock-strobe": "clock-reset", "move-leader": "restore-leader",
-            "request-fault": "request-heal", "unclean-on": "unclean-off"}
+            "request-fault": "request-heal"}
 _STOPS = set(_STOP_OF.values()) | {"heal-all"}
+#: Nemesis ops that change a setting at runtime and stop nothing (``unclean-on`` and
+#: ``unclean-off``): no fault, so they excuse no stuck LSO.
+_SETTINGS = frozenset(("unclean-on", "unclean-off"))
+#: Events after which a partition's LSO may have gone back (its log truncated).
+_TRUNCATING = (ev.LEADER_CHANGE, ev.UNSEEN, ev.POWER_LOSS, ev.FORCED_UNCLEAN)
 
 
 def _interval_ms(config: dict[str, Any]) -> str | int | None:
@@ -71,11 +83,12 @@ def disturbed(nemesis: list[tuple[int, str, int, int | None]]) -> list[tuple[flo
     """The time stretches (ns; ``inf`` for one never ended) in which some fault was active:
     from each fault's start invoke to the completion of the next op that ends it (its
     package's stop, or ``heal-all``); an op of no known package counts from its invoke to
-    its completion. A start whose stop never completed is active to the end."""
+    its completion. A start whose stop never completed is active to the end. A setting's
+    toggle (``_SETTINGS``) is none."""
     out = []
     ops = sorted(nemesis)
     for i, (_, f, invoked, done) in enumerate(ops):
-        if f in _STOPS:
+        if f in _STOPS or f in _SETTINGS:
             continue
         if f in _STOP_OF:
             stops = (_STOP_OF[f], "heal-all")
@@ -88,13 +101,19 @@ def disturbed(nemesis: list[tuple[int, str, int, int | None]]) -> list[tuple[flo
 
 
 def _quiet_ns(lo: int, hi: int, spans: list[tuple[float, float]]) -> float:
-    """Nanoseconds of ``[lo, hi]`` outside every span of ``spans``."""
-    covered, at = 0.0, float(lo)
+    """Nanoseconds of the longest stretch of ``[lo, hi]`` outside every span of ``spans``
+    (the bound starts again after each fault)."""
+    best, at = 0.0, float(lo)
     for a, b in sorted((max(a, lo), min(b, hi)) for a, b in spans if a < hi and b > lo):
-        if b > at:
-            covered += b - max(a, at)
-            at = b
-    return (hi - lo) - covered
+        best = max(best, a - at)
+        at = max(at, b)
+    return max(best, hi - at)
+
+
+def _unbroken(rec: ev.Record, tp: ev.TP, lo: int, hi: int) -> bool:
+    """Nothing the record holds on ``tp`` between history indexes ``lo`` and ``hi`` could
+    have truncated its log (``_TRUNCATING``)."""
+    return not any(e.kind in _TRUNCATING and e.meets(lo, hi) for e in rec.events.get(tp, ()))
 
 
 def _written(samples: list[tuple[int, int, int, int]], offset: int) -> dict[str, int]:
@@ -108,8 +127,9 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
     """The cases of ``hanging-transaction``: ``{"count": n, "examples": [...]}``, one per
     partition and stuck offset, each ``{"partition": "t-p", "lso", "hw" (at the last sample
     of the stretch), "at_s": [first, last sample seconds], "indexes": [first, last sample
-    index], "quiet_s" (of it with no fault active), "bound_s"}``, and ``doubt`` (``doubt``)
-    when there are findings the bound may not hold for; else ``cases``, each finding with
+    index], "quiet_s" (its longest stretch with no fault active), "bound_s"}``, and
+    ``doubt`` (``doubt``) when there are findings the bound may not hold for; else
+    ``cases``, each finding with
     its window for the promises table (``{"tp", "lo", "hi"}``): when the stuck offset was
     written, from the last sample before the stretch whose HW was at or below it to the next
     sample (whose HW was above it). The event that made the LSO stop must lie there.
@@ -117,9 +137,9 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
     lasted to the partition's last sample): the final reads' view of the partition ends
     there.
 
-    A stretch is consecutive samples of the partition (none further apart than
-    ``evidence.MAX_BLIND_NS``: where the monitor did not see it, nothing is claimed) whose
-    LSO is one offset below their HW."""
+    A stretch is consecutive samples of the partition whose LSO is one offset below their
+    HW, none further apart than ``evidence.MAX_BLIND_NS`` unless nothing in the record could
+    have moved the LSO back in between (see the module docstring)."""
     spans = disturbed(rec.nemesis)
     limit = bound_s(config)
     examples, cases = [], []
@@ -129,7 +149,8 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
         for i, sample in enumerate(samples + [None]):  # type: ignore[list-item]
             keeps = (sample is not None and sample[3] < sample[2] and stretch
                      and sample[3] == stretch[0][3]
-                     and sample[1] - stretch[-1][1] <= ev.MAX_BLIND_NS)
+                     and (sample[1] - stretch[-1][1] <= ev.MAX_BLIND_NS
+                          or _unbroken(rec, tp, stretch[-1][0], sample[0])))
             if keeps:
                 stretch.append(sample)
                 continue

@@ -84,7 +84,11 @@ class Case:
     ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
     stored without a leader epoch (sent without one, or the proxy took it out; None: the
     record cannot tell). ``offset``: an ``unseen`` record's offset, ``read_to`` the offset
-    at which the final reads of its partition ended (None unknown).
+    at which the final reads of its partition ended (None unknown). ``reset``: a member of
+    a ``group-skip``'s group may have started past the record at the log end, assigned it
+    while the group had no committed offset (None: the record cannot tell).
+    ``read_before``: a consumer's poll (not a final read) returned the lost or unseen write
+    at its offset.
     """
 
     tp: tuple[str, int] | None
@@ -100,6 +104,8 @@ class Case:
     epochless: bool | None = False
     offset: int | None = None
     read_to: int | None = None
+    reset: bool | None = False
+    read_before: bool = False
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -117,7 +123,9 @@ class Rule:
     be this rule's mechanism but that the record cannot settle (the finding is then
     unexplained, not a violation). ``applies(record, case)``: whether the rule's
     precondition held on the finding's topic or partition within its window (None: the
-    run-wide ``when`` says all); where it did not, the rule is no candidate for it."""
+    run-wide ``when`` says all); where it did not, the rule is no candidate for it.
+    ``alone``: why the configuration alone explains every finding, for a rule with no
+    per-finding condition."""
 
     name: str
     anomalies: tuple[str, ...]
@@ -130,6 +138,9 @@ class Rule:
     doubt: Callable[[ev.Record, Case], "ev.Stretch | None"] | None = None
     mechanism: str = ""
     applies: Callable[[ev.Record, Case], bool] | None = None
+    #: for a rule with no per-finding condition: why its configuration alone explains every
+    #: finding (issue 49's audit; ``tests/unit/test_promises.py`` holds every rule to one)
+    alone: str = ""
     #: anomaly -> a further condition on its findings, as ``writer`` (None: cannot tell)
     also: dict[str, Callable[[Case], "bool | None"]] = dataclasses.field(default_factory=dict)
 
@@ -217,9 +228,11 @@ def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
     """Power losses within the window that truncated the partition's log on every replica
     that had every acknowledged record: the ISR and ELR of the last sample before it (the
     last known leader when both were empty, KIP-966), or every replica it has (then no
-    sample is needed)."""
+    sample is needed); a node an earlier power loss took down, not started since, counts
+    as cut (it holds nothing written since, and lost its un-fsynced data then)."""
     return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts.get("every_replica")
-            or (e.facts["needed"] and set(e.facts["needed"]) <= set(e.facts["nodes"]))]
+            or (e.facts["needed"] and set(e.facts["needed"])
+                <= set(e.facts["nodes"]) | set(e.facts.get("down", ())))]
 
 
 def _proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -282,6 +295,19 @@ def _retrying_without_idempotence(c: dict) -> bool:
 _RESUMED_BLIND = {"group-skip": lambda case: case.epochless}
 
 
+def _uncommitted(case: Case) -> bool:
+    """No consumer read the write. A consumer reads only below the high watermark, so a
+    write one read was on every in-sync replica then (Kafka design doc, Replication: "A
+    message is considered committed when all in-sync replicas for that partition have
+    applied it to their log"), and a clean election, of one of them, keeps it: only an
+    unclean election or a power loss can lose it, not acks below all."""
+    return not case.read_before
+
+
+#: acks below all loses only what the followers had not replicated (issue 49, class 2).
+_ACKS_BELOW_ALL_ALSO = {**_RESUMED_BLIND, "lost-write": _uncommitted, "unseen": _uncommitted}
+
+
 def _plain_producer(case: Case) -> bool:
     # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
     return case.writer_f == "send"
@@ -305,7 +331,8 @@ RULES: tuple[Rule, ...] = (
     Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
          "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
          "partition's leader changed after the acknowledgement (or a replaced leader was still "
-         "acknowledging), and the new leader's log lacked it",
+         "acknowledging), and the new leader's log lacked it (never a write a consumer had "
+         "read: that one was on every in-sync replica)",
          "Kafka producer configs, `acks`",
          "acks=1 This will mean the leader will write the record to its local log but will "
          "respond without awaiting full acknowledgement from all followers. In this case "
@@ -313,7 +340,7 @@ RULES: tuple[Rule, ...] = (
          "followers have replicated it then the record will be lost.",
          evidence=_leader_change, doubt=_unseen,
          mechanism="a leader change (or a zombie leader) of a partition",
-         also=_RESUMED_BLIND),
+         also=_ACKS_BELOW_ALL_ALSO),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
          "a replica outside the ISR was elected leader of the partition while unclean leader "
          "election was on for its topic (in the config, or turned on at runtime), or by a "
@@ -391,8 +418,15 @@ RULES: tuple[Rule, ...] = (
          lambda c: _retrying_without_idempotence(c) and c.get("client") != "java",
          "the producer retried without idempotence: librdkafka re-queues a failed batch while "
          "a later one may already be accepted, whatever max.in.flight.requests.per.connection "
-         "is (unlike the Java client, which promises order with max.in.flight=1)",
-         "librdkafka CONFIGURATION.md, `retries`; INTRODUCTION.md, Reordering",
+         "is (unlike the Java client, which promises order with max.in.flight=1): the limit "
+         "counts requests per broker connection (rdkafka_broker.c:2779 at 4c3b017c, v2.15.0), "
+         "so after a leader change the new leader's connection sends later messages while the "
+         "old one's request is still in flight; only the idempotent producer waits for that "
+         "request to drain first (rd_kafka_toppar_producer_serve, rdkafka_broker.c:4286 and "
+         "4313, rktp_eos.wait_drain), and the failed batch is re-inserted in order into the "
+         "queue (rd_kafka_toppar_retry_msgq, rdkafka_partition.c:1051) behind what was sent",
+         "librdkafka CONFIGURATION.md, `retries`; INTRODUCTION.md, Reordering; librdkafka "
+         "source (rdkafka_broker.c, rdkafka_partition.c)",
          "How many times to retry sending a failing Message. **Note:** retrying may cause "
          "reordering unless `enable.idempotence` is set to true.",
          writer=_plain_producer),
@@ -415,7 +449,9 @@ RULES: tuple[Rule, ...] = (
          "Jepsen jepsen.tests.kafka `allowed-error-types`",
          "int-send-skip is normal behavior: transaction writes interleave constantly in the "
          "Kafka transaction model. ... Likewise, G0 is always allowed, since writes are never "
-         "isolated"),
+         "isolated",
+         alone="Kafka isolates no write from another producer's: the mechanism is every "
+               "run's, not an event of one"),
     Rule("ww-cycles", ("G1c", "G1c-process", "G1c-realtime"), lambda c: True,
          "the cycle has a ww step, an order of writes inferred from offsets, and writes are "
          "never isolated; a cycle of wr (process, realtime) edges alone is no such thing",
@@ -429,7 +465,9 @@ RULES: tuple[Rule, ...] = (
          "writes, so two of them may each read the other's",
          "Jepsen jepsen.tests.kafka `allowed-error-types`",
          "g0 cycles are normal in the Kafka transactional model, and g1c is normal with "
-         "wr-only edges at read-uncommitted but *not* with read-committed."),
+         "wr-only edges at read-uncommitted but *not* with read-committed.",
+         alone="the isolation level is the mechanism: every read of the run may return "
+               "uncommitted writes"),
     Rule("read-uncommitted-aborted", ("G1a",),
          lambda c: c.get("isolation_level") == "read_uncommitted",
          "isolation.level=read_uncommitted returns the records of aborted transactions; the "
@@ -445,20 +483,28 @@ RULES: tuple[Rule, ...] = (
          "transaction commits, the reader's own too",
          "Kafka consumer configs, `isolation.level`",
          "read_uncommitted - return all messages, even transactional messages which have been "
-         "aborted."),
+         "aborted.",
+         alone="the isolation level is the mechanism: every read of the run may return "
+               "uncommitted writes"),
     Rule("consumer-group-rebalances", ("poll-skip", "nonmonotonic-poll"),
          lambda c: c.get("sub_via") == "subscribe",
          "a subscribed consumer may be rebalanced between ops and resume elsewhere",
          "Jepsen jepsen.tests.kafka `allowed-error-types` (subscribe)",
          "With subscribe, we expect external poll skips and nonmonotonic polls, because our "
-         "consumer might be rebalanced between transactions."),
+         "consumer might be rebalanced between transactions.",
+         alone="Jepsen's allowance: a subscribed consumer's position moves with the group's "
+               "rebalances, and the polls checker already restarts a process's order at the "
+               "rebalance events it reported; one it did not report (its position reset "
+               "between two polls without a callback) leaves no mark to require"),
     Rule("at-least-once-groups", ("group-redelivery",), lambda c: True,
          "a group resumes from its committed offsets after a rebalance or a crashed member, so "
          "records delivered above the committed offset are delivered again (at-least-once)",
          "KafkaConsumer javadoc; Kafka design doc, Message Delivery Semantics",
          "the process that took over consumption would consume from last committed offset and "
          "would repeat the insert of the last batch of data. Used in this way Kafka provides "
-         "what is often called \"at-least-once\" delivery guarantees"),
+         "what is often called \"at-least-once\" delivery guarantees",
+         alone="the checker reports a group-redelivery only above what the group had "
+               "committed (below it is a group-rewind): at-least-once is the finding itself"),
     Rule("fenced-member", (GROUP_OVERLAP,), lambda c: True,
          "the earlier owner was fenced (it reported the partition lost, it crashed, or a "
          "commit of it failed as no longer in the group): the coordinator gave the partition "
@@ -475,7 +521,10 @@ RULES: tuple[Rule, ...] = (
          "a share group delivers a record again after a release, an expired lock, a crashed "
          "holder or a refused acknowledgement (the checker names which)",
          "KIP-932, Concepts",
-         "This means that the delivery behavior is at-least-once."),
+         "This means that the delivery behavior is at-least-once.",
+         alone="the share checker reports a redelivery only with the cause it found (a "
+               "release, an expired lock, a crashed holder, a refused acknowledgement), each "
+               "one at-least-once delivery by KIP-932"),
     Rule("share-member-gone", (SHARE_LOCK_OVERLAP,), lambda c: True,
          "the earlier holder had crashed: the end of its share session releases what it had "
          "acquired before the lock expires",
@@ -507,11 +556,14 @@ RULES: tuple[Rule, ...] = (
          "This means that the delivery behavior is at-least-once.",
          evidence=_leader_change, mechanism="a leader change of the record's partition"),
     Rule("reset-to-latest", ("group-skip",), lambda c: c.get("auto_offset_reset") == "latest",
-         "a member without a committed offset starts at the log end (auto.offset.reset=latest)",
+         "a member without a committed offset starts at the log end (auto.offset.reset=latest); "
+         "one was assigned the record's partition after the record was written and before "
+         "its group had committed an offset of it",
          "Kafka consumer configs, `auto.offset.reset`",
          "What to do when there is no initial offset in Kafka or if the current offset does "
          "not exist any more on the server ... latest: automatically reset the offset to the "
-         "latest offset"),
+         "latest offset",
+         writer=lambda case: case.reset),
 )
 
 

@@ -15,7 +15,8 @@ with it, ``docs/history-format.md``):
   final reads found there is the one still in the log, whatever the group read there
   before. The group's commits above the record say whether a member resuming from one could
   have detected a truncation (``epochless``: one was stored without its leader epoch,
-  KIP-320; KAFKA-20507).
+  KIP-320; KAFKA-20507). ``reset`` says whether a member of the group may have started
+  past it at the log end, with no committed offset (``auto.offset.reset=latest``).
 - a record (value at offset) delivered by more than one op of the group's members is, by
   what the group had committed when it came again:
 
@@ -59,7 +60,8 @@ def delivery(h: History, v: Versions) -> DataFrame:
     delivered it), ``op_indexes`` (their invoke indexes, first 10) and ``committed`` (the
     highest offset the group had committed for the key before the last delivery began; NULL
     if none); for skips ``committed`` (the group's highest committed offset of the key) and
-    ``from_offset``, ``epochless`` and ``commits_until`` (``_resumable``).
+    ``from_offset``, ``epochless`` and ``commits_until`` (``_resumable``), ``reset``
+    (``_reset``).
     """
     if not h.counts.get("subscribe", {}).get("ok"):  # no consumer group: nothing to scan
         return no_cases(h.ops.sparkSession)
@@ -121,6 +123,7 @@ def delivery(h: History, v: Versions) -> DataFrame:
     # a truncation that reset the group can have come any time after the record was written
     writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
         F.min("w_op").alias("w_op"))
+    skipped = _reset(h, v.reads.join(members, "process"), members, commits, skipped, writer)
     again = again.join(writer, ["key", "value"], "left")
     return (cases(again, kind, order,
                   ["group", "key", "offset", "value", "deliveries", "op_indexes", "committed"],
@@ -128,8 +131,56 @@ def delivery(h: History, v: Versions) -> DataFrame:
                      hi="last_op"))
             .unionByName(cases(skipped.join(final, "key", "left"), F.lit("group-skip"), order,
                                ["group", "key", "offset", "value", "committed", "from_offset",
-                                "epochless", "commits_until"],
+                                "epochless", "commits_until", "reset"],
                                at(key="key", lo="commits_from", hi="final_op"))))
+
+
+def _reset(h: History, reads: DataFrame, members: DataFrame, commits: DataFrame,
+           skipped: DataFrame, writer: DataFrame) -> DataFrame:
+    """``skipped`` with ``reset``: whether a member of the group was assigned the key while
+    the group had no committed offset for it, after the record's write was invoked, and
+    then first delivered the key above the record, so ``auto.offset.reset`` may have
+    started it at a log end past the record (Kafka consumer configs: "What to do when there
+    is no initial offset in Kafka"). True when no commit of the group's key had been invoked
+    before such an assignment completed; NULL when one was in flight then, or the group's
+    members recorded no assignment at all; False when every such assignment came after a
+    commit had completed. An out-of-range committed offset resets too, but only after a
+    truncation, which the truncating rules judge. ``reads``: the group's members' reads
+    (``Versions.reads`` with ``group``)."""
+    assigned = (h.events.where((F.col("kind") == "assigned") & F.col("key").isNotNull())
+                .join(members, "process")
+                .join(h.ops.select("op", F.col("index").alias("a_done")), "op")
+                .select("group", "process", "key", F.col("op").alias("a_op"), "a_done"))
+    # where each assigned member began: the first offset of the key it delivered after
+    a = F.broadcast(assigned.alias("a"))
+    began = (reads.alias("r").join(a, (F.col("r.group") == F.col("a.group"))
+                                   & (F.col("r.process") == F.col("a.process"))
+                                   & (F.col("r.key") == F.col("a.key"))
+                                   & (F.col("r.op") >= F.col("a.a_op")))
+             .groupBy("a.group", "a.process", "a.key", "a.a_op")
+             .agg(F.min(F.struct("r.op", "r.offset")).alias("first"))
+             .select("group", "process", "key", "a_op",
+                     F.col("first.offset").alias("began")))
+    first = commits.groupBy("group", "key").agg(F.min("index").alias("c_done"),
+                                                F.min("op").alias("c_op"))
+    status = (assigned.join(began, ["group", "process", "key", "a_op"])
+              .join(first, ["group", "key"], "left")
+              .select("group", "key", "a_done", "began",
+                      F.when(F.col("c_done") < F.col("a_op"), F.lit(0))
+                      .when(F.col("c_op") < F.col("a_done"), F.lit(1))
+                      .otherwise(F.lit(2)).alias("status")))
+    recorded = assigned.select("group").distinct().withColumn("recorded", F.lit(True))
+    per = (skipped.select("group", "key", "offset", "value").distinct()
+           .join(writer, ["key", "value"], "left")
+           .join(F.broadcast(status), ["group", "key"])
+           .where((F.col("w_op").isNull() | (F.col("a_done") > F.col("w_op")))
+                  & (F.col("began") > F.col("offset")))
+           .groupBy("group", "key", "offset", "value").agg(F.max("status").alias("status")))
+    reset = (F.when(F.col("recorded").isNull() | (F.col("status") == 1), F.lit(None))
+             .when(F.col("status") == 2, F.lit(True)).otherwise(F.lit(False)))
+    return (skipped.join(per, ["group", "key", "offset", "value"], "left")
+            .join(F.broadcast(recorded), "group", "left")
+            .withColumn("reset", reset.cast("boolean")).drop("status", "recorded"))
 
 
 def _resumable(commits: DataFrame, skipped: DataFrame) -> DataFrame:

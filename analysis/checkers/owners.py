@@ -20,7 +20,11 @@ process crashed or its op ended ``info``), or ``fenced`` (a commit of the proces
 with an error that says the group had moved on without it, ``FENCED_BY``): all three
 fenced, ``analysis.promises`` rule ``fenced-member``; or ``still-owned`` (nothing ended it
 before the process's last op: it may have been fenced without learning it yet, so the
-finding is unexplained).
+finding is unexplained). An earlier owner that committed ``ok`` (a commit op, or an
+auto-commit's ``committed`` event) after the later owner's assignment was not fenced then,
+whatever ended it later: the coordinator accepts a member's commit only in its current
+generation (member epoch, KIP-848), and it moves a partition of such a member only once it
+revoked it. Such a case says ``still-committing``: a violation.
 """
 
 from __future__ import annotations
@@ -92,7 +96,8 @@ def overlaps(h: History) -> DataFrame:
 
     Examples: ``group, key, processes`` (earlier owner first), ``op_indexes`` (the invoke
     indexes of the ops that recorded their ``assigned`` events), ``ended_by`` (how the earlier
-    owner's stretch ended)."""
+    owner's stretch ended; ``still-committing`` when it committed ``ok`` after the later
+    owner's assignment)."""
     if not h.counts.get("subscribe", {}).get("ok") or not h.rows.get("events", 1):
         return no_cases(h.ops.sparkSession)
     s = stretches(h)
@@ -101,9 +106,26 @@ def overlaps(h: History) -> DataFrame:
                    & (F.col("a.process") != F.col("b.process"))
                    & (F.col("a.start") <= F.col("b.start"))
                    & (F.col("b.start") < F.col("a.end")))
+    # the earlier owner's ok commits that began after the later owner's assignment was
+    # certain (and before its own stretch ended): it was still a member in good standing
+    committed = (h.ops.where((F.col("f") == "commit") & (F.col("type") == "ok"))
+                 .select("process", "op")
+                 .unionByName(h.events.where(F.col("kind") == "committed")
+                              .select("process", "op").distinct()))
+    c = F.broadcast(committed.alias("c"))
+    still = (pairs.join(c, (F.col("c.process") == F.col("a.process"))
+                        & (F.col("c.op") > F.col("b.start")) & (F.col("c.op") < F.col("a.end")))
+             .select(F.col("a.group").alias("g"), F.col("a.key").alias("k"),
+                     F.col("a.process").alias("pa"), F.col("b.process").alias("pb"),
+                     F.col("b.start").alias("bs")).distinct().withColumn("still", F.lit(True)))
+    pairs = pairs.join(still, (F.col("g") == F.col("a.group")) & (F.col("k") == F.col("a.key"))
+                       & (F.col("pa") == F.col("a.process"))
+                       & (F.col("pb") == F.col("b.process")) & (F.col("bs") == F.col("b.start")),
+                       "left")
+    ended_by = F.when(F.col("still"), F.lit("still-committing")).otherwise(F.col("a.ended_by"))
     return cases(pairs, F.lit(GROUP_OVERLAP), ["b.start", "a.process", "b.process"],
                  [F.col("a.group").alias("group"), F.col("a.key").alias("key"),
                   F.array("a.process", "b.process").alias("processes"),
                   F.array("a.assign_op", "b.assign_op").alias("op_indexes"),
-                  F.col("a.ended_by").alias("ended_by")],
+                  ended_by.alias("ended_by")],
                  at(key="a.key", lo="a.assign_op", hi="b.assign_op"))

@@ -15,10 +15,10 @@ follower has caught up. Fetches, ISR shrinks and fsyncs are internal: only sampl
 
 ``generate`` returns, per acknowledged value, its ``Truth``: lost or not, by which
 mechanism, and whether the record shows the election that lost it inside the loss's window
-(``Truth.expected``: the verdict the record supports). Not yet labelled apart: a power loss,
-whose evidence is the nemesis op rather than an election, and an unclean election whose
-sample before it shows a stale ISR; ``bench/model_oracle.py`` compares the labels with the
-verdict (issue 49).
+(``Truth.expected``: the verdict the record supports); for a power loss, whether the record
+shows one of every replica that had it (``_Run.power_shown``). Not yet labelled apart: an
+unclean election whose sample before it shows a stale ISR; ``bench/model_oracle.py``
+compares the labels with the verdict (issue 49).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-from kafka_chaos.history.simulate.replication import Partition
+from kafka_chaos.history.simulate.replication import POWER_LOSS, Partition
 from kafka_chaos.history.writer import HistoryWriter
 
 TOPIC = "kafka-chaos"
@@ -69,10 +69,28 @@ class Truth:
     def expected(self) -> str | None:
         """The verdict the record supports for this value: None (no finding: it is in the
         log), ``permitted`` (lost, and the record shows the event that lost it inside its
-        window), ``unexplained`` (lost by a documented mechanism the record cannot show)."""
+        window), ``unexplained`` (lost by a documented mechanism the record cannot show),
+        ``documented`` (a power loss the record shows, though not of every replica that had
+        the value: Kafka's design doc drops the guarantee once every replica died, which no
+        rule of the verdict reads yet)."""
         if self.mechanism is None:
             return None
+        if self.mechanism == POWER_LOSS and self.shown is False:
+            return "documented"
         return "permitted" if self.shown else "unexplained"
+
+
+@dataclasses.dataclass(frozen=True)
+class _PowerLoss:
+    """A lose-power op that cut a partition's log: its times (ns), the node, the ISR and ELR
+    of the last sample before it (None: none in ``BLIND_NS``), the nodes down since earlier
+    power losses of the partition."""
+
+    invoked_ns: int
+    done_ns: int
+    node: int
+    needed: frozenset[int] | None
+    down: frozenset[int]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -115,6 +133,12 @@ class _Run:
         self.waiting: dict[int, tuple[int, int]] = {}  # acks=all value -> (key, process)
         self.keys: dict[int, int] = {}  # value -> key
         self.seen: list[list[tuple[int, int]]] = [[] for _ in cases]  # (ns, epoch) samples
+        # (ns, ISR and ELR) of every sample that showed the partition
+        self.in_sync: list[list[tuple[int, set[int]]]] = [[] for _ in cases]
+        self.down: list[set[int]] = [set() for _ in cases]  # power lost, not started since
+        # each lose-power op of a partition that cut its log: (invoke ns, completion ns,
+        # what the record shows of who had every acknowledged value: _PowerLoss)
+        self.losses: list[list[_PowerLoss]] = [[] for _ in cases]
         self.acked_at: dict[int, int] = {}
         self.final_at = 0
         nodes = {str(n): {"name": f"n{n}", "roles": ["broker", "controller"]}
@@ -201,6 +225,7 @@ class _Run:
         model = self.models[p]
         f = {"kill": "kill", "lose-power": "lose-unfsynced", "start": "start"}[kind]
         self.write("nemesis", "invoke", f, {"target": [node]})
+        invoked = self.now - 1000
         if kind == "kill":
             model.kill(node)
             done = {"killed": [f"n{node}"]}
@@ -215,7 +240,13 @@ class _Run:
         else:
             model.start(node)
             done = {"started": [f"n{node}"]}
+            self.down[p].discard(node)
         self.write("nemesis", "ok", f, done)
+        if kind == "lose-power":
+            if lost:
+                self.losses[p].append(_PowerLoss(invoked, self.now - 1000, node,
+                                                 self._needed(p), frozenset(self.down[p])))
+            self.down[p].add(node)
         self.sample(f"after {f}")
 
     def sample(self, trigger: str) -> None:
@@ -226,6 +257,7 @@ class _Run:
                 continue
             live = model.leader is not None and model.replicas[model.leader].alive
             self.seen[p].append((self.now, model.epoch))
+            self.in_sync[p].append((self.now, model.isr | model.elr))
             parts.append({"partition": p, "leader": model.leader if live else -1,
                           "leader_epoch": model.epoch, "replicas": list(nodes_of(p)),
                           "isr": sorted(model.isr), "elr": sorted(model.elr),
@@ -247,6 +279,7 @@ class _Run:
                 if not replica.alive:
                     model.start(node)
                     started.append(f"n{node}")
+        self.down = [set() for _ in self.cases]
         for model in self.models:
             for node in model.replicas:
                 if node != model.leader:
@@ -268,14 +301,39 @@ class _Run:
                 "poll", {str(p): [[o, v] for o, v in recs]} if recs else {},
                 {"final": True, "range": {str(p): [0, end]}, "eof": True}]])
 
+    def _needed(self, p: int) -> frozenset[int] | None:
+        """The ISR and ELR of the last sample of ``p`` before now, if at most ``BLIND_NS``
+        old: the replicas the record says had every acknowledged value."""
+        if not self.in_sync[p] or self.now - self.in_sync[p][-1][0] > BLIND_NS:
+            return None
+        return frozenset(self.in_sync[p][-1][1])
+
     def truth(self) -> list[Truth]:
         out = []
         for p, model in enumerate(self.models):
             for value, mechanism in model.fate().items():
                 epoch = model.lost_epoch.get(value)
-                shown = None if mechanism is None else self.shown(p, value, epoch)
+                shown = (None if mechanism is None else self.power_shown(p, value)
+                         if mechanism == POWER_LOSS else self.shown(p, value, epoch))
                 out.append(Truth(p, value, mechanism, epoch, shown))
         return out
+
+    def power_shown(self, p: int, value: int) -> bool | None:
+        """Whether the record shows a power loss of every replica that had ``value``: one
+        that cut the partition's log after the value's acknowledgement and before the final
+        reads, the last sample before it (at most ``BLIND_NS`` old) naming in-sync and
+        eligible replicas that all lost power in it or in an earlier one and stayed down, or
+        every replica lost power so. None: the record shows such losses but no sample of who
+        was in sync before them (doubt)."""
+        doubt = False
+        for loss in self.losses[p]:
+            if loss.done_ns < self.acked_at[value] or loss.invoked_ns > self.final_at:
+                continue
+            gone = {loss.node} | loss.down
+            if gone >= set(nodes_of(p)) or (loss.needed and loss.needed <= gone):
+                return True
+            doubt = doubt or loss.needed is None
+        return None if doubt else False
 
     def shown(self, p: int, value: int, epoch: int | None) -> bool:
         """Whether the record locates the election that lost ``value`` inside its window:

@@ -97,6 +97,25 @@ def test_an_unseen_election_leaves_an_acks_1_loss_unexplained_and_acks_0_permits
     assert result["valid"] is True
 
 
+@pytest.mark.spark
+def test_an_acks_1_write_a_consumer_read_is_not_lost_by_a_clean_election(run):
+    """Issue 49, class 2: 101 was read by a consumer (so below the high watermark, on every
+    in-sync replica) before the clean election of n2; its loss is Kafka's broken promise,
+    not acks=1's."""
+    moved = {(T, 0): P(2, 2, [2, 3])}
+    x = q(acks="1", idempotence=False)
+    sample(x)
+    x.send(0, [(0, 100)]).send(0, [(0, 101)])
+    x.assign(10, [0]).poll(10, {0: [(0, 100), (1, 101)]})
+    sample(x)
+    sample(x, moved)
+    x.final(30, 0, [(0, 100)], end=2).final(30, 1, []).final(30, 2, [])
+    sample(x, moved)
+    a = lost(run(x))
+    assert a["outcomes"] == {"permitted": 0, "violation": 1, "unexplained": 0}, a
+    assert a["examples"][0]["read_before"] is True
+
+
 @pytest.mark.parametrize("where", ["none", "before the write", "another partition",
                                    "another topic"])
 @pytest.mark.spark

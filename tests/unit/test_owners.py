@@ -96,3 +96,31 @@ def test_a_handover_and_members_of_other_groups_are_no_case(run):
                 .read_all(9))
     assert overlap(run(handover))["count"] == 0
     assert overlap(run(two_owners(["revoked", [0]], group_b="other")))["count"] == 0
+
+
+@pytest.mark.spark
+def test_an_earlier_owner_still_committing_after_the_handover_was_not_fenced(run):
+    """Issue 49, class 7: an earlier owner whose process crashed later permitted the overlap
+    even though it went on committing ok after the later owner was assigned the partition:
+    the coordinator took it as a member of the current generation then, so it had not been
+    fenced. A commit before the later owner's assignment says nothing of that."""
+    def history(commit_after: bool, auto: bool = False) -> Q:
+        q = (Q(**SUB).subscribe(0, [0]).subscribe(1, [0]).send(5, [(0, 1), (0, 2)])
+             .poll(0, {0: [(0, 1)]}, events=[["assigned", [0]]]))
+        if not commit_after:
+            q.commit(0, {0: 1})
+        q.poll(1, {0: [(0, 1), (1, 2)]}, events=[["assigned", [0]]])
+        if commit_after and auto:
+            q.poll(0, {}, events=[["committed", {"0": 1}]])
+        elif commit_after:
+            q.commit(0, {0: 1})
+        return q.crash(0).read_all(9)
+
+    for auto in (False, True):
+        a = overlap(run(history(commit_after=True, auto=auto)))
+        assert a["count"] == 1 and a["outcomes"]["violation"] == 1, (auto, a)
+        assert a["examples"][0]["ended_by"] == "still-committing"
+        assert "not fenced" in explain("group-overlap", a["examples"][0])
+    a = overlap(run(history(commit_after=False)))
+    assert a["count"] == 1 and a["rules"] == {"fenced-member": 1}, a
+    assert a["examples"][0]["ended_by"] == "gone"

@@ -33,6 +33,17 @@ def test_every_rule_names_real_anomalies_and_quotes_its_source():
     assert candidates("garbage-read", facts(acks="1", unclean_leader_election=True)) == []
 
 
+def test_every_rule_judges_each_finding_or_says_why_its_configuration_is_enough():
+    """Issue 49, class 7: a rule with no condition on the finding permits every finding of
+    its anomalies in the run; each such rule must say why that is right."""
+    for r in RULES:
+        assert r.per_case or len(r.alone) > 40, r.name
+        assert not (r.per_case and r.alone), r.name
+    assert {r.name for r in RULES if not r.per_case} == {
+        "interleaved-writes", "read-uncommitted-cycles", "read-uncommitted",
+        "consumer-group-rebalances", "at-least-once-groups", "share-at-least-once"}
+
+
 def test_the_default_quick_start_permits_duplicates_per_writer_and_no_loss_at_all():
     verdict = judge("duplicate", facts())
     assert verdict["per_case"] and verdict["rule"] == "retries-without-idempotence"

@@ -2,6 +2,7 @@
 permitted where the record shows its mechanism, a violation where no rule can have acted on
 its partition, unexplained where the record cannot settle it (pure logic, no Spark).
 
+2. a write a consumer had read was committed: acks below all cannot lose it;
 3. an unseen election (a leader epoch gap) is doubt, never nothing;
 4. ``acks=0`` promises nothing of a plain producer's writes;
 5. a rule is a candidate only where its precondition held: on that topic, that partition, then;
@@ -70,10 +71,47 @@ class Rec:
         return rec, facts_of(full, rec)
 
 
-def judged(rec_facts, tp, lo, hi, name="lost-write", writer_f="send") -> dict:
+def judged(rec_facts, tp, lo, hi, name="lost-write", writer_f="send", **case) -> dict:
     rec, facts = rec_facts
-    return judge_case(name, Case(tp, lo, hi, write=(lo - 1, lo), writer_f=writer_f),
+    return judge_case(name, Case(tp, lo, hi, write=(lo - 1, lo), writer_f=writer_f, **case),
                       facts, rec)
+
+
+# --- 2. a write a consumer had read ---------------------------------------------------------
+
+@pytest.mark.parametrize("config, change, read_before, outcome, rule", [
+    ({"acks": "1"}, (2, 2, [2, 3]), False, PERMITTED, "acks-below-all"),
+    ({"acks": "1"}, (2, 2, [2, 3]), True, VIOLATION, None),  # clean: n2 had it
+    ({"acks": "1", "unclean_leader_election": True}, (3, 2, [3]), True, PERMITTED,
+     "unclean-leader-election"),  # n3 was out of the ISR [n1]: it never had it
+    ({"acks": "1", "unclean_leader_election": True}, (2, 2, [2, 3]), True, VIOLATION, None),
+])
+def test_a_write_a_consumer_read_is_lost_only_by_an_unclean_election_or_a_power_loss(
+        config, change, read_before, outcome, rule):
+    """Issue 49, class 2: a record a consumer read was below the high watermark, so on every
+    in-sync replica; a clean election keeps it, whatever acks said."""
+    isr = [1] if change[0] == 3 else [1, 2, 3]
+    r = Rec().sample(t0=(1, 1, isr))
+    lo = r.at
+    r.sample(t0=(1, 1, isr)).sample(t0=change)
+    hi = r.at
+    r.sample(t0=change)
+    verdict = judged(r.build(idempotence=False, **config), T0, lo, hi, read_before=read_before)
+    assert (verdict["outcome"], verdict["rule"]) == (outcome, rule), verdict
+    # unseen too; other truncation anomalies are not about one write
+    verdict = judged(r.build(idempotence=False, **config), T0, lo, hi, "unseen",
+                     read_before=read_before)
+    assert verdict["outcome"] == outcome
+
+
+def test_a_power_loss_still_explains_a_write_a_consumer_had_read():
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.power_loss({n: ["t-0"] for n in ("n1", "n2", "n3")})
+    hi = r.at
+    r.sample(t0=(1, 2, [1, 2, 3]))
+    verdict = judged(r.build(acks="1", idempotence=False), T0, lo, hi, read_before=True)
+    assert verdict["rule"] == "last-in-sync-replica-lost-power", verdict
 
 
 # --- 3. an unseen election ------------------------------------------------------------------
@@ -230,3 +268,36 @@ def test_a_power_loss_of_every_replica_needs_no_sample_of_the_isr(cut, seen, out
     assert verdict["outcome"] == outcome, verdict
     if outcome == PERMITTED:
         assert verdict["rule"] == "last-in-sync-replica-lost-power"
+
+
+@pytest.mark.parametrize("between, outcome", [
+    (None, PERMITTED),       # n3 lost power first and stayed down: it holds nothing since
+    (("start", {"started": ["n3"]}, "ok"), VIOLATION),  # n3 ran again: it may have the write
+    (("start", {"started": ["n2"]}, "ok"), PERMITTED),  # another node started
+    (("roll", {"rolled": ["n1", "n2", "n3"]}, "ok"), VIOLATION),
+    (("start", None, "info"), VIOLATION),  # it does not say whom it started: any
+    (("pause", {"paused": ["n2"]}, "ok"), PERMITTED),
+])
+def test_power_losses_one_after_another_add_up_while_the_first_node_stays_down(
+        between, outcome):
+    """Found by the reference model (seed 2, a partition of history 2): n3 lost power, then
+    the leader n1, the ISR then [n1] and the ELR [n3]: every replica that had the write lost
+    it, though no single op cut them both."""
+    r = Rec().sample(t0=(1, 1, [1, 3]))
+    lo = r.at
+    r.power_loss({"n3": ["t-0"]})
+    if between:
+        r.nemesis(between[0], None, between[1], between[2])
+    r.rows.append({**r.rows[0], "op": r.at, "index": r.at + 1, "invoke_time": r.at * 10**6,
+                   "time": (r.at + 1) * 10**6, "done": {"partitions": {"t": [{
+                       "partition": 0, "leader": 1, "leader_epoch": 1, "replicas": [1, 2, 3],
+                       "isr": [1], "elr": [3]}]}}})
+    r.power_loss({"n1": ["t-0"]})
+    hi = r.at
+    r.sample(t0=(-1, 2, []))  # offline: both in-sync replicas are down
+    rec, facts = r.build()
+    event = rec.of(T0, evidence.POWER_LOSS, lo, hi)[-1]
+    assert event.facts["needed"] == [1, 3]
+    assert event.facts["down"] == ([3] if outcome == PERMITTED else [])
+    verdict = judged((rec, facts), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict

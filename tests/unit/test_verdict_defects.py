@@ -138,3 +138,36 @@ def test_a_duplicate_is_permitted_by_its_own_writer_not_by_the_run(run):
     assert dup["outcomes"] == {"permitted": 1, "violation": 1, "unexplained": 0}, dup
     assert dup["rules"] == {"retries-without-idempotence": 1}
     assert dup["examples"][0]["value"] == 200 and dup["examples"][1]["value"] == 100
+
+
+@pytest.mark.parametrize("commit, outcome", [("none", "permitted"), ("before", "violation"),
+                                             ("in flight", "unexplained")])
+@pytest.mark.spark
+def test_reset_to_latest_permits_a_skip_only_where_the_group_had_no_committed_offset(
+        run, commit, outcome):
+    """Issue 49, class 7: auto.offset.reset=latest permitted every group-skip of the run, even
+    where the member that skipped was assigned the partition after its group had committed
+    an offset of it (the reset applies only with no committed offset, or one out of range).
+    Process 10 reads 100 and crashes; process 11 is assigned the key and reads on from 103,
+    skipping 101 and 102: a reset to the log end, unless 10 had committed 1 before."""
+    x = Q(sub_via="subscribe", auto_offset_reset="latest")
+    x.send(0, [(0, 100), (0, 101), (0, 102)])
+    x.subscribe(10, [0], "g").subscribe(11, [0], "g")
+    x.poll(10, {0: [(0, 100)]}, events=[["assigned", [0]]])
+    if commit == "before":
+        x.commit(10, {0: 1})
+    elif commit == "in flight":  # invoked before 11's assignment, completed after it began
+        x.invoke(10, "commit", {"offsets": {"0": 1}})
+    x.send(1, [(0, 103)])
+    x.poll(11, {0: [(3, 103)]}, events=[["assigned", [0]]])
+    if commit == "in flight":
+        x.complete(10, "ok", "commit", {"offsets": {"0": 1}})
+    x.commit(11, {0: 4})
+    result = run(x.read_all(30))
+    skip = result["anomalies"]["group-skip"]
+    assert skip["count"] == 2 and skip["outcomes"][outcome] == 2, skip
+    assert {e["value"] for e in skip["examples"]} == {101, 102}
+    assert skip["examples"][0]["reset"] is {"none": True, "before": False,
+                                             "in flight": None}[commit]
+    if outcome == "permitted":
+        assert skip["rules"] == {"reset-to-latest": 2} and result["valid"] is True
