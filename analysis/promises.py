@@ -87,8 +87,8 @@ class Case:
     at which the final reads of its partition ended (None unknown). ``reset``: a member of
     a ``group-skip``'s group may have started past the record at the log end, assigned it
     while the group had no committed offset (None: the record cannot tell).
-    ``read_before``: a consumer's poll (not a final read) returned the lost or unseen write
-    at its offset.
+    ``read_before``: a consumer's poll (not a final read) returned the lost or unseen
+    write's value (at any offset: any copy of it a consumer read was committed).
     """
 
     tp: tuple[str, int] | None
