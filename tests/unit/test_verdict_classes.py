@@ -8,6 +8,10 @@ its partition, unexplained where the record cannot settle it (pure logic, no Spa
 5. a rule is a candidate only where its precondition held: on that topic, that partition, then;
 6. a ``lose-unfsynced`` op of unknown outcome is doubt;
 9. a power loss that cut every replica needs no sample of the ISR before it.
+
+Class 7 is judged on whole histories (``test_verdict_defects.py``, ``test_owners.py``), class
+8 in ``test_liveness.py``; classes 2, 3 and 4 also through the whole analysis in
+``test_evidence.py``. Class 1 (an event that only straddles the window) is not fixed yet.
 """
 
 from __future__ import annotations
