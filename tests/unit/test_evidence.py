@@ -535,3 +535,47 @@ def test_a_group_resuming_past_a_truncation_is_permitted_only_without_the_commit
     result = run(resumed_past_truncation(None))
     assert result["anomalies"]["group-skip"]["outcomes"]["unexplained"] == 2
     assert result["valid"] == "unknown"
+
+
+@pytest.mark.parametrize("toggled, key, outcome", [(U, 0, "violation"), (U, 2, "unexplained"),
+                                                   (T, 0, "unexplained")])
+@pytest.mark.spark
+def test_unclean_election_on_for_one_topic_leaves_another_topics_blind_loss_a_violation(
+        run, toggled, key, outcome):
+    """Issue 49, class 5, through the whole analysis: the monitor did not see the partitions
+    for 6 s after the write; unclean election was on for ``toggled`` only, so only a loss on
+    that topic may have come from an unclean election the monitor missed."""
+    def before(x: Q) -> Q:
+        value = {"target": "topic", "topic": toggled}
+        return x.nemesis("unclean-on", value, {**value, "unclean.leader.election.enable": True,
+                                                "read_back": "true"})
+    a = lost(run(lost_one(q(), key, before=before, between=lambda x: x.pause(6))))
+    assert a["outcomes"][outcome] == 1, a
+
+
+@pytest.mark.parametrize("type_", ["info", "pending"])
+@pytest.mark.spark
+def test_a_power_loss_of_unknown_outcome_leaves_the_loss_unexplained(run, type_):
+    """Issue 49, class 6: a lose-unfsynced that raised (or never returned) may have cut the
+    partition; before, it was silent and the loss a violation."""
+    def between(x: Q) -> Q:
+        x.invoke("nemesis", "lose-unfsynced", {"target": "one", "topic": T, "partition": 0})
+        if type_ == "info":
+            x.complete("nemesis", "info", "lose-unfsynced", None, "NemesisError: timed out")
+        return x
+    result = run(lost_one(q(), between=between))
+    assert lost(result)["outcomes"]["unexplained"] == 1 and result["valid"] == "unknown"
+
+
+@pytest.mark.spark
+def test_a_power_loss_of_every_replica_permits_the_loss_with_no_sample_before_it(run):
+    """Issue 49, class 9: every replica lost its un-fsynced data, so no ISR can have kept
+    the write; the last sample, 6 s old, says nothing of who was in sync, and need not."""
+    def between(x: Q) -> Q:
+        x.pause(6)
+        return sample(x.nemesis("lose-unfsynced", {"target": [1, 2, 3]},
+                                power_loss([1, 2, 3])))
+    a = lost(run(lost_one(q(), between=between)))
+    assert a["outcomes"]["permitted"] == 1 and a["rule"] == "last-in-sync-replica-lost-power"
+    ev = a["examples"][0]["evidence"]
+    assert ev["needed"] is None and ev["every_replica"] is True
