@@ -202,7 +202,7 @@ def _power_applies(rec: ev.Record, c: Case) -> bool:
     window ends, or one of unknown outcome (which may have cut any) happened then. Nemesis
     ops are never blind: without one, the rule cannot have acted on this partition."""
     lo = _since_sent(c)
-    return (any(e.kind == ev.POWER_LOSS and e.meets(lo, c.hi) for e in rec.events.get(c.tp, ()))
+    return (bool(rec.of(c.tp, ev.POWER_LOSS, lo, c.hi))
             or any(a <= c.hi and lo <= b for a, b in rec.power_maybe))
 
 

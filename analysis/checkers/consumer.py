@@ -16,7 +16,8 @@ with it, ``docs/history-format.md``):
   before. The group's commits above the record say whether a member resuming from one could
   have detected a truncation (``epochless``: one was stored without its leader epoch,
   KIP-320; KAFKA-20507). ``reset`` says whether a member of the group may have started
-  past it at the log end, with no committed offset (``auto.offset.reset=latest``).
+  past it at the log end, with no committed offset (asked only of a run with
+  ``auto.offset.reset=latest``; NULL otherwise).
 - a record (value at offset) delivered by more than one op of the group's members is, by
   what the group had committed when it came again:
 
@@ -123,7 +124,11 @@ def delivery(h: History, v: Versions) -> DataFrame:
     # a truncation that reset the group can have come any time after the record was written
     writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
         F.min("w_op").alias("w_op"))
-    skipped = _reset(h, v.reads.join(members, "process"), members, commits, skipped, writer)
+    if (h.config or {}).get("auto_offset_reset") == "latest":  # else no rule asks
+        skipped = _reset(h, v.reads.join(members, "process"), members, commits, skipped,
+                         writer)
+    else:
+        skipped = skipped.withColumn("reset", F.lit(None).cast("boolean"))
     again = again.join(writer, ["key", "value"], "left")
     return (cases(again, kind, order,
                   ["group", "key", "offset", "value", "deliveries", "op_indexes", "committed"],

@@ -132,9 +132,8 @@ class _Run:
         self.hidden_until = [0] * len(cases)
         self.waiting: dict[int, tuple[int, int]] = {}  # acks=all value -> (key, process)
         self.keys: dict[int, int] = {}  # value -> key
-        self.seen: list[list[tuple[int, int]]] = [[] for _ in cases]  # (ns, epoch) samples
-        # (ns, ISR and ELR) of every sample that showed the partition
-        self.in_sync: list[list[tuple[int, set[int]]]] = [[] for _ in cases]
+        # (ns, leader epoch, ISR and ELR) of every sample that showed the partition
+        self.seen: list[list[tuple[int, int, frozenset[int]]]] = [[] for _ in cases]
         self.down: list[set[int]] = [set() for _ in cases]  # power lost, not started since
         # each lose-power op of a partition that cut its log: (invoke ns, completion ns,
         # what the record shows of who had every acknowledged value: _PowerLoss)
@@ -256,8 +255,7 @@ class _Run:
             if self.now < self.hidden_until[p]:
                 continue
             live = model.leader is not None and model.replicas[model.leader].alive
-            self.seen[p].append((self.now, model.epoch))
-            self.in_sync[p].append((self.now, model.isr | model.elr))
+            self.seen[p].append((self.now, model.epoch, frozenset(model.isr | model.elr)))
             parts.append({"partition": p, "leader": model.leader if live else -1,
                           "leader_epoch": model.epoch, "replicas": list(nodes_of(p)),
                           "isr": sorted(model.isr), "elr": sorted(model.elr),
@@ -304,9 +302,9 @@ class _Run:
     def _needed(self, p: int) -> frozenset[int] | None:
         """The ISR and ELR of the last sample of ``p`` before now, if at most ``BLIND_NS``
         old: the replicas the record says had every acknowledged value."""
-        if not self.in_sync[p] or self.now - self.in_sync[p][-1][0] > BLIND_NS:
+        if not self.seen[p] or self.now - self.seen[p][-1][0] > BLIND_NS:
             return None
-        return frozenset(self.in_sync[p][-1][1])
+        return self.seen[p][-1][2]
 
     def truth(self) -> list[Truth]:
         out = []
@@ -342,8 +340,8 @@ class _Run:
         and the two are at most ``BLIND_NS`` apart."""
         if epoch is None:
             return False
-        before = [t for t, e in self.seen[p] if e < epoch]
-        after = [t for t, e in self.seen[p] if e >= epoch]
+        before = [t for t, e, _ in self.seen[p] if e < epoch]
+        after = [t for t, e, _ in self.seen[p] if e >= epoch]
         if not before or not after:
             return False
         lo, hi = before[-1], after[0]
