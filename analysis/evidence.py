@@ -15,6 +15,19 @@ stopped), the record is *blind* on that partition; ``Record.blind`` lists those 
 an event inside one is not evidence (``Event.wide``): the promises table makes such an anomaly
 unexplained (the verdict unknown), never permitted.
 
+Interval semantics, for every rule (issue 49). An anomaly has a window ``[lo, hi]``: from the
+moment its cause could first act (a lost write's acknowledgement) to the read that shows it
+(the invoke of the read that misses the write). An event the record locates only as a
+stretch ``[Event.lo, Event.hi]`` happened somewhere in that stretch. It explains the anomaly
+only when the stretch lies *inside* the window whole (``Event.inside``); a stretch that
+crosses an edge of the window (the last sample before an election began before the write
+was acknowledged, or the first after it completed after the read began) may have happened
+outside it: doubt, so the finding is unexplained, never permitted; a stretch outside the
+window is nothing. ``Record.of`` applies this to the kinds so located (``INSIDE``: leader
+changes, forced unclean elections, power losses); ``Record.overlapping`` finds what
+straddles. A setting's toggle is "on" for an event only when the event lies inside the
+stretch it was surely on (``Record.unclean_on(..., throughout=True)``).
+
 Event kinds (``Event.kind``), per topic-partition:
 
 - ``leader-change``: a new leader epoch whose leader is another broker than the last one the
@@ -67,10 +80,13 @@ Event kinds (``Event.kind``), per topic-partition:
 from __future__ import annotations
 
 import bisect
+import contextlib
 import dataclasses
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import orjson
+
+from kafka_chaos.analysis import kafka_log
 
 #: Consecutive samples of a partition further apart than this (ns) leave the record blind on it.
 #: The monitor samples every 500 ms; a sample whose brokers do not answer takes up to a few
@@ -82,6 +98,9 @@ END = 2**62
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
 UNSEEN = "unseen-elections"
+#: The kinds whose stretch a window must hold whole for the event to lie in it: an election
+#: the monitor brackets between two samples, a nemesis op between its invoke and completion.
+INSIDE = (LEADER_CHANGE, FORCED_UNCLEAN, POWER_LOSS)
 DUPLICATED = "request-duplicated"
 LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
 #: The proxy fault that strips committed offsets of their leader epoch.
@@ -116,6 +135,13 @@ class Event:
     def meets(self, lo: int, hi: int) -> bool:
         """The event may have happened within history indexes ``[lo, hi]``."""
         return self.lo <= hi and lo <= self.hi
+
+    def inside(self, lo: int, hi: int, after_ns: int | None = None) -> bool:
+        """The event happened within history indexes ``[lo, hi]``, wherever in its own
+        stretch it happened; with ``after_ns`` (ns), after that time and before ``hi``
+        (a time inside the stretch between two of the record's ops that ``lo`` names)."""
+        start = lo <= self.lo or (after_ns is not None and after_ns < self.lo_ns)
+        return start and self.hi <= hi
 
     def as_json(self, names: dict[int, str]) -> dict[str, Any]:
         """The event as the ``evidence`` of an example: ``event``, ``partition``
@@ -174,6 +200,7 @@ class Record:
     blind: dict[TP, list[Stretch]] = dataclasses.field(default_factory=dict)
     unclean: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     unclean_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
+    unclean_sure: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     unclean_config: bool = False
     forced_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
     names: dict[int, str] = dataclasses.field(default_factory=dict)
@@ -190,6 +217,7 @@ class Record:
     forgotten: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     late_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    loose: bool = False
 
     def index_before(self, t_ns: int) -> int:
         """The last index of the record's ops at or before time ``t_ns``, or 0."""
@@ -203,11 +231,27 @@ class Record:
         i = bisect.bisect_left(self.clock, (t_ns, -1))
         return self.clock[i][1] if i < len(self.clock) else END
 
-    def of(self, tp: TP, kind: str, lo: int, hi: int) -> list[Event]:
-        """The events of ``kind`` on ``tp`` that may lie within ``[lo, hi]``, located ones
-        (not ``wide``) only."""
+    def of(self, tp: TP, kind: str, lo: int, hi: int, *, loose: bool = False,
+           after_ns: int | None = None) -> list[Event]:
+        """The located (not ``wide``) events of ``kind`` on ``tp`` within ``[lo, hi]``: for
+        the kinds a bracket of the record locates (``INSIDE``) those that lie inside it
+        whole (``Event.inside``; ``after_ns``: or after that time, ns, where the window
+        starts at a moment the history knows more finely than ``lo``), unless ``loose`` (or
+        within ``overlapping()``): then, as for other kinds, those that may lie there
+        (their stretch meets it)."""
+        strict = kind in INSIDE and not (loose or self.loose)
         return [e for e in self.events.get(tp, ()) if e.kind == kind and not e.wide
-                and e.meets(lo, hi)]
+                and (e.inside(lo, hi, after_ns) if strict else e.meets(lo, hi))]
+
+    @contextlib.contextmanager
+    def overlapping(self) -> Iterator[None]:
+        """Within it, ``of`` returns every event that may lie in a window, not only those
+        inside it whole: what straddles the window's edge is doubt."""
+        self.loose = True
+        try:
+            yield
+        finally:
+            self.loose = False
 
     def blind_in(self, tp: TP, lo: int, hi: int) -> Stretch | None:
         """The first stretch ``(lo, hi, lo_ns, hi_ns)`` meeting ``[lo, hi]`` in which the
@@ -228,12 +272,18 @@ class Record:
                 return e.stretch
         return None
 
-    def unclean_on(self, topic: str, lo: int, hi: int, *, maybe: bool = False) -> bool:
+    def unclean_on(self, topic: str, lo: int, hi: int, *, maybe: bool = False,
+                   throughout: bool = False) -> bool:
         """Unclean leader election was on for ``topic`` at some time within ``[lo, hi]``: by
         the run's config, or by a nemesis toggle of the topic or of the cluster default
-        (``maybe``: also by a toggle, or a forced election, whose outcome is unknown)."""
+        (``maybe``: also by a toggle, or a forced election, whose outcome is unknown);
+        ``throughout``: on for the whole of ``[lo, hi]``, from a toggle's completion to the
+        invoke of the op that ended it (an event straddling a toggle is not inside it)."""
         if self.unclean_config:
             return True
+        if throughout:
+            return any(a <= lo and hi <= b for a, b in
+                       [*self.unclean_sure.get(topic, ()), *self.unclean_sure.get("*", ())])
         spans = [*self.unclean.get(topic, ()), *self.unclean.get("*", ())]
         if maybe:
             spans += [*self.unclean_maybe.get(topic, ()), *self.unclean_maybe.get("*", ()),
@@ -249,14 +299,18 @@ class Record:
 
 
 def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
-          config: dict[str, Any] | None) -> Record:
+          config: dict[str, Any] | None,
+          logged: "Callable[[bool], list[kafka_log.Logged]] | None" = None) -> Record:
     """The ``Record`` of a history's nemesis and monitor ops.
 
     ``rows``: one per op (invoke and completion paired), any order: ``op`` (invoke index),
     ``index`` (completion index, None while pending), ``process`` ("nemesis" | "monitor"),
     ``f``, ``type`` (ok | fail | info | pending), ``inv``, ``done`` (values, parsed or as JSON
     text), ``invoke_time``, ``time`` (ns). ``nodes``: the header's ``nodes`` (id as text ->
-    ``{"name", ...}``). ``config``: the run configuration (None when unknown).
+    ``{"name", ...}``). ``config``: the run configuration (None when unknown). ``logged``:
+    called with whether the run moved a broker's clock, returns the elections the brokers'
+    logs tell (``kafka_log.read``; none when their times cannot be trusted): each narrows
+    the leader change the monitor bracketed (``_narrowed``).
     """
     rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
                  unclean_config=bool((config or {}).get("unclean_leader_election")),
@@ -276,9 +330,42 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     rec.nemesis = [(r["op"], r["f"], r["invoke_time"],
                     r["time"] if r.get("index") is not None else None) for r in nemesis]
     _nemesis_events(rec, nemesis, ids, states)
+    if logged is not None:
+        _narrowed(rec, logged(any(r["f"].startswith("clock") for r in nemesis)))
     for es in rec.events.values():
         es.sort(key=lambda e: (e.lo, e.hi, e.kind))
     return rec
+
+
+def _narrowed(rec: Record, logged: list[kafka_log.Logged]) -> None:
+    """Each leader change of one epoch whose new leader's broker log says when it took the
+    epoch, within the monitor's bracket: located at that moment (``kafka_log.MARGIN_NS``
+    either side, on the record's ops and in time), no longer ``wide``, with the facts
+    ``start_offset`` (the new leader's log end offset then: it lacked every record at or
+    above it), ``logged_s`` (that moment, s) and ``logged_unclean`` (a controller logged the
+    election as unclean: the setting was on, or the election forced)."""
+    began, unclean = {}, set()
+    for x in logged:  # in time order: the first line of each election wins
+        if x.kind == "leader":
+            began.setdefault((x.tp, x.epoch), x)
+        else:
+            unclean.add((x.tp, x.epoch))
+    for tp, events in rec.events.items():
+        for i, e in enumerate(events):
+            before, after = e.facts["epochs"] if e.kind == LEADER_CHANGE else (0, 0)
+            x = began.get((tp, after))
+            if (x is None or after - before != 1 or x.leader != e.facts["to"]
+                    or not e.lo_ns - kafka_log.MARGIN_NS <= x.t_ns <= e.hi_ns):
+                continue
+            lo_ns = max(e.lo_ns, x.t_ns - kafka_log.MARGIN_NS)
+            hi_ns = min(e.hi_ns, x.t_ns + 1_000_000 + kafka_log.MARGIN_NS)
+            logged_unclean = (tp, after) in unclean
+            events[i] = dataclasses.replace(
+                e, lo=max(e.lo, rec.index_before(lo_ns)), hi=min(e.hi, rec.index_from(hi_ns)),
+                lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
+                facts={**e.facts, "unclean": e.facts["unclean"] or logged_unclean,
+                       "start_offset": x.start_offset, "logged_s": round(x.t_ns / 1e9, 3),
+                       "logged_unclean": logged_unclean})
 
 
 def _parsed(value: Any) -> Any:
@@ -385,11 +472,15 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
         if f == "unclean-on" and typ in ("ok", "info", "pending"):
             scope = "*" if ((r["inv"] or {}).get("target") == "cluster") else \
                 ((done if typ == "ok" else r["inv"]) or {}).get("topic") or "*"
-            end = next((x["index"] for x in by_op[i + 1:] if x["type"] == "ok" and (
+            off = next((x for x in by_op[i + 1:] if x["type"] == "ok" and (
                 x["f"] == "heal-all" or (x["f"] == "unclean-off" and _scope(x) == scope))
-                and x["index"] is not None), END)
+                and x["index"] is not None), None)
+            end = END if off is None else off["index"]
             (rec.unclean if typ == "ok" else rec.unclean_maybe).setdefault(
                 scope, []).append((r["op"], end))
+            if typ == "ok":  # surely on: from its completion to the invoke of what ended it
+                rec.unclean_sure.setdefault(scope, []).append(
+                    (r["index"], END if off is None else off["op"]))
         elif f == "elect-unclean" and typ == "ok" and isinstance(done, dict):
             topic = (r["inv"] or {}).get("topic")
             for p, result in (done.get("elected") or {}).items():

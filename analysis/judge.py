@@ -10,12 +10,13 @@ examples that carry their evidence, and the reasons a verdict is unknown.
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from kafka_chaos.analysis import evidence, promises
+from kafka_chaos.analysis import evidence, kafka_log, promises
 from kafka_chaos.analysis.checkers.common import MAX_EXAMPLES
 from kafka_chaos.analysis.load import History
 from kafka_chaos.analysis.names import CYCLE_ANOMALIES, HANGING_TXN
@@ -45,7 +46,16 @@ def record(h: History) -> evidence.Record:
             columns=cols, filter=pads.field("process").isin([NEMESIS, MONITOR]),
             use_threads=False).to_pylist()
     header = h.header or {}
-    return evidence.build(rows, header.get("nodes"), h.config)
+    logs = [] if path is None or is_url(path) else kafka_log.server_logs(
+        Path(path).parent.parent)  # <run dir>/history.parquet/ops.parquet
+
+    def logged(clock_faults: bool) -> list[kafka_log.Logged]:
+        unix_ns = kafka_log.usable(header, clock_faults)
+        if unix_ns is None or not logs:
+            return []
+        return kafka_log.read(logs, unix_ns, (header.get("clock") or {}).get("utc_offset_s", 0))
+
+    return evidence.build(rows, header.get("nodes"), h.config, logged)
 
 
 def per_case(names: list[str], facts: dict[str, Any] | None) -> set[str]:
@@ -244,6 +254,7 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
     done, f = lookups["done"], lookups["f"]
     lo = at.get("lo") if at.get("lo") is not None else 0
     hi = at.get("hi")
+    acked = None
     if name in _TO_READ:
         acked = lookups["ack"].get((at.get("writer"), ex.get("value")))
         if acked is not None:
@@ -267,7 +278,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          epochless=_epochless(ex, lo, rec) if name == "group-skip" else False,
                          reset=ex.get("reset") if name == "group-skip" else False,
                          read_before=bool(ex.get("read_before")) and name in _TO_READ,
-                         offset=ex.get("offset") if name == "unseen" else None,
+                         offset=ex.get("offset") if name in _TO_READ else None,
+                         ack_ns=acked,
                          read_to=ex.get("final_end") if name == "unseen" else None)
 
 

@@ -64,6 +64,11 @@ UNSETTLED_FACT = "the record cannot tell whether the finding meets the rule's co
 ACK_UNKNOWN = ("the event that could explain it lies between the send's invoke and its "
                "delivery report, and the history does not say whether the write was "
                "acknowledged before it")
+#: Why a finding is unexplained when the rule's event lies in a stretch of the record that
+#: crosses an edge of the finding's window (``analysis.evidence``'s interval semantics).
+STRADDLES = ("the event that could explain it lies in a stretch of the record that crosses "
+             "an edge of its window, so it may have happened before the write was "
+             "acknowledged or after the read that misses it")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,6 +94,10 @@ class Case:
     while the group had no committed offset (None: the record cannot tell).
     ``read_before``: a consumer's poll (not a final read) returned the lost or unseen
     write's value (at any offset: any copy of it a consumer read was committed).
+    ``ack_ns``: when a lost or unseen write's delivery report was served (ns on the history
+    clock; the broker acknowledged it before): an event the record locates after it came
+    after the acknowledgement, even within the same stretch between two of the record's
+    ops. ``offset`` is then the offset it was acknowledged at.
     """
 
     tp: tuple[str, int] | None
@@ -106,6 +115,7 @@ class Case:
     read_to: int | None = None
     reset: bool | None = False
     read_before: bool = False
+    ack_ns: int | None = None
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -150,21 +160,54 @@ class Rule:
         return self.writer is not None or self.evidence is not None or bool(self.also)
 
 
+def _changes(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes of the partition inside the window (after the write's delivery report
+    where the case knows it) whose new leader may have lacked the write: all, except those
+    the broker log says began their epoch with a log reaching past the write's offset (a
+    follower's log is a prefix of its leader's, so such a leader held the write unless
+    an earlier unclean election had made the logs diverge: ``_carried``)."""
+    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns)
+            if not _reached(e, c)]
+
+
+def _reached(e: ev.Event, c: Case) -> bool:
+    start = e.facts.get("start_offset")
+    return start is not None and c.offset is not None and c.ack_ns is not None \
+        and c.offset < start
+
+
+def _carried(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A leader change inside the window whose new leader, its broker log says, began its
+    epoch with the write's offset in its log: whether that was the write the record cannot
+    tell. Then elections the monitor never saw (``_unseen``)."""
+    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi,
+                                           after_ns=c.ack_ns) if _reached(e, c)),
+                None) or _unseen(rec, c)
+
+
 def _leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Leader changes of the partition within the window; for a write, also zombie leaders
-    of it while the write was in flight (the write went to a leader its successor had
-    replaced, acks=1 lets it acknowledge alone)."""
+    """Leader changes of the partition within the window (``_changes``); for a write, also
+    zombie leaders of it while the write was in flight (the write went to a leader its
+    successor had replaced, acks=1 lets it acknowledge alone)."""
     lo, hi = c.write if c.write is not None else (c.lo, c.hi)
-    return rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
+    return _changes(rec, c) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
+
+
+def _unclean_by_kafka(rec: ev.Record, c: Case, e: ev.Event) -> bool:
+    """Leader change ``e`` was unclean and Kafka may elect so then: its controller logged it
+    as an unclean partition change (it does so only with the setting on, or forced), or the
+    new leader was in neither the last sampled ISR nor ELR while a toggle had surely turned
+    the setting on for the whole of the change's stretch (one that straddles the toggle may
+    have come before the setting applied)."""
+    return e.facts.get("logged_unclean") or (
+        e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, throughout=not rec.loose))
 
 
 def _unclean_election(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Forced unclean elections of the partition (KIP-460) within the window, and elections
-    of a replica outside the last known ISR and ELR while unclean leader election was on for
-    its topic."""
-    return rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi) + [
-        e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
-        if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi)]
+    """Forced unclean elections of the partition (KIP-460) within the window, and unclean
+    elections Kafka may make then (``_unclean_by_kafka``)."""
+    return rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi, after_ns=c.ack_ns) + [
+        e for e in _changes(rec, c) if _unclean_by_kafka(rec, c, e)]
 
 
 def _since_sent(c: Case) -> int:
@@ -184,14 +227,16 @@ def _unclean_applies(rec: ev.Record, c: Case) -> bool:
     since its write was sent and before its window ends, or forced on its partition."""
     lo = _since_sent(c)
     return (rec.unclean_on(c.tp[0], lo, c.hi, maybe=True)
-            or bool(rec.of(c.tp, ev.FORCED_UNCLEAN, lo, c.hi)))
+            or bool(rec.of(c.tp, ev.FORCED_UNCLEAN, lo, c.hi, loose=True))
+            or any(e.facts.get("logged_unclean")
+                   for e in rec.of(c.tp, ev.LEADER_CHANGE, lo, c.hi, loose=True)))
 
 
 def _unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
     """An election outside the ISR and ELR within the window while a toggle whose outcome
     is unknown (``info``) may have turned unclean election on for the topic; or an unseen
     election while the setting was, or may have been, on."""
-    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, loose=True)
                  if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
                 None) or next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)
                                if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
@@ -202,14 +247,14 @@ def _power_applies(rec: ev.Record, c: Case) -> bool:
     window ends, or one of unknown outcome (which may have cut any) happened then. Nemesis
     ops are never blind: without one, the rule cannot have acted on this partition."""
     lo = _since_sent(c)
-    return (bool(rec.of(c.tp, ev.POWER_LOSS, lo, c.hi))
+    return (bool(rec.of(c.tp, ev.POWER_LOSS, lo, c.hi, loose=True))
             or any(a <= c.hi and lo <= b for a, b in rec.power_maybe))
 
 
 def _power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
     """A power loss of the partition within the window with no sample of its ISR before
     that did not cut every replica; or a ``lose-unfsynced`` op of unknown outcome."""
-    return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi)
+    return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, loose=True)
                  if e.facts["needed"] is None and not e.facts.get("every_replica")),
                 None) or next(((a, b, None, None) for a, b in rec.power_maybe
                                if a <= c.hi and c.lo <= b), None)
@@ -219,9 +264,8 @@ def _leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
     """Leader changes within the window whose old leader was, at the last sample before,
     the partition's whole ISR, to a replica Kafka was allowed to elect (an unclean election
     while the setting was off is Kafka's own broken promise, not this one's)."""
-    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
-            if e.facts["isr"] == [e.facts["from"]]
-            and (not e.facts["unclean"] or rec.unclean_on(c.tp[0], e.lo, e.hi))]
+    return [e for e in _changes(rec, c) if e.facts["isr"] == [e.facts["from"]]
+            and (not e.facts["unclean"] or _unclean_by_kafka(rec, c, e))]
 
 
 def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -230,7 +274,8 @@ def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
     last known leader when both were empty, KIP-966), or every replica it has (then no
     sample is needed); a node an earlier power loss took down, not started since, counts
     as cut (it holds nothing written since, and lost its un-fsynced data then)."""
-    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi) if e.facts.get("every_replica")
+    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
+            if e.facts.get("every_replica")
             or (e.facts["needed"] and set(e.facts["needed"])
                 <= set(e.facts["nodes"]) | set(e.facts.get("down", ())))]
 
@@ -338,7 +383,7 @@ RULES: tuple[Rule, ...] = (
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
-         evidence=_leader_change, doubt=_unseen,
+         evidence=_leader_change, doubt=_carried,
          mechanism="a leader change (or a zombie leader) of a partition",
          also=_ACKS_BELOW_ALL_ALSO),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
@@ -361,7 +406,7 @@ RULES: tuple[Rule, ...] = (
          "if a topic is configured with only two replicas and one fails (i.e., only one in "
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
-         evidence=_leader_alone_replaced, doubt=_unseen,
+         evidence=_leader_alone_replaced, doubt=_carried,
          mechanism="a leader that was its partition's whole ISR replaced",
          also=_RESUMED_BLIND),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
@@ -624,12 +669,14 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
 
     The candidates are the rules of ``facts`` whose ``applies`` holds for the finding.
     Permitted by the first candidate rule whose writer condition holds and whose event the
-    record shows on the finding's partition within its window (an event the record locates
-    only within a blind stretch does not count). Otherwise unexplained when some candidate
-    needs an event and the record is blind on that partition somewhere in the window, holds
-    an event it cannot settle (``Rule.doubt``), holds the rule's event between the send's
-    invoke and its acknowledgement (``ACK_UNKNOWN``), or the finding has no partition, or a
-    writer condition the finding cannot settle (``UNSETTLED_FACT``); else a violation.
+    record shows on the finding's partition inside its window (``analysis.evidence``'s
+    interval semantics; an event the record locates only within a blind stretch does not
+    count). Otherwise unexplained when some candidate needs an event and the record is
+    blind on that partition somewhere in the window, holds an event it cannot settle
+    (``Rule.doubt``), holds the rule's event between the send's invoke and its
+    acknowledgement (``ACK_UNKNOWN``), holds it in a stretch that crosses an edge of the
+    window (``STRADDLES``), or the finding has no partition, or a writer condition the
+    finding cannot settle (``UNSETTLED_FACT``); else a violation.
     ``why``: for an unexplained finding that is not blind, which doubt it is."""
     waiting, doubt, why, unsettled = False, None, None, False
     for rule in candidates(name, facts):
@@ -655,9 +702,16 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
         if doubt is None and rule.doubt is not None:
             doubt, why = rule.doubt(record, case), UNSETTLED
         if doubt is None and case.write is not None and case.write[0] < case.lo:
-            early = rule.evidence(record, dataclasses.replace(case, lo=case.write[0]))
+            early = rule.evidence(record, dataclasses.replace(case, lo=case.write[0],
+                                                              ack_ns=None))
             if early:
                 doubt, why = early[0].stretch, ACK_UNKNOWN
+        if doubt is None:  # from the send's invoke: an election in flight is doubt too
+            with record.overlapping():
+                straddling = rule.evidence(record, dataclasses.replace(
+                    case, lo=_since_sent(case), ack_ns=None))
+            if straddling:
+                doubt, why = straddling[0].stretch, STRADDLES
     if waiting:
         gap = None if case.tp is None else (record.blind_in(case.tp, case.lo, case.hi)
                                             or record.unlocated(case.tp, case.lo, case.hi))

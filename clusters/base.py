@@ -77,6 +77,10 @@ class Cluster(abc.ABC):
     security: ClientSecurity | None = None
     #: Whether the tool created this cluster (and may format, remove and reconfigure it).
     owned: bool = True
+    #: Whether its brokers stamp their logs (``<run dir>/nodes/<name>/logs/server.log``,
+    #: with the zone in each time) by this machine's wall clock: their log is then evidence
+    #: on the history's clock (``analysis.kafka_log``).
+    host_clock: bool = False
 
     @property
     def brokers(self) -> list[Node]:

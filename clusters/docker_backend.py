@@ -139,6 +139,8 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables):
         ClusterError: a cluster with this prefix is running (run ``cluster down``).
     """
 
+    host_clock = True  # one kernel: every JVM here reads this machine's clock
+
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, image: str | None = None,
                  prefix: str = DEFAULT_PREFIX, heap_mb: int = 512) -> None:

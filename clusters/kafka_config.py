@@ -71,7 +71,7 @@ appender.file.type = File
 appender.file.name = FILE
 appender.file.fileName = ${sys:kafka.logs.dir}/server.log
 appender.file.layout.type = PatternLayout
-appender.file.layout.pattern = [%d] %p %m (%c)%n
+appender.file.layout.pattern = [%d{yyyy-MM-dd HH:mm:ss,SSSXXX}] %p %m (%c)%n
 rootLogger.level = INFO
 rootLogger.appenderRef.file.ref = FILE
 logger.kafka.name = kafka
@@ -84,5 +84,5 @@ LOG4J1 = """log4j.rootLogger=INFO, file
 log4j.appender.file=org.apache.log4j.FileAppender
 log4j.appender.file.File=${kafka.logs.dir}/server.log
 log4j.appender.file.layout=org.apache.log4j.PatternLayout
-log4j.appender.file.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.appender.file.layout.ConversionPattern=[%d{yyyy-MM-dd HH:mm:ss,SSSZ}] %p %m (%c)%n
 """

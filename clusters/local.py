@@ -82,6 +82,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         ClusterError: a cluster with the same prefix is recorded as live (run ``cluster down``).
     """
 
+    host_clock = True  # one kernel: every JVM here reads this machine's clock
+
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, prefix: str = DEFAULT_PREFIX,
                  heap_mb: int = 512, lossy_fs: bool = False, clock: bool = False) -> None:

@@ -63,6 +63,13 @@ def new_run_dir(out: Path) -> Path:
     return run_dir
 
 
+def _utc_offset_s() -> int:
+    """This machine's zone offset now (s east of UTC): a broker log line without a zone in
+    its time was written in it."""
+    offset = time.localtime().tm_gmtoff
+    return int(offset or 0)
+
+
 def _log_tail(cluster: Cluster, lines: int = 15) -> str:
     parts = []
     for node in cluster.nodes:
@@ -139,7 +146,13 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
                   "config": cfg.model_dump(mode="json"), "keys": keys.header(),
                   "nodes": {str(n.node_id): {"name": n.name, "roles": list(n.roles)}
                             for n in cluster.nodes}}
-        with HistoryWriter(run_dir / "history.jsonl", header=header) as history:
+        # the wall time at history time 0: where broker logs share this machine's clock,
+        # their lines are evidence on the history's clock (analysis.kafka_log)
+        start_ns, unix_ns = time.monotonic_ns(), time.time_ns()
+        header["clock"] = {"unix_ns": unix_ns, "utc_offset_s": _utc_offset_s(),
+                           "brokers": "host" if cluster.host_clock else "own"}
+        with HistoryWriter(run_dir / "history.jsonl", start_ns=start_ns,
+                           header=header) as history:
             live = _live_check(cfg, run_dir, fail_on, stop, log, facts)
             facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress,
                                      live))
@@ -196,7 +209,8 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
         scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                               cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                               targets=parse_targets(cfg.nemesis_targets, packages), log=log,
-                              after_op=lambda f: _sample(monitor, f"after {f}", log))
+                              after_op=lambda f: _sample(monitor, f"after {f}", log),
+                              before_op=lambda f: _sample(monitor, f"before {f}", log))
         monitor.start()
         try:
             _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler,

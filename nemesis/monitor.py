@@ -1,8 +1,9 @@
 """The cluster-state monitor: what the cluster was doing while the faults ran.
 
-Every ``period_s`` (500 ms by default) and right after every nemesis op, the monitor samples
-the cluster and records the sample in the history as an op of process ``"monitor"``,
-``f = "cluster-state"``: an ``invoke`` ``{"trigger": "period" | "after <nemesis f>" | ...}``
+Every ``period_s`` (500 ms by default) and right before and after every nemesis op, the
+monitor samples the cluster and records the sample in the history as an op of process
+``"monitor"``, ``f = "cluster-state"``: an ``invoke`` ``{"trigger": "period" |
+"before <nemesis f>" | "after <nemesis f>" | ...}``
 and an ``ok`` whose value is::
 
     {"answering": {"<node id>": bool, ...},

@@ -196,15 +196,21 @@ class Scheduler:
         topic: topic whose partition-0 leader the ``leader`` targets aim at.
         log: called with a one-line description of each completed nemesis op (for the user).
         after_op: called with ``f`` after each nemesis op is recorded (``heal-all`` included).
+        before_op: called with ``f`` right before each nemesis op is invoked (``heal-all``
+            included): the monitor samples the cluster, so an election the op causes lies
+            after that sample began (``analysis.evidence``: an event permits only inside an
+            anomaly's window, and a wider bracket is doubt).
     """
 
     def __init__(self, nemesis: Composed, history: HistoryWriter, packages: list[str],
                  interval_s: float, rng: random.Random, topic: str,
                  targets: dict[str, list] | None = None,
                  log: Callable[[str], None] = lambda message: None,
-                 after_op: Callable[[str], Any] = lambda f: None) -> None:
+                 after_op: Callable[[str], Any] = lambda f: None,
+                 before_op: Callable[[str], Any] = lambda f: None) -> None:
         self.log = log
         self.after_op = after_op
+        self.before_op = before_op
         self.nemesis = nemesis
         self.history = history
         self.packages = packages
@@ -226,8 +232,9 @@ class Scheduler:
         """Invoke ``f`` now and record it; an exception completes the op as ``info`` (and a
         ``KeyboardInterrupt`` is re-raised once the op is completed, so the history never holds
         an open nemesis op that ``heal-all`` would collide with). Then ``after_op(f)`` runs
-        (the monitor samples the cluster)."""
+        (the monitor samples the cluster), as ``before_op(f)`` did before it."""
         with self._lock:
+            self.before_op(f)
             self.history.append(NEMESIS, OpType.INVOKE, f, value)
             try:
                 done = self.nemesis.invoke(f, value)
@@ -266,6 +273,10 @@ class Scheduler:
         if self._thread.is_alive():
             self._thread.join(120)
         with self._lock:
+            try:
+                self.before_op("heal-all")
+            except ValueError:
+                pass  # the history was closed: healing matters more
             try:
                 self.history.append(NEMESIS, OpType.INVOKE, "heal-all", None)
             except ValueError:

@@ -55,6 +55,40 @@ def test_ctrl_c_during_a_nemesis_op_completes_it_before_heal_all(tmp_path):
     assert samples == ["heal-all"]  # the interrupted op gets no sample: Ctrl-C goes on up
 
 
+class _Killing(Nemesis):
+    fs = frozenset({"kill", "start"})
+
+    def __init__(self):
+        super().__init__(cluster=None, rng=random.Random(0))
+
+    def invoke(self, f, value):
+        return {"killed": ["n1"]} if f == "kill" else {"started": ["n1"]}
+
+    def teardown(self):
+        return {"started": []}
+
+
+def test_the_monitor_samples_right_before_and_after_every_nemesis_op(tmp_path):
+    """An election a fault causes then lies after the sample before it began: the window of
+    a write acknowledged before that sample holds the whole of it (issue 49, class 1)."""
+    seen = []
+    path = tmp_path / "history.jsonl"
+    with HistoryWriter(path, header={"config": {}}) as history:
+        def sample(when):
+            return lambda f: (seen.append(f"{when} {f}"),
+                              history.append("monitor", "invoke", "cluster-state", when),
+                              history.append("monitor", "ok", "cluster-state", {}))
+        scheduler = Scheduler(Composed([_Killing()]), history, [], 1.0, random.Random(0), "t",
+                              after_op=sample("after"), before_op=sample("before"))
+        scheduler.run_op("kill", {"target": "leader"})
+        scheduler.finish()
+    assert seen == ["before kill", "after kill", "before heal-all", "after heal-all"]
+    ops = read_history(path)
+    assert [(op.process, op.f) for op in ops if op.type.value == "invoke"] == [
+        ("monitor", "cluster-state"), ("nemesis", "kill"), ("monitor", "cluster-state"),
+        ("monitor", "cluster-state"), ("nemesis", "heal-all"), ("monitor", "cluster-state")]
+
+
 class _Waiting(Nemesis):
     """An op that waits for a condition of the cluster which never comes (a lone leader whose
     followers keep up), unless the run ends."""

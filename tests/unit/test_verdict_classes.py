@@ -2,6 +2,9 @@
 permitted where the record shows its mechanism, a violation where no rule can have acted on
 its partition, unexplained where the record cannot settle it (pure logic, no Spark).
 
+1. an event permits only inside the window; one that straddles an edge is doubt, unless the
+   broker log locates it inside (then the new leader's start offset must lie at or below
+   the write's);
 2. a write a consumer had read was committed: acks below all cannot lose it;
 3. an unseen election (a leader epoch gap) is doubt, never nothing;
 4. ``acks=0`` promises nothing of a plain producer's writes;
@@ -11,7 +14,7 @@ its partition, unexplained where the record cannot settle it (pure logic, no Spa
 
 Class 7 is judged on whole histories (``test_verdict_defects.py``, ``test_owners.py``), class
 8 in ``test_liveness.py``; classes 2, 3 and 4 also through the whole analysis in
-``test_evidence.py``. Class 1 (an event that only straddles the window) is not fixed yet.
+``test_evidence.py``; the broker log's lines in ``test_kafka_log.py``.
 """
 
 from __future__ import annotations
@@ -20,9 +23,9 @@ from typing import Any
 
 import pytest
 
-from kafka_chaos.analysis import evidence
-from kafka_chaos.analysis.promises import (PERMITTED, UNEXPLAINED, UNSETTLED, VIOLATION, Case,
-                                           facts_of, judge_case)
+from kafka_chaos.analysis import evidence, kafka_log
+from kafka_chaos.analysis.promises import (ACK_UNKNOWN, PERMITTED, STRADDLES, UNEXPLAINED,
+                                           UNSETTLED, VIOLATION, Case, facts_of, judge_case)
 from kafka_chaos.config import RunConfig
 
 NODES = {str(i): {"name": f"n{i}"} for i in (1, 2, 3)}
@@ -30,10 +33,12 @@ T0, T1, U0 = ("t", 0), ("t", 1), ("u", 0)
 
 
 class Rec:
-    """Nemesis and monitor rows in index order (each op takes two indexes, 1 ms apart)."""
+    """Nemesis and monitor rows in index order (each op takes two indexes, ``unit_ns`` apart:
+    1 ms unless said)."""
 
-    def __init__(self) -> None:
+    def __init__(self, unit_ns: int = 1_000_000) -> None:
         self.rows: list[dict[str, Any]] = []
+        self.unit_ns = unit_ns
 
     @property
     def at(self) -> int:
@@ -44,8 +49,8 @@ class Rec:
         op = self.at
         self.rows.append({"op": op, "index": None if type_ == "pending" else op + 1,
                           "process": process, "f": f, "type": type_, "inv": inv,
-                          "done": done, "invoke_time": op * 1_000_000,
-                          "time": (op + 1) * 1_000_000})
+                          "done": done, "invoke_time": op * self.unit_ns,
+                          "time": (op + 1) * self.unit_ns})
         return self
 
     def sample(self, **states: tuple) -> "Rec":
@@ -69,9 +74,11 @@ class Rec:
         return self.nemesis("lose-unfsynced", {"target": "one"},
                             done if type_ == "ok" else None, type_)
 
-    def build(self, **config: Any) -> tuple[evidence.Record, dict]:
+    def build(self, logged: list[kafka_log.Logged] | None = None,
+              **config: Any) -> tuple[evidence.Record, dict]:
         full = RunConfig(**config).model_dump(mode="json")
-        rec = evidence.build(self.rows, NODES, full)
+        rec = evidence.build(self.rows, NODES, full,
+                             None if logged is None else lambda clock_faults: logged)
         return rec, facts_of(full, rec)
 
 
@@ -79,6 +86,112 @@ def judged(rec_facts, tp, lo, hi, name="lost-write", writer_f="send", **case) ->
     rec, facts = rec_facts
     return judge_case(name, Case(tp, lo, hi, write=(lo - 1, lo), writer_f=writer_f, **case),
                       facts, rec)
+
+
+# --- 1. inside the window, or doubt -------------------------------------------------------
+
+def _change(before_send: bool, after_read: bool, unit_ns: int = 1_000_000
+            ) -> tuple[Rec, int, int, int]:
+    """n1 leads t-0 at epoch 1, n2 at epoch 2; the write is sent at ``send``, acknowledged at
+    ``lo``, missed by a read at ``hi``; the last sample of epoch 1 comes before the send or
+    after the acknowledgement, the first of epoch 2 before or after the read."""
+    r = Rec(unit_ns).sample(t0=(1, 1, [1, 2, 3]))
+    send = r.at
+    r.nemesis("clock-reset")  # an op of the record's: the send's invoke
+    lo = r.at
+    r.nemesis("clock-reset")  # its acknowledgement
+    if not before_send:
+        r.sample(t0=(1, 1, [1, 2, 3]))
+    if not after_read:
+        r.sample(t0=(2, 2, [2, 3]))
+    hi = r.at
+    r.nemesis("clock-reset")  # the read's invoke
+    r.sample(t0=(2, 2, [2, 3]))
+    return r, send, lo, hi
+
+
+@pytest.mark.parametrize("before_send, after_read, outcome", [
+    (False, False, PERMITTED),     # the election lies between the ack and the read
+    (True, False, UNEXPLAINED),    # it may have come before the write was even sent
+    (False, True, UNEXPLAINED),    # it may have come after the read began
+    (True, True, UNEXPLAINED),
+])
+def test_an_election_permits_only_inside_the_window_and_a_straddling_one_is_doubt(
+        before_send, after_read, outcome):
+    r, send, lo, hi = _change(before_send, after_read)
+    rec, facts = r.build(acks="1", idempotence=False)
+    verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send"),
+                         facts, rec)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == UNEXPLAINED:
+        assert verdict["why"] == STRADDLES
+
+
+UNIT = 100_000_000  # 100 ms per index: the broker log's margin (20 ms) is finer
+
+
+@pytest.mark.parametrize("logged_at, offset, outcome, why", [
+    (5.5, 100, PERMITTED, None),        # n2 took epoch 2 after the delivery report, at 100
+    (5.5, 120, PERMITTED, None),        # ... the write at 120 was above its log end
+    (5.5, 99, UNEXPLAINED, UNSETTLED),  # its log already reached 99: it may have held it
+    (3.0, 100, UNEXPLAINED, ACK_UNKNOWN),  # between the send and its delivery report
+    (0.5, 100, VIOLATION, None),        # n2 led before the write was sent: no loss by it
+])
+def test_the_broker_log_locates_an_election_the_samples_only_bracket(
+        logged_at, offset, outcome, why):
+    """The samples bracket the election from before the send to after the acknowledgement
+    (doubt by themselves); n2's log says when it took epoch 2 and from which offset."""
+    r, send, lo, hi = _change(before_send=True, after_read=False, unit_ns=UNIT)
+    logged = [kafka_log.Logged("leader", T0, 2, 2, int(logged_at * UNIT), 100, 90, (2, 3))]
+    rec, facts = r.build(logged, acks="1", idempotence=False)
+    ack_ns = int((lo + 0.5) * UNIT)
+    verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send",
+                                            offset=offset, ack_ns=ack_ns), facts, rec)
+    assert (verdict["outcome"], verdict["why"]) == (outcome, why), verdict
+    if outcome == PERMITTED:
+        assert verdict["evidence"].facts["start_offset"] == 100
+        assert verdict["evidence"].lo_ns > ack_ns
+
+
+def test_a_log_line_of_another_leader_or_outside_the_bracket_locates_nothing():
+    r, send, lo, hi = _change(before_send=True, after_read=False, unit_ns=UNIT)
+    for logged in ([kafka_log.Logged("leader", T0, 2, 3, int(5.5 * UNIT), 100)],
+                   [kafka_log.Logged("leader", T0, 2, 2, int(9.5 * UNIT), 100)],
+                   [kafka_log.Logged("leader", T1, 2, 2, int(5.5 * UNIT), 100)]):
+        rec, facts = r.build(logged, acks="1", idempotence=False)
+        verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send",
+                                                offset=100, ack_ns=int((lo + .5) * UNIT)),
+                             facts, rec)
+        assert (verdict["outcome"], verdict["why"]) == (UNEXPLAINED, STRADDLES), logged
+
+
+@pytest.mark.parametrize("toggled, logged, outcome", [
+    ("before", False, PERMITTED),      # on for the whole stretch the election lies in
+    ("inside", False, UNEXPLAINED),    # turned on while the election may already have happened
+    ("inside", True, PERMITTED),       # ... but the controller logged it unclean
+    ("after", False, VIOLATION),       # turned on after the election was seen
+])
+def test_an_unclean_election_straddling_its_toggle_is_doubt_unless_kafka_logged_it(
+        toggled, logged, outcome):
+    r = Rec(UNIT).sample(t0=(1, 1, [1]))
+    on = lambda: r.nemesis("unclean-on", {"target": "topic", "topic": "t"},  # noqa: E731
+                           {"topic": "t"})
+    if toggled == "before":
+        on()
+    lo = r.at
+    r.sample(t0=(1, 1, [1]))
+    if toggled == "inside":
+        on()
+    at = r.at
+    r.sample(t0=(2, 2, [2]))  # n2 was out of the ISR [n1]
+    if toggled == "after":
+        on()
+    hi = r.at
+    r.sample(t0=(2, 2, [2]))
+    lines = [kafka_log.Logged("unclean", T0, 2, 2, int((at - 0.8) * UNIT)),
+             kafka_log.Logged("leader", T0, 2, 2, int((at - 0.6) * UNIT), 50, 40, (2,))]
+    verdict = judged(r.build(lines if logged else None), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
 
 
 # --- 2. a write a consumer had read ---------------------------------------------------------

@@ -1,0 +1,131 @@
+"""What the brokers' own logs say of leader elections: the moment each new leader took its
+epoch, the log end offset it began from, and whether the controller elected it uncleanly.
+
+The monitor (``nemesis.monitor``) locates an election only between two samples, half a
+second or more apart; Kafka writes the moment itself, to the millisecond, in two lines of
+``server.log`` (INFO, Kafka 3.x and 4.x, KRaft)::
+
+    [2026-11-29 11:46:16,464] INFO [Broker id=3] Leader t-0 with topic id Some(...) starts at
+    leader epoch 1 from offset 962 with partition epoch 1, high watermark 946, ISR [3,1], ...
+    (state.change.logger)
+    [2026-11-29 11:44:45,162] INFO [QuorumController id=3] UNCLEAN partition change for t-0
+    with topic ID ...: isr: [] -> [3], leader: -1 -> 3, ..., leaderEpoch: 1 -> 2, ...
+
+The first (``Partition.makeLeader``) gives the new leader's log end offset when it became
+leader: every record it did not hold then is gone from the partition once the others follow
+it. The second (``PartitionChangeBuilder``'s election, logged by every controller that
+replays it) is the controller's own word that the election was unclean, which it makes only
+with ``unclean.leader.election.enable`` on or when asked to (KIP-460).
+
+A log's times are only worth as much as its clock: they are read only for a run whose
+header's ``clock`` says the brokers share the runner's wall clock (``"brokers": "host"``:
+the local and docker backends), map to the history clock through its ``unix_ns`` (the wall
+time at history time 0), and are dropped for a run with clock faults (``clock-*`` ops move
+a broker's own clock). ``MARGIN_NS`` covers the line's millisecond and the two clocks'
+drift over a run.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+#: Widening (ns) of a logged moment on the history clock: the line's millisecond, the time
+#: between Kafka acting and writing the line, and the drift of the wall clock against the
+#: monotonic one over a run (NTP slews at most 0.5 ms/s; runs here last minutes).
+MARGIN_NS = 20_000_000
+
+_TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})(Z|[+-]\d\d:?\d\d)?\]")
+_LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+)-(\d+) with topic id \S+ starts at "
+                     r"leader epoch (\d+) from offset (\d+) with partition epoch \d+, "
+                     r"high watermark (\d+), ISR \[([\d,]*)\]")
+_UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID .*?"
+                      r"leader: (-?\d+) -> (-?\d+).*?leaderEpoch: (\d+) -> (\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Logged:
+    """One election as a broker log tells it. ``kind``: ``"leader"`` (a broker took the
+    leadership) or ``"unclean"`` (the controller elected uncleanly). ``tp``: (topic,
+    partition); ``epoch``: the new leader epoch; ``leader``: the new leader's node id;
+    ``t_ns``: when, on the history clock (ns); ``start_offset``, ``hw``, ``isr``: for
+    ``"leader"``, the new leader's log end offset, high watermark and ISR as it began."""
+
+    kind: str
+    tp: tuple[str, int]
+    epoch: int
+    leader: int
+    t_ns: int
+    start_offset: int | None = None
+    hw: int | None = None
+    isr: tuple[int, ...] = ()
+
+
+def usable(header: dict[str, Any] | None, clock_faults: bool) -> int | None:
+    """The wall time (ns since the epoch) at history time 0 when the run's broker logs may
+    be read on the history clock, else None (no anchor, brokers on clocks of their own, or
+    a run that moved their clocks)."""
+    clock = (header or {}).get("clock") or {}
+    if clock_faults or clock.get("brokers") != "host" or not isinstance(
+            clock.get("unix_ns"), int):
+        return None
+    return clock["unix_ns"]
+
+
+def read(paths: Iterable[Path], unix_ns: int, utc_offset_s: int = 0) -> list[Logged]:
+    """The elections that ``paths`` (``server.log`` files) tell (``read_lines``). A file that
+    cannot be read raises ``OSError``."""
+    out: list[Logged] = []
+    for path in paths:
+        with open(path, "rb") as f:
+            out += read_lines((raw.decode("utf-8", "replace") for raw in f
+                               if b"starts at leader epoch" in raw
+                               or b"UNCLEAN partition" in raw), unix_ns, utc_offset_s)
+    return sorted(out, key=lambda e: e.t_ns)
+
+
+def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0) -> list[Logged]:
+    """The elections that broker log ``lines`` tell, in time order, their moments on the
+    history clock whose time 0 is wall time ``unix_ns`` (ns). A line without a zone in its
+    time is read at ``utc_offset_s`` (the header's: the runner's own zone). Lines that are
+    no such line are skipped."""
+    out: list[Logged] = []
+    for line in lines:
+        t = _when(line, utc_offset_s)
+        if t is None:
+            continue
+        t -= unix_ns
+        if (m := _LEADER.search(line)) is not None:
+            node, topic, p, epoch, start, hw, isr = m.groups()
+            out.append(Logged("leader", (topic, int(p)), int(epoch), int(node), t,
+                              int(start), int(hw), tuple(int(x) for x in isr.split(",") if x)))
+        elif (m := _UNCLEAN.search(line)) is not None:
+            topic, p, _, leader, _, epoch = m.groups()
+            out.append(Logged("unclean", (topic, int(p)), int(epoch), int(leader), t))
+    return sorted(out, key=lambda e: e.t_ns)
+
+
+def _when(line: str, utc_offset_s: int) -> int | None:
+    """The line's time, ns since the epoch, or None when it has none."""
+    m = _TIME.match(line)
+    if m is None:
+        return None
+    zone = m.group(3)
+    if zone is None:
+        tz = dt.timezone(dt.timedelta(seconds=utc_offset_s))
+    elif zone == "Z":
+        tz = dt.timezone.utc
+    else:
+        sign = -1 if zone[0] == "-" else 1
+        hh, mm = int(zone[1:3]), int(zone[-2:])
+        tz = dt.timezone(sign * dt.timedelta(hours=hh, minutes=mm))
+    t = dt.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S").replace(tzinfo=tz)
+    return int(t.timestamp()) * 1_000_000_000 + int(m.group(2)) * 1_000_000
+
+
+def server_logs(run_dir: Path) -> list[Path]:
+    """The ``server.log`` files the local and docker backends keep in a run directory."""
+    return sorted(run_dir.glob("nodes/*/logs/server.log"))

@@ -1,0 +1,57 @@
+"""The broker log's election lines (``analysis.kafka_log``), as Kafka 4.4 writes them."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from kafka_chaos.analysis import kafka_log
+
+# lines of a real run (an unclean election after the toggle, then a clean one), one per kind
+LEADER = ("[2026-11-29 11:44:45,194{zone}] INFO [Broker id=3] Leader kafka-chaos-0 with topic "
+          "id Some(9RHrjeGXRDix2thqOC0nrQ) starts at leader epoch 2 from offset 795 with "
+          "partition epoch 3, high watermark 791, ISR [3], adding replicas [] and removing "
+          "replicas [] . Previous leader Some(-1) and previous leader epoch was 1. "
+          "(state.change.logger)\n")
+UNCLEAN = ("[2026-11-29 11:44:45,162{zone}] INFO [QuorumController id=3] UNCLEAN partition "
+           "change for kafka-chaos-0 with topic ID 9RHrjeGXRDix2thqOC0nrQ: isr: [] -> [3], "
+           "leader: -1 -> 3, leaderRecoveryState: RECOVERED -> RECOVERING, leaderEpoch: 1 -> "
+           "2, elr: [2] -> [], lastKnownElr: [2] -> [], partitionEpoch: 2 -> 3 "
+           "(org.apache.kafka.controller.ReplicationControlManager)\n")
+FOLLOWER = ("[2026-11-29 11:46:16,477{zone}] INFO [Broker id=1] Follower kafka-chaos-0 starts "
+            "at leader epoch 1 from offset 949 with partition epoch 1 and high watermark 925. "
+            "Current leader is 3. (state.change.logger)\n")
+T0 = int(dt.datetime(2026, 11, 29, 11, 44, 0, tzinfo=dt.timezone.utc).timestamp()) * 10**9
+
+
+@pytest.mark.parametrize("zone, offset_s", [("", 0), ("Z", 0), ("+01:00", 3600),
+                                            ("+0100", 3600), ("", 3600), ("-05:30", -19800)])
+def test_each_election_line_is_read_on_the_history_clock(tmp_path, zone, offset_s):
+    log = tmp_path / "server.log"
+    log.write_text("".join(x.format(zone=zone) for x in (FOLLOWER, LEADER, UNCLEAN))
+                   + "garbage\n[not a time] starts at leader epoch\n")
+    read = kafka_log.read([log], T0, utc_offset_s=offset_s if not zone else 0)
+    shift = -offset_s * 10**9
+    assert read == [
+        kafka_log.Logged("unclean", ("kafka-chaos", 0), 2, 3, 45_162_000_000 + shift),
+        kafka_log.Logged("leader", ("kafka-chaos", 0), 2, 3, 45_194_000_000 + shift, 795, 791,
+                         (3,)),
+    ]
+
+
+def test_a_topic_name_with_dashes_and_digits_keeps_them():
+    line = LEADER.format(zone="Z").replace("kafka-chaos-0", "a-1-b-12")
+    [x] = kafka_log.read_lines([line], T0)
+    assert x.tp == ("a-1-b", 12)
+
+
+@pytest.mark.parametrize("header, clock_faults, usable", [
+    ({"clock": {"unix_ns": 5, "brokers": "host"}}, False, True),
+    ({"clock": {"unix_ns": 5, "brokers": "host"}}, True, False),   # a broker's clock moved
+    ({"clock": {"unix_ns": 5, "brokers": "own"}}, False, False),   # ssh: another machine
+    ({}, False, False),                                            # a run before the anchor
+    (None, False, False),
+])
+def test_a_log_is_read_only_on_a_clock_the_history_shares(header, clock_faults, usable):
+    assert (kafka_log.usable(header, clock_faults) is not None) is usable
