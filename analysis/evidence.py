@@ -28,13 +28,24 @@ changes, forced unclean elections, power losses); ``Record.overlapping`` finds w
 straddles. A setting's toggle is "on" for an event only when the event lies inside the
 stretch it was surely on (``Record.unclean_on(..., throughout=True)``).
 
+Where the brokers' logs share the history's clock (``analysis.kafka_log``), a leader change
+is located at the moment its new leader logged taking the epoch (``kafka_log.MARGIN_NS``
+either side), not between two samples half a second apart, and a lost write's window starts
+at its delivery report's own time (``Case.ack_ns``), so the monitor's bracket no longer
+makes it straddle. The log also gives the new leader's log end offset as it began
+(``start_offset``): a lost write at or above it was not on the new leader; one below it may
+have been (doubt). A controller's "UNCLEAN partition change" line is Kafka's own word that
+the election was unclean, with the setting on or forced: no toggle need bracket it.
+
 Event kinds (``Event.kind``), per topic-partition:
 
 - ``leader-change``: a new leader epoch whose leader is another broker than the last one the
   monitor saw lead (a partition going offline and back to the same leader is none). ``facts``:
   ``from``, ``to`` (node ids), ``epochs`` ``[before, after]``, ``isr`` and ``elr`` (the last
   sample before; ``elr`` ``[]`` where the cluster keeps none), ``unclean`` (the new leader was
-  in neither, nor the last known leader when both were empty: KIP-966's election order).
+  in neither, nor the last known leader when both were empty: KIP-966's election order; or
+  the controller logged it so); located by the broker log: ``start_offset``, ``logged_s``,
+  ``logged_unclean`` (``_narrowed``).
 - ``unseen-elections``: consecutive samples of the partition whose leader epochs differ by
   two or more: elections happened between them that the monitor never saw (the leader may
   have moved away and back, or passed through a broker outside the ISR), so what they lost
@@ -45,7 +56,8 @@ Event kinds (``Event.kind``), per topic-partition:
   ``facts``: ``node``, ``epochs`` ``[its own, the cluster's]``.
 - ``forced-unclean``: an ``elect-unclean`` nemesis op (ElectLeaders UNCLEAN, KIP-460) elected a
   leader of the partition. ``facts``: ``result`` ("OK").
-- ``power-loss``: a ``lose-unfsynced`` op truncated that partition's log on some nodes.
+- ``power-loss``: a ``lose-unfsynced`` op truncated that partition's log on some nodes;
+  located by the op, its times narrowed to the span in which the nodes died (``cut_ns``).
   ``facts``: ``nodes`` (ids that lost bytes of it), ``bytes`` per node name, ``needed`` (the
   ISR and ELR of the last sample before the op, the ISR as the op itself read it just before
   the loss where it found one node alone, or the last known leader when both were empty:
@@ -300,7 +312,8 @@ class Record:
 
 def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
           config: dict[str, Any] | None,
-          logged: "Callable[[bool], list[kafka_log.Logged]] | None" = None) -> Record:
+          logged: "Callable[[bool], list[kafka_log.Logged]] | None" = None,
+          every_op: "Callable[[], tuple[Any, Any]] | None" = None) -> Record:
     """The ``Record`` of a history's nemesis and monitor ops.
 
     ``rows``: one per op (invoke and completion paired), any order: ``op`` (invoke index),
@@ -310,7 +323,9 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     ``{"name", ...}``). ``config``: the run configuration (None when unknown). ``logged``:
     called with whether the run moved a broker's clock, returns the elections the brokers'
     logs tell (``kafka_log.read``; none when their times cannot be trusted): each narrows
-    the leader change the monitor bracketed (``_narrowed``).
+    the leader change the monitor bracketed (``_narrowed``). ``every_op``: returns
+    ``(times, indexes)`` of every line of the history, index order (numpy arrays), to
+    locate such a moment among the client ops too (without it, among ``rows``).
     """
     rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
                  unclean_config=bool((config or {}).get("unclean_leader_election")),
@@ -331,16 +346,20 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
                     r["time"] if r.get("index") is not None else None) for r in nemesis]
     _nemesis_events(rec, nemesis, ids, states)
     if logged is not None:
-        _narrowed(rec, logged(any(r["f"].startswith("clock") for r in nemesis)))
+        lines = logged(any(r["f"].startswith("clock") for r in nemesis))
+        if lines:
+            _narrowed(rec, lines, every_op() if every_op is not None else None)
     for es in rec.events.values():
         es.sort(key=lambda e: (e.lo, e.hi, e.kind))
     return rec
 
 
-def _narrowed(rec: Record, logged: list[kafka_log.Logged]) -> None:
+def _narrowed(rec: Record, logged: list[kafka_log.Logged],
+              every_op: tuple[Any, Any] | None) -> None:
     """Each leader change of one epoch whose new leader's broker log says when it took the
-    epoch, within the monitor's bracket: located at that moment (``kafka_log.MARGIN_NS``
-    either side, on the record's ops and in time), no longer ``wide``, with the facts
+    epoch (that epoch, that broker): located at that moment (``kafka_log.MARGIN_NS``
+    either side, in time and among ``every_op``'s lines, or the record's ops without them),
+    no longer ``wide``, with the facts
     ``start_offset`` (the new leader's log end offset then: it lacked every record at or
     above it), ``logged_s`` (that moment, s) and ``logged_unclean`` (a controller logged the
     election as unclean: the setting was on, or the election forced)."""
@@ -354,18 +373,34 @@ def _narrowed(rec: Record, logged: list[kafka_log.Logged]) -> None:
         for i, e in enumerate(events):
             before, after = e.facts["epochs"] if e.kind == LEADER_CHANGE else (0, 0)
             x = began.get((tp, after))
-            if (x is None or after - before != 1 or x.leader != e.facts["to"]
-                    or not e.lo_ns - kafka_log.MARGIN_NS <= x.t_ns <= e.hi_ns):
+            if x is None or after - before != 1 or x.leader != e.facts["to"]:
                 continue
-            lo_ns = max(e.lo_ns, x.t_ns - kafka_log.MARGIN_NS)
-            hi_ns = min(e.hi_ns, x.t_ns + 1_000_000 + kafka_log.MARGIN_NS)
+            # not clamped to the bracket: the monitor may see the new leader in another
+            # broker's metadata a few ms before the leader itself logs taking the epoch
+            lo_ns = x.t_ns - kafka_log.MARGIN_NS
+            hi_ns = x.t_ns + 1_000_000 + kafka_log.MARGIN_NS
             logged_unclean = (tp, after) in unclean
+            lo, hi = _near(rec, every_op, lo_ns, hi_ns)
             events[i] = dataclasses.replace(
-                e, lo=max(e.lo, rec.index_before(lo_ns)), hi=min(e.hi, rec.index_from(hi_ns)),
+                e, lo=lo, hi=hi,
                 lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
                 facts={**e.facts, "unclean": e.facts["unclean"] or logged_unclean,
                        "start_offset": x.start_offset, "logged_s": round(x.t_ns / 1e9, 3),
                        "logged_unclean": logged_unclean})
+
+
+def _near(rec: Record, every_op: tuple[Any, Any] | None, lo_ns: int, hi_ns: int
+          ) -> tuple[int, int]:
+    """The last line at or before ``lo_ns`` and the first at or after ``hi_ns``: of every
+    op's (``every_op``), or of the record's."""
+    if every_op is None:
+        return rec.index_before(lo_ns), rec.index_from(hi_ns)
+    import numpy as np
+
+    times, indexes = every_op
+    i = int(np.searchsorted(times, lo_ns, "right")) - 1
+    j = int(np.searchsorted(times, hi_ns, "left"))
+    return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else END)
 
 
 def _parsed(value: Any) -> Any:
@@ -656,8 +691,14 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
                 f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
         nodes = sorted(ids[n] for n in by_name if n in ids)
         gone = set(nodes) | down
+        # the span in which each cut node died and lost its bytes, where the op timed it
+        # (nothing it lost can have been acknowledged by it after: it was dead)
+        cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
+        lo_ns, hi_ns = r["invoke_time"], r["time"]
+        if cut and all(isinstance(c, list) and len(c) == 2 for c in cut):
+            lo_ns, hi_ns = max(lo_ns, min(c[0] for c in cut)), min(hi_ns, max(c[1] for c in cut))
         rec.events.setdefault(tp, []).append(Event(
-            POWER_LOSS, tp, r["op"], r["index"], r["invoke_time"], r["time"],
+            POWER_LOSS, tp, r["op"], r["index"], lo_ns, hi_ns,
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
              "every_replica": _every_replica(states.get(tp, []), r, gone,

@@ -160,8 +160,11 @@ def _leader_change(e: dict) -> str:
     how = "the unclean election of" if e.get("unclean") else "the election of"
     was = f"ISR was {_nodes(e.get('isr'))}" + (f", ELR {_nodes(e['elr'])}" if e.get("elr")
                                                 else "")
+    logged = (f" ({e['to']}'s log: at {e['logged_s']} s, from offset {e['start_offset']}"
+              + (", unclean by the controller's log" if e.get("logged_unclean") else "") + ")"
+              if e.get("logged_s") is not None else "")
     return (f"{how} {e['to']} on {e['partition']} {_when(e)}, leader {e['from']} -> "
-            f"{e['to']}, leader epoch {e['epochs'][0]} -> {e['epochs'][1]}, {was}")
+            f"{e['to']}, leader epoch {e['epochs'][0]} -> {e['epochs'][1]}, {was}{logged}")
 
 
 _EVIDENCE: dict[str, Callable[[dict], str]] = {

@@ -55,7 +55,19 @@ def record(h: History) -> evidence.Record:
             return []
         return kafka_log.read(logs, unix_ns, (header.get("clock") or {}).get("utc_offset_s", 0))
 
-    return evidence.build(rows, header.get("nodes"), h.config, logged)
+    def every_op() -> tuple[Any, Any]:
+        import numpy as np
+        import pyarrow.dataset as pads
+
+        t = pads.dataset(path, format="parquet").to_table(
+            columns=["op", "invoke_time", "index", "time"], use_threads=False)
+        done = t.filter(pads.field("index").is_valid())
+        indexes = np.concatenate([t["op"].to_numpy(), done["index"].to_numpy()])
+        times = np.concatenate([t["invoke_time"].to_numpy(), done["time"].to_numpy()])
+        order = np.argsort(indexes, kind="stable")  # index order is time order
+        return times[order], indexes[order]
+
+    return evidence.build(rows, header.get("nodes"), h.config, logged, every_op)
 
 
 def per_case(names: list[str], facts: dict[str, Any] | None) -> set[str]:

@@ -33,10 +33,12 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
-#: Widening (ns) of a logged moment on the history clock: the line's millisecond, the time
-#: between Kafka acting and writing the line, and the drift of the wall clock against the
-#: monotonic one over a run (NTP slews at most 0.5 ms/s; runs here last minutes).
-MARGIN_NS = 20_000_000
+#: Widening (ns) of a logged moment on the history clock, beyond the line's millisecond: the
+#: drift of the wall clock against the monotonic one since history time 0 (0.3 µs over 20 s
+#: here; NTP slews at most 0.5 ms/s, so a run of minutes under a slewing clock could drift a
+#: few ms). Kafka writes the line while it holds the partition's lock, before the new
+#: leader appends anything (``Partition.makeLeader``).
+MARGIN_NS = 5_000_000
 
 _TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})(Z|[+-]\d\d:?\d\d)?\]")
 _LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+)-(\d+) with topic id \S+ starts at "

@@ -12,7 +12,7 @@ from __future__ import annotations
 import abc
 import random
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.errors import KafkaChaosError
@@ -26,6 +26,9 @@ class Nemesis(abc.ABC):
     """A fault injector bound to one cluster."""
 
     fs: frozenset[str] = frozenset()
+    #: The history's clock (ns since the run's start; ``HistoryWriter.now_ns``), set by the
+    #: scheduler: an op that can say when, within its own span, it acted records it so.
+    clock: Callable[[], int] | None = None
     #: What ``Composed.teardown`` reports this nemesis's heal under: the fault it injects, in
     #: the words of ``--nemesis`` (``process``, ``partition``, ...); its class name if empty.
     name: str = ""

@@ -107,11 +107,14 @@ class ProcessNemesis(Nemesis):
         lost = {}
         for n in nodes:
             sole = self._sole_in_sync(n, topic)
+            before = self.clock() if self.clock is not None else None
             report = self.cluster.lose_unsynced(n)
             self.killed.add(n.node_id)
             lost[n.name] = {"truncated_files": len(report["files"]), "logs": {
                 path.lstrip("/"): gone for path, (_, gone) in report["files"].items()
                 if path.endswith(".log")}, "sole_in_sync_replica_of": sole}
+            if before is not None:  # the node died and lost its bytes within this span
+                lost[n.name]["cut_ns"] = [before, self.clock()]
         return {"lost": lost}
 
     def _cut_leader(self, f: str, value: dict) -> dict:

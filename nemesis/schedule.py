@@ -212,6 +212,8 @@ class Scheduler:
         self.after_op = after_op
         self.before_op = before_op
         self.nemesis = nemesis
+        for n in [nemesis, *getattr(nemesis, "nemeses", ())]:
+            n.clock = history.now_ns
         self.history = history
         self.packages = packages
         self.targets = targets or parse_targets("", packages)

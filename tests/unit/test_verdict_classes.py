@@ -67,9 +67,12 @@ class Rec:
     def nemesis(self, f: str, inv=None, done=None, type_: str = "ok") -> "Rec":
         return self._add("nemesis", f, inv, done, type_)
 
-    def power_loss(self, cut: dict[str, list[str]], type_: str = "ok") -> "Rec":
-        """A ``lose-unfsynced`` op: node name -> the partitions ("t-0") it cut."""
-        done = {"lost": {n: {"logs": {f"{p}/00000000000000000000.log": 100 for p in ps}}
+    def power_loss(self, cut: dict[str, list[str]], type_: str = "ok",
+                   cut_ns: list[int] | None = None) -> "Rec":
+        """A ``lose-unfsynced`` op: node name -> the partitions ("t-0") it cut; ``cut_ns``:
+        the span the op says each node died in."""
+        done = {"lost": {n: {"logs": {f"{p}/00000000000000000000.log": 100 for p in ps},
+                             **({"cut_ns": cut_ns} if cut_ns else {})}
                          for n, ps in cut.items()}}
         return self.nemesis("lose-unfsynced", {"target": "one"},
                             done if type_ == "ok" else None, type_)
@@ -153,10 +156,10 @@ def test_the_broker_log_locates_an_election_the_samples_only_bracket(
         assert verdict["evidence"].lo_ns > ack_ns
 
 
-def test_a_log_line_of_another_leader_or_outside_the_bracket_locates_nothing():
+def test_a_log_line_of_another_leader_epoch_or_partition_locates_nothing():
     r, send, lo, hi = _change(before_send=True, after_read=False, unit_ns=UNIT)
     for logged in ([kafka_log.Logged("leader", T0, 2, 3, int(5.5 * UNIT), 100)],
-                   [kafka_log.Logged("leader", T0, 2, 2, int(9.5 * UNIT), 100)],
+                   [kafka_log.Logged("leader", T0, 3, 2, int(5.5 * UNIT), 100)],
                    [kafka_log.Logged("leader", T1, 2, 2, int(5.5 * UNIT), 100)]):
         rec, facts = r.build(logged, acks="1", idempotence=False)
         verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send",
@@ -192,6 +195,31 @@ def test_an_unclean_election_straddling_its_toggle_is_doubt_unless_kafka_logged_
              kafka_log.Logged("leader", T0, 2, 2, int((at - 0.6) * UNIT), 50, 40, (2,))]
     verdict = judged(r.build(lines if logged else None), T0, lo, hi)
     assert verdict["outcome"] == outcome, verdict
+
+
+@pytest.mark.parametrize("cut_at, outcome", [
+    (None, UNEXPLAINED),     # the op's whole span: n1 may have died before the ack
+    (0.45, PERMITTED),       # n1 died after the delivery report, within the op
+    (0.41, UNEXPLAINED),     # ... or before it: someone else may have acknowledged it
+])
+def test_a_power_loss_is_located_where_the_op_says_its_node_died(cut_at, outcome):
+    """The lone in-sync replica n1 loses power in an op from 0.4 s to 0.5 s; the write was
+    acknowledged at 0.42 s, within the op."""
+    r = Rec(UNIT).sample(t0=(1, 1, [1]))
+    send = r.at
+    r.nemesis("clock-reset")  # the send's invoke
+    r.power_loss({"n1": ["t-0"]}, cut_ns=None if cut_at is None else
+                 [int(cut_at * 1e9), int((cut_at + 0.01) * 1e9)])
+    lo = r.at - 1  # the op's completion: the first of the record's ops after the ack
+    r.sample(t0=(2, 2, [2]))
+    hi = r.at
+    r.sample(t0=(2, 2, [2]))
+    rec, facts = r.build(replication_factor=3)
+    verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send",
+                                            offset=5, ack_ns=420_000_000), facts, rec)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["rule"] == "last-in-sync-replica-lost-power"
 
 
 # --- 2. a write a consumer had read ---------------------------------------------------------
