@@ -361,12 +361,20 @@ def _narrowed(rec: Record, logged: list[kafka_log.Logged],
     either side, in time and among ``every_op``'s lines, or the record's ops without them),
     no longer ``wide``, with the facts
     ``start_offset`` (the new leader's log end offset then: it lacked every record at or
-    above it), ``logged_s`` (that moment, s) and ``logged_unclean`` (a controller logged the
-    election as unclean: the setting was on, or the election forced)."""
-    began, unclean = {}, set()
+    above it), ``logged_s`` (that moment, s), ``logged_unclean`` (a controller logged the
+    election as unclean: the setting was on, or the election forced), and where the old
+    leader logged when it learned it no longer led (it began to follow in that epoch or a
+    later one): ``deposed_ns`` (then, ns on the history clock), ``deposed_s``, and
+    ``deposed_offset`` (its log end offset then): until that moment it could acknowledge
+    ``acks=1`` writes alone, below that offset."""
+    began, unclean, followed, starts = {}, set(), [], []
     for x in logged:  # in time order: the first line of each election wins
         if x.kind == "leader":
             began.setdefault((x.tp, x.epoch), x)
+        elif x.kind == "follower":
+            followed.append(x)
+        elif x.kind == "start":
+            starts.append(x)
         else:
             unclean.add((x.tp, x.epoch))
     for tp, events in rec.events.items():
@@ -380,13 +388,23 @@ def _narrowed(rec: Record, logged: list[kafka_log.Logged],
             lo_ns = x.t_ns - kafka_log.MARGIN_NS
             hi_ns = x.t_ns + 1_000_000 + kafka_log.MARGIN_NS
             logged_unclean = (tp, after) in unclean
+            deposed = next((y for y in followed if y.tp == tp and y.leader == e.facts["from"]
+                            and y.epoch >= after), None)
+            led = began.get((tp, before))
+            if deposed is not None and (led is None or any(
+                    s.node == rec.names.get(e.facts["from"]) and led.t_ns < s.t_ns < deposed.t_ns
+                    for s in starts)):
+                deposed = None  # restarted meanwhile, or its leading is not in the log
             lo, hi = _near(rec, every_op, lo_ns, hi_ns)
             events[i] = dataclasses.replace(
                 e, lo=lo, hi=hi,
                 lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
                 facts={**e.facts, "unclean": e.facts["unclean"] or logged_unclean,
                        "start_offset": x.start_offset, "logged_s": round(x.t_ns / 1e9, 3),
-                       "logged_unclean": logged_unclean})
+                       "logged_unclean": logged_unclean,
+                       **({} if deposed is None else {
+                           "deposed_ns": deposed.t_ns, "deposed_s": round(deposed.t_ns / 1e9, 3),
+                           "deposed_offset": deposed.start_offset})})
 
 
 def _near(rec: Record, every_op: tuple[Any, Any] | None, lo_ns: int, hi_ns: int

@@ -11,9 +11,12 @@ second or more apart; Kafka writes the moment itself, to the millisecond, in two
     [2026-11-29 11:44:45,162] INFO [QuorumController id=3] UNCLEAN partition change for t-0
     with topic ID ...: isr: [] -> [3], leader: -1 -> 3, ..., leaderEpoch: 1 -> 2, ...
 
-The first (``Partition.makeLeader``) gives the new leader's log end offset when it became
-leader: every record it did not hold then is gone from the partition once the others follow
-it. The second (``PartitionChangeBuilder``'s election, logged by every controller that
+The first (``Partition.makeLeader``, written under the partition's lock before the new
+leader appends anything) gives the new leader's log end offset when it became leader: every
+record it did not hold then is gone from the partition once the others follow it. Its twin
+(``makeFollower``: "Follower t-0 starts at leader epoch 1 from offset 1900 ...") says when
+the old leader learned it no longer led: until then it could acknowledge ``acks=1`` writes
+alone, at offsets below that log end. The second (``PartitionChangeBuilder``'s election, logged by every controller that
 replays it) is the controller's own word that the election was unclean, which it makes only
 with ``unclean.leader.election.enable`` on or when asked to (KIP-460).
 
@@ -44,6 +47,10 @@ _TIME = re.compile(r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d),(\d{3})(Z|[+-]\d\d:?\d\
 _LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+)-(\d+) with topic id \S+ starts at "
                      r"leader epoch (\d+) from offset (\d+) with partition epoch \d+, "
                      r"high watermark (\d+), ISR \[([\d,]*)\]")
+_FOLLOWER = re.compile(r"\[Broker id=(\d+)\] Follower (\S+)-(\d+) starts at leader epoch (\d+) "
+                       r"from offset (\d+) with partition epoch \d+ and high watermark (\d+)")
+#: The first line a broker's JVM logs as it starts (log4j 2 with backquotes, log4j 1 without).
+_START = re.compile(r"Registered `?kafka:type=kafka.Log4jController`? MBean")
 _UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID .*?"
                       r"leader: (-?\d+) -> (-?\d+).*?leaderEpoch: (\d+) -> (\d+)")
 
@@ -51,19 +58,23 @@ _UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID .
 @dataclasses.dataclass(frozen=True)
 class Logged:
     """One election as a broker log tells it. ``kind``: ``"leader"`` (a broker took the
-    leadership) or ``"unclean"`` (the controller elected uncleanly). ``tp``: (topic,
-    partition); ``epoch``: the new leader epoch; ``leader``: the new leader's node id;
-    ``t_ns``: when, on the history clock (ns); ``start_offset``, ``hw``, ``isr``: for
-    ``"leader"``, the new leader's log end offset, high watermark and ISR as it began."""
+    leadership), ``"follower"`` (a broker began to follow in that epoch: one that led before
+    stopped leading then), ``"unclean"`` (the controller elected uncleanly) or ``"start"``
+    (a broker's process started: ``node`` names it, ``tp`` is None). ``tp``:
+    (topic, partition); ``epoch``: the new leader epoch; ``leader``: the node whose line it
+    is (the new leader's for ``"unclean"``); ``t_ns``: when, on the history clock (ns);
+    ``start_offset``, ``hw``: that node's log end offset and high watermark then; ``isr``:
+    for ``"leader"``, the ISR as it began."""
 
     kind: str
-    tp: tuple[str, int]
+    tp: tuple[str, int] | None
     epoch: int
     leader: int
     t_ns: int
     start_offset: int | None = None
     hw: int | None = None
     isr: tuple[int, ...] = ()
+    node: str = ""
 
 
 def usable(header: dict[str, Any] | None, clock_faults: bool) -> int | None:
@@ -85,15 +96,23 @@ def read(paths: Iterable[Path], unix_ns: int, utc_offset_s: int = 0) -> list[Log
         with open(path, "rb") as f:
             out += read_lines((raw.decode("utf-8", "replace") for raw in f
                                if b"starts at leader epoch" in raw
-                               or b"UNCLEAN partition" in raw), unix_ns, utc_offset_s)
+                               or b"UNCLEAN partition" in raw or b"Log4jController" in raw),
+                              unix_ns, utc_offset_s, node=_node(path))
     return sorted(out, key=lambda e: e.t_ns)
 
 
-def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0) -> list[Logged]:
+def _node(path: Path) -> str:
+    """The node a log is of: ``nodes/<name>/logs/server.log`` -> ``<name>``."""
+    return Path(path).parent.parent.name
+
+
+def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0,
+               node: str = "") -> list[Logged]:
     """The elections that broker log ``lines`` tell, in time order, their moments on the
     history clock whose time 0 is wall time ``unix_ns`` (ns). A line without a zone in its
     time is read at ``utc_offset_s`` (the header's: the runner's own zone). Lines that are
-    no such line are skipped."""
+    no such line are skipped. ``node``: the name of the node whose log it is, for its
+    ``"start"`` lines (the others name their node by id)."""
     out: list[Logged] = []
     for line in lines:
         t = _when(line, utc_offset_s)
@@ -104,6 +123,12 @@ def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0) -> lis
             node, topic, p, epoch, start, hw, isr = m.groups()
             out.append(Logged("leader", (topic, int(p)), int(epoch), int(node), t,
                               int(start), int(hw), tuple(int(x) for x in isr.split(",") if x)))
+        elif _START.search(line) is not None:
+            out.append(Logged("start", None, -1, -1, t, node=node))
+        elif (m := _FOLLOWER.search(line)) is not None:
+            node, topic, p, epoch, start, hw = m.groups()
+            out.append(Logged("follower", (topic, int(p)), int(epoch), int(node), t,
+                              int(start), int(hw)))
         elif (m := _UNCLEAN.search(line)) is not None:
             topic, p, _, leader, _, epoch = m.groups()
             out.append(Logged("unclean", (topic, int(p)), int(epoch), int(leader), t))

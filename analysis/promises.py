@@ -165,9 +165,26 @@ def _changes(rec: ev.Record, c: Case) -> list[ev.Event]:
     where the case knows it) whose new leader may have lacked the write: all, except those
     the broker log says began their epoch with a log reaching past the write's offset (a
     follower's log is a prefix of its leader's, so such a leader held the write unless
-    an earlier unclean election had made the logs diverge: ``_carried``)."""
+    an earlier unclean election had made the logs diverge: ``_carried``). And, by the broker
+    log, those the write's acknowledgement came during: after the new leader began without
+    the write's offset, before the old leader learned it no longer led, while its log held
+    that offset (``_deposed_ack``)."""
     return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns)
-            if not _reached(e, c)]
+            if not _reached(e, c)] + [
+        e for e in rec.of(c.tp, ev.LEADER_CHANGE, 0, c.hi, loose=True) if _deposed_ack(e, c)]
+
+
+def _deposed_ack(e: ev.Event, c: Case) -> bool:
+    """The write was acknowledged by the old leader of change ``e`` after it was deposed:
+    its delivery report came after the new leader logged taking the epoch without the
+    write's offset, yet no later than the old leader logged learning it (a deposed leader
+    acknowledges ``acks=1`` writes alone until it learns: Kafka's producer docs for
+    ``acks=1``), at an offset below the old leader's log end then; and the change completed
+    before the window ends."""
+    f = e.facts
+    return (c.ack_ns is not None and c.offset is not None and f.get("deposed_ns") is not None
+            and e.lo_ns < c.ack_ns <= f["deposed_ns"] and e.hi <= c.hi
+            and f["start_offset"] <= c.offset < f["deposed_offset"])
 
 
 def _reached(e: ev.Event, c: Case) -> bool:

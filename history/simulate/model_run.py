@@ -9,6 +9,7 @@ real run too.
 A case is a list of ``Step``s at times (ms) on the run's clock. What the history shows of a
 case is what a real run's record would: its sends (``ack_ns`` when acknowledged), the
 nemesis ops that kill, power off and start its brokers, the monitor's samples every 500 ms
+and right before and after each nemesis op
 (leader, epoch, ISR, ELR, HW; a ``blind`` step hides the partition from them for a while, as
 a monitor that cannot reach it), and the final reads once every broker runs again and every
 follower has caught up. Fetches, ISR shrinks and fsyncs are internal: only samples show them.
@@ -223,6 +224,7 @@ class _Run:
     def nemesis(self, p: int, kind: str, node: int) -> None:
         model = self.models[p]
         f = {"kill": "kill", "lose-power": "lose-unfsynced", "start": "start"}[kind]
+        self.sample(f"before {f}")  # as the runner's scheduler does (issue 49, class 1)
         self.write("nemesis", "invoke", f, {"target": [node]})
         invoked = self.now - 1000
         if kind == "kill":

@@ -37,6 +37,8 @@ def test_each_election_line_is_read_on_the_history_clock(tmp_path, zone, offset_
         kafka_log.Logged("unclean", ("kafka-chaos", 0), 2, 3, 45_162_000_000 + shift),
         kafka_log.Logged("leader", ("kafka-chaos", 0), 2, 3, 45_194_000_000 + shift, 795, 791,
                          (3,)),
+        kafka_log.Logged("follower", ("kafka-chaos", 0), 1, 1, 136_477_000_000 + shift, 949,
+                         925),
     ]
 
 
@@ -55,3 +57,18 @@ def test_a_topic_name_with_dashes_and_digits_keeps_them():
 ])
 def test_a_log_is_read_only_on_a_clock_the_history_shares(header, clock_faults, usable):
     assert (kafka_log.usable(header, clock_faults) is not None) is usable
+
+
+@pytest.mark.parametrize("line", [
+    "[2026-11-29 11:44:00,500Z] INFO Registered `kafka:type=kafka.Log4jController` MBean "
+    "(org.apache.kafka.server.logger.Log4jControllerRegistration)\n",  # log4j 2, Kafka 4
+    "[2026-11-29 11:44:00,500+0000] INFO Registered kafka:type=kafka.Log4jController MBean "
+    "(kafka.utils.Log4jControllerRegistration$)\n",                   # log4j 1, Kafka 3.9
+])
+def test_a_broker_starting_is_read_as_a_start_of_its_node(tmp_path, line):
+    log = tmp_path / "nodes" / "n2" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    log.write_text(line)
+    assert kafka_log.server_logs(tmp_path) == [log]
+    assert kafka_log.read([log], T0) == [kafka_log.Logged("start", None, -1, -1, 500_000_000,
+                                                          node="n2")]

@@ -168,6 +168,34 @@ def test_a_log_line_of_another_leader_epoch_or_partition_locates_nothing():
         assert (verdict["outcome"], verdict["why"]) == (UNEXPLAINED, STRADDLES), logged
 
 
+@pytest.mark.parametrize("deposed_at, deposed_offset, restarted, outcome", [
+    (7.0, 130, False, PERMITTED),    # n1 still led when it acknowledged 120, its log past it
+    (7.0, 115, False, VIOLATION),    # its log ended below 120 when it stepped down
+    (6.0, 130, False, VIOLATION),    # it had stepped down before the delivery report
+    (7.0, 130, True, VIOLATION),     # it restarted meanwhile: dead, it acknowledged nothing
+])
+def test_a_deposed_leader_acknowledges_alone_until_its_log_says_it_learned(
+        deposed_at, deposed_offset, restarted, outcome):
+    """n2 took epoch 2 at 0.15 s from offset 100; the write at offset 120, sent at 0.4 s,
+    was acknowledged by 0.65 s: by n2, or by n1 still leading in its own view (acks=1)."""
+    r = Rec(UNIT).sample(t0=(1, 1, [1, 2, 3])).sample(t0=(2, 2, [2, 3]))
+    send = r.at
+    r.nemesis("clock-reset")
+    lo = r.at
+    r.nemesis("clock-reset").sample(t0=(2, 2, [2, 3]))
+    hi = r.at
+    r.nemesis("clock-reset").sample(t0=(2, 2, [2, 3]))
+    logged = [kafka_log.Logged("leader", T0, 1, 1, 0, 0, 0, (1, 2, 3)),
+              kafka_log.Logged("leader", T0, 2, 2, int(1.5 * UNIT), 100, 90, (2, 3)),
+              kafka_log.Logged("follower", T0, 2, 1, int(deposed_at * UNIT), deposed_offset, 90)]
+    if restarted:
+        logged.insert(2, kafka_log.Logged("start", None, -1, -1, int(5.2 * UNIT), node="n1"))
+    rec, facts = r.build(logged, acks="1", idempotence=False)
+    verdict = judge_case("lost-write", Case(T0, lo, hi, write=(send, lo), writer_f="send",
+                                            offset=120, ack_ns=int(6.5 * UNIT)), facts, rec)
+    assert verdict["outcome"] == outcome, verdict
+
+
 @pytest.mark.parametrize("toggled, logged, outcome", [
     ("before", False, PERMITTED),      # on for the whole stretch the election lies in
     ("inside", False, UNEXPLAINED),    # turned on while the election may already have happened
