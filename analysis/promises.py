@@ -37,6 +37,8 @@ import dataclasses
 from typing import Any, Callable
 
 from kafka_chaos.analysis import evidence as ev
+from kafka_chaos.analysis import mechanisms as m
+from kafka_chaos.analysis.mechanisms import Case
 from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND, HANGING_TXN,
                                         SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
                                         SHARE_REDELIVERY)
@@ -69,53 +71,6 @@ ACK_UNKNOWN = ("the event that could explain it lies between the send's invoke a
 STRADDLES = ("the event that could explain it lies in a stretch of the record that crosses "
              "an edge of its window, so it may have happened before the write was "
              "acknowledged or after the read that misses it")
-
-
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One finding, as the rules see it.
-
-    ``tp``: its topic-partition (None when the history does not map its key). ``lo``,
-    ``hi``: its window, history indexes (``analysis.evidence``): the event that explains it
-    must lie there (e.g. a lost write's acknowledgement and the invoke of the read that
-    misses it). ``write``: ``(invoke, completion)`` indexes of the send it concerns, when it
-    concerns one. ``writer_f``: ``send`` or ``txn``, the writing op's ``f`` (None unknown).
-    ``ww``: a cycle with a ww step (cycle anomalies only). ``fenced``: the earlier owner of
-    a ``group-overlap`` was fenced (it reported the partition lost, or it died), not (it
-    revoked it), or None when its own record cannot tell. ``state_write_failed``: an
-    acknowledgement of the share-partition failed (or has an unknown outcome) within the
-    window of a ``share-count-regress``. ``sent``: ``(invoke, completion)`` indexes of the
-    op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
-    ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
-    stored without a leader epoch (sent without one, or the proxy took it out; None: the
-    record cannot tell). ``offset``: an ``unseen`` record's offset, ``read_to`` the offset
-    at which the final reads of its partition ended (None unknown). ``reset``: a member of
-    a ``group-skip``'s group may have started past the record at the log end, assigned it
-    while the group had no committed offset (None: the record cannot tell).
-    ``read_before``: a consumer's poll (not a final read) returned the lost or unseen
-    write's value (at any offset: any copy of it a consumer read was committed).
-    ``ack_ns``: when a lost or unseen write's delivery report was served (ns on the history
-    clock; the broker acknowledged it before): an event the record locates after it came
-    after the acknowledgement, even within the same stretch between two of the record's
-    ops. ``offset`` is then the offset it was acknowledged at.
-    """
-
-    tp: tuple[str, int] | None
-    lo: int
-    hi: int
-    write: tuple[int, int] | None = None
-    writer_f: str | None = None
-    ww: bool = False
-    fenced: bool | None = False
-    state_write_failed: bool = False
-    sent: tuple[int, int] | None = None
-    value: int | None = None
-    epochless: bool | None = False
-    offset: int | None = None
-    read_to: int | None = None
-    reset: bool | None = False
-    read_before: bool = False
-    ack_ns: int | None = None
 
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
@@ -160,188 +115,6 @@ class Rule:
         return self.writer is not None or self.evidence is not None or bool(self.also)
 
 
-def _changes(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Leader changes of the partition inside the window (after the write's delivery report
-    where the case knows it) whose new leader may have lacked the write: all, except those
-    the broker log says began their epoch with a log reaching past the write's offset (a
-    follower's log is a prefix of its leader's, so such a leader held the write unless
-    an earlier unclean election had made the logs diverge: ``_carried``). And, by the broker
-    log, those the write's acknowledgement came during: after the new leader began without
-    the write's offset, before the old leader learned it no longer led, while its log held
-    that offset (``_deposed_ack``)."""
-    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns)
-            if not _reached(e, c)] + [
-        e for e in rec.of(c.tp, ev.LEADER_CHANGE, 0, c.hi, loose=True) if _deposed_ack(e, c)]
-
-
-def _deposed_ack(e: ev.Event, c: Case) -> bool:
-    """The write was acknowledged by the old leader of change ``e`` after it was deposed:
-    its delivery report came after the new leader logged taking the epoch without the
-    write's offset, yet no later than the old leader logged learning it (a deposed leader
-    acknowledges ``acks=1`` writes alone until it learns: Kafka's producer docs for
-    ``acks=1``), at an offset below the old leader's log end then; and the change completed
-    before the window ends."""
-    f = e.facts
-    return (c.ack_ns is not None and c.offset is not None and f.get("deposed_ns") is not None
-            and e.lo_ns < c.ack_ns <= f["deposed_ns"] and e.hi <= c.hi
-            and f["start_offset"] <= c.offset < f["deposed_offset"])
-
-
-def _reached(e: ev.Event, c: Case) -> bool:
-    start = e.facts.get("start_offset")
-    return start is not None and c.offset is not None and c.ack_ns is not None \
-        and c.offset < start
-
-
-def _carried(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A leader change inside the window whose new leader, its broker log says, began its
-    epoch with the write's offset in its log: whether that was the write the record cannot
-    tell. Then elections the monitor never saw (``_unseen``)."""
-    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi,
-                                           after_ns=c.ack_ns) if _reached(e, c)),
-                None) or _unseen(rec, c)
-
-
-def _leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Leader changes of the partition within the window (``_changes``); for a write, also
-    zombie leaders of it while the write was in flight (the write went to a leader its
-    successor had replaced, acks=1 lets it acknowledge alone)."""
-    lo, hi = c.write if c.write is not None else (c.lo, c.hi)
-    return _changes(rec, c) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
-
-
-def _unclean_by_kafka(rec: ev.Record, c: Case, e: ev.Event) -> bool:
-    """Leader change ``e`` was unclean and Kafka may elect so then: its controller logged it
-    as an unclean partition change (it does so only with the setting on, or forced), or the
-    new leader was in neither the last sampled ISR nor ELR while a toggle had surely turned
-    the setting on for the whole of the change's stretch (one that straddles the toggle may
-    have come before the setting applied)."""
-    return e.facts.get("logged_unclean") or (
-        e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, throughout=not rec.loose))
-
-
-def _unclean_election(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Forced unclean elections of the partition (KIP-460) within the window, and unclean
-    elections Kafka may make then (``_unclean_by_kafka``)."""
-    return rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi, after_ns=c.ack_ns) + [
-        e for e in _changes(rec, c) if _unclean_by_kafka(rec, c, e)]
-
-
-def _since_sent(c: Case) -> int:
-    """Where a rule's mechanism could first have touched the finding: its write's invoke
-    when it has one (the write may have been acknowledged at any time after), else ``lo``."""
-    return c.lo if c.write is None else min(c.lo, c.write[0])
-
-
-def _unseen(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """Elections the monitor never saw (a leader epoch gap) within the window: any of them
-    may have been the one that lost the write, and the record cannot say how it went."""
-    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)), None)
-
-
-def _unclean_applies(rec: ev.Record, c: Case) -> bool:
-    """Unclean election was, or may have been, on for the finding's topic at some time
-    since its write was sent and before its window ends, or forced on its partition."""
-    lo = _since_sent(c)
-    return (rec.unclean_on(c.tp[0], lo, c.hi, maybe=True)
-            or bool(rec.of(c.tp, ev.FORCED_UNCLEAN, lo, c.hi, loose=True))
-            or any(e.facts.get("logged_unclean")
-                   for e in rec.of(c.tp, ev.LEADER_CHANGE, lo, c.hi, loose=True)))
-
-
-def _unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """An election outside the ISR and ELR within the window while a toggle whose outcome
-    is unknown (``info``) may have turned unclean election on for the topic; or an unseen
-    election while the setting was, or may have been, on."""
-    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, loose=True)
-                 if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
-                None) or next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)
-                               if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
-
-
-def _power_applies(rec: ev.Record, c: Case) -> bool:
-    """A power loss cut the finding's partition since its write was sent and before its
-    window ends, or one of unknown outcome (which may have cut any) happened then. Nemesis
-    ops are never blind: without one, the rule cannot have acted on this partition."""
-    lo = _since_sent(c)
-    return (bool(rec.of(c.tp, ev.POWER_LOSS, lo, c.hi, loose=True))
-            or any(a <= c.hi and lo <= b for a, b in rec.power_maybe))
-
-
-def _power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A power loss of the partition within the window with no sample of its ISR before
-    that did not cut every replica; or a ``lose-unfsynced`` op of unknown outcome."""
-    return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, loose=True)
-                 if e.facts["needed"] is None and not e.facts.get("every_replica")),
-                None) or next(((a, b, None, None) for a, b in rec.power_maybe
-                               if a <= c.hi and c.lo <= b), None)
-
-
-def _leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Leader changes within the window whose old leader was, at the last sample before,
-    the partition's whole ISR, to a replica Kafka was allowed to elect (an unclean election
-    while the setting was off is Kafka's own broken promise, not this one's)."""
-    return [e for e in _changes(rec, c) if e.facts["isr"] == [e.facts["from"]]
-            and (not e.facts["unclean"] or _unclean_by_kafka(rec, c, e))]
-
-
-def _in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Power losses within the window that truncated the partition's log on every replica
-    that had every acknowledged record: the ISR and ELR of the last sample before it (the
-    last known leader when both were empty, KIP-966), or every replica it has (then no
-    sample is needed); a node an earlier power loss took down, not started since, counts
-    as cut (it holds nothing written since, and lost its un-fsynced data then)."""
-    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
-            if e.facts.get("every_replica")
-            or (e.facts["needed"] and set(e.facts["needed"])
-                <= set(e.facts["nodes"]) | set(e.facts.get("down", ())))]
-
-
-def _proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Produce requests of the partition the proxy sent twice while the value's send was in
-    flight (``Case.sent``; the finding's window when the history lacks it) that carried the
-    value itself, where the proxy could read their values."""
-    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
-    out = []
-    for e in rec.of(c.tp, ev.DUPLICATED, lo, hi):
-        values = rec.copied.get((c.tp, e.facts["fault"]))
-        if values is None or c.value in values:
-            out.append(e)
-    return out
-
-
-def _proxy_duplicated_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A proxy ``duplicate`` fault whose report the record lacks, active in the window."""
-    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
-    return next(((a, b, None, None) for a, b in rec.duplicates_maybe if a <= hi and lo <= b),
-                None)
-
-
-def _late_produce(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Produce requests of the partition a proxy fault kept until after their client had
-    ended or fenced the transaction, forwarded within the window (for a stuck LSO: between
-    the last sample before it and the first that shows it)."""
-    return rec.of(c.tp, ev.LATE_PRODUCE, c.lo, c.hi)
-
-
-def _late_produce_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A proxy fault that kept Produce requests its report does not list, in the window."""
-    return next(((a, b, None, None) for a, b in rec.late_maybe if a <= c.hi and c.lo <= b),
-                None)
-
-
-def _hung_below(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """For an ``unseen`` record: a stuck LSO of its partition, itself explained by a late
-    Produce, at or below the record's offset, where the final reads ended (``read_to``),
-    still stuck when they began: the record is in the log, past what read_committed reads."""
-    if c.offset is None or c.read_to is None:
-        return []
-    return [e for e in rec.of(c.tp, ev.LSO_STUCK, 0, ev.END)
-            if e.facts["lso"] == c.read_to <= c.offset and e.hi >= c.hi
-            and _late_produce(rec, dataclasses.replace(c, lo=e.facts["written"][0],
-                                                        hi=e.facts["written"][1]))]
-
-
 def _verification_off(c: dict) -> bool:
     props = c.get("broker_properties") or {}
     return str(props.get(VERIFICATION, "true")).lower() == "false"
@@ -349,30 +122,6 @@ def _verification_off(c: dict) -> bool:
 
 def _retrying_without_idempotence(c: dict) -> bool:
     return not c.get("idempotence") and int(c.get("retries", 0)) > 0
-
-
-#: A group that resumes from a committed offset carrying its leader epoch validates it
-#: (OffsetsForLeaderEpoch, KIP-320) and, after a truncation below it, goes back to where its
-#: epoch ended: it skips nothing. Without the epoch the offset is fetched as is (KAFKA-20507).
-_RESUMED_BLIND = {"group-skip": lambda case: case.epochless}
-
-
-def _uncommitted(case: Case) -> bool:
-    """No consumer read the write. A consumer reads only below the high watermark, so a
-    write one read was on every in-sync replica then (Kafka design doc, Replication: "A
-    message is considered committed when all in-sync replicas for that partition have
-    applied it to their log"), and a clean election, of one of them, keeps it: only an
-    unclean election or a power loss can lose it, not acks below all."""
-    return not case.read_before
-
-
-#: acks below all loses only what the followers had not replicated (issue 49, class 2).
-_ACKS_BELOW_ALL_ALSO = {**_RESUMED_BLIND, "lost-write": _uncommitted, "unseen": _uncommitted}
-
-
-def _plain_producer(case: Case) -> bool:
-    # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
-    return case.writer_f == "send"
 
 
 #: KIP-932 (Concepts) on delivery counts, which two rules rely on.
@@ -389,7 +138,7 @@ RULES: tuple[Rule, ...] = (
          "the server at all. The record will be immediately added to the socket buffer and "
          "considered sent. No guarantee can be made that the server has received the record "
          "in this case",
-         writer=_plain_producer),
+         writer=m.plain_producer),
     Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
          "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
          "partition's leader changed after the acknowledgement (or a replaced leader was still "
@@ -400,9 +149,9 @@ RULES: tuple[Rule, ...] = (
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
-         evidence=_leader_change, doubt=_carried,
+         evidence=m.leader_change, doubt=m.carried,
          mechanism="a leader change (or a zombie leader) of a partition",
-         also=_ACKS_BELOW_ALL_ALSO),
+         also=m.ACKS_BELOW_ALL_ALSO),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
          "a replica outside the ISR was elected leader of the partition while unclean leader "
          "election was on for its topic (in the config, or turned on at runtime), or by a "
@@ -411,9 +160,9 @@ RULES: tuple[Rule, ...] = (
          "UNCLEAN)",
          "Indicates whether to enable replicas not in the ISR set to be elected as leader as a "
          "last resort, even though doing so may result in data loss.",
-         evidence=_unclean_election, doubt=_unclean_maybe, applies=_unclean_applies,
+         evidence=m.unclean_election, doubt=m.unclean_maybe, applies=m.unclean_applies,
          mechanism="an unclean election while the setting was on, or a forced one",
-         also=_RESUMED_BLIND),
+         also=m.RESUMED_BLIND),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
@@ -423,9 +172,9 @@ RULES: tuple[Rule, ...] = (
          "if a topic is configured with only two replicas and one fails (i.e., only one in "
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
-         evidence=_leader_alone_replaced, doubt=_carried,
+         evidence=m.leader_alone_replaced, doubt=m.carried,
          mechanism="a leader that was its partition's whole ISR replaced",
-         also=_RESUMED_BLIND),
+         also=m.RESUMED_BLIND),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
          lambda c: bool(c.get("power_losses")),
          "Kafka does not fsync each write, and every replica that had the write (the ISR, "
@@ -435,10 +184,10 @@ RULES: tuple[Rule, ...] = (
          "Note that Kafka's guarantee with respect to data loss is predicated on at least one "
          "replica remaining in sync. If all the nodes replicating a partition die, this "
          "guarantee no longer holds.",
-         evidence=_in_sync_replicas_lost_power, doubt=_power_loss_unjudged,
-         applies=_power_applies,
+         evidence=m.in_sync_replicas_lost_power, doubt=m.power_loss_unjudged,
+         applies=m.power_applies,
          mechanism="a power loss of every replica that had the writes",
-         also=_RESUMED_BLIND),
+         also=m.RESUMED_BLIND),
     Rule("proxy-duplicated-produce", ("duplicate",),
          lambda c: bool(c.get("proxy")) and not c.get("idempotence"),
          "the Kafka protocol proxy's duplicate fault sent a Produce request of the partition "
@@ -449,7 +198,7 @@ RULES: tuple[Rule, ...] = (
          "When set to 'true', the producer will ensure that exactly one copy of each message "
          "is written in the stream. If 'false', producer retries due to broker failures, "
          "etc., may write duplicates of the retried message in the stream.",
-         writer=_plain_producer, evidence=_proxy_duplicated, doubt=_proxy_duplicated_maybe,
+         writer=m.plain_producer, evidence=m.proxy_duplicated, doubt=m.proxy_duplicated_maybe,
          mechanism="a Produce request of the partition sent twice by the proxy"),
     Rule("no-partition-verification", (HANGING_TXN,), _verification_off,
          "transaction.partition.verification.enable=false: a Produce of a transaction its "
@@ -459,7 +208,7 @@ RULES: tuple[Rule, ...] = (
          "Kafka broker configs, `transaction.partition.verification.enable`; KIP-890",
          "Enable verification that checks that the partition has been added to the "
          "transaction before writing transactional records to the partition",
-         evidence=_late_produce, doubt=_late_produce_maybe,
+         evidence=m.late_produce, doubt=m.late_produce_maybe,
          mechanism="a Produce of an ended transaction forwarded late by the proxy"),
     Rule("read-committed-behind-hanging-transaction", ("unseen",), _verification_off,
          "the record is in its partition's log above a hanging transaction that "
@@ -468,14 +217,14 @@ RULES: tuple[Rule, ...] = (
          "Kafka consumer configs, `isolation.level`; KIP-890",
          "In particular any messages appearing after messages belonging to ongoing "
          "transactions will be withheld until the relevant transaction has been completed.",
-         evidence=_hung_below,
+         evidence=m.hung_below,
          mechanism="a hanging transaction below the record where the final reads ended"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "the value's producer retried without idempotence",
          "Kafka producer configs, `enable.idempotence`; KIP-98",
          "If 'false', producer retries due to broker failures, etc., may write duplicates of "
          "the retried message in the stream.",
-         writer=_plain_producer),
+         writer=m.plain_producer),
     Rule("reordering-retries", ("nonmonotonic-send", "int-nonmonotonic-send"),
          lambda c: _retrying_without_idempotence(c) and c.get("client") != "java",
          "the producer retried without idempotence: librdkafka re-queues a failed batch while "
@@ -491,7 +240,7 @@ RULES: tuple[Rule, ...] = (
          "source (rdkafka_broker.c, rdkafka_partition.c)",
          "How many times to retry sending a failing Message. **Note:** retrying may cause "
          "reordering unless `enable.idempotence` is set to true.",
-         writer=_plain_producer),
+         writer=m.plain_producer),
     Rule("reordering-retries-java", ("nonmonotonic-send", "int-nonmonotonic-send"),
          lambda c: (_retrying_without_idempotence(c) and c.get("client") == "java"
                     and int(c.get("max_in_flight", 5)) > 1),
@@ -503,7 +252,7 @@ RULES: tuple[Rule, ...] = (
          "ordering of records because if two batches are sent to a single partition, and the "
          "first fails and is retried but the second succeeds, then the records in the second "
          "batch may appear first.",
-         writer=_plain_producer),
+         writer=m.plain_producer),
     Rule("interleaved-writes", ("int-send-skip", "G0", "G0-process", "G0-realtime"),
          lambda c: True,
          "writes are never isolated: other producers' records interleave with an op's sends, "
@@ -599,7 +348,7 @@ RULES: tuple[Rule, ...] = (
          "it from the share coordinator, so a delivery count may miss an acquisition",
          "KIP-932, Concepts",
          _IMPRECISE_COUNTS,
-         evidence=_leader_change, mechanism="a leader change of the record's partition"),
+         evidence=m.leader_change, mechanism="a leader change of the record's partition"),
     Rule("share-state-write-failed", (SHARE_COUNT_REGRESS,), lambda c: True,
          "an acknowledgement of the share-partition failed in between: the share-partition "
          "leader writes its state through the share coordinator before it answers one, and "
@@ -616,7 +365,7 @@ RULES: tuple[Rule, ...] = (
          "the record delivered again",
          "KIP-932, Concepts",
          "This means that the delivery behavior is at-least-once.",
-         evidence=_leader_change, mechanism="a leader change of the record's partition"),
+         evidence=m.leader_change, mechanism="a leader change of the record's partition"),
     Rule("reset-to-latest", ("group-skip",), lambda c: c.get("auto_offset_reset") == "latest",
          "a member without a committed offset starts at the log end (auto.offset.reset=latest); "
          "one was assigned the record's partition after the record was written and before "
@@ -726,7 +475,7 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
         if doubt is None:  # from the send's invoke: an election in flight is doubt too
             with record.overlapping():
                 straddling = rule.evidence(record, dataclasses.replace(
-                    case, lo=_since_sent(case), ack_ns=None))
+                    case, lo=m.since_sent(case), ack_ns=None))
             if straddling:
                 doubt, why = straddling[0].stretch, STRADDLES
     if waiting:

@@ -1,0 +1,270 @@
+"""What the run's record must show, finding by finding, for a rule of the promises table
+(``analysis.promises``) to explain it: each rule's evidence (the events of its mechanism on
+the finding's partition inside its window), its doubt (an event that may be its mechanism
+but that the record cannot settle) and its precondition (whether it could have acted on
+that partition then), and the conditions on a finding's own facts.
+
+All of them read windows by ``analysis.evidence``'s interval semantics: an event explains a
+finding only when it lies inside the finding's window, located by the monitor's samples, a
+nemesis op's own times, or the brokers' logs (``analysis.kafka_log``); what crosses an edge
+of the window is doubt.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from kafka_chaos.analysis import evidence as ev
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    """One finding, as the rules see it.
+
+    ``tp``: its topic-partition (None when the history does not map its key). ``lo``,
+    ``hi``: its window, history indexes (``analysis.evidence``): the event that explains it
+    must lie there (e.g. a lost write's acknowledgement and the invoke of the read that
+    misses it). ``write``: ``(invoke, completion)`` indexes of the send it concerns, when it
+    concerns one. ``writer_f``: ``send`` or ``txn``, the writing op's ``f`` (None unknown).
+    ``ww``: a cycle with a ww step (cycle anomalies only). ``fenced``: the earlier owner of
+    a ``group-overlap`` was fenced (it reported the partition lost, or it died), not (it
+    revoked it), or None when its own record cannot tell. ``state_write_failed``: an
+    acknowledgement of the share-partition failed (or has an unknown outcome) within the
+    window of a ``share-count-regress``. ``sent``: ``(invoke, completion)`` indexes of the
+    op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
+    ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
+    stored without a leader epoch (sent without one, or the proxy took it out; None: the
+    record cannot tell). ``offset``: an ``unseen`` record's offset, ``read_to`` the offset
+    at which the final reads of its partition ended (None unknown). ``reset``: a member of
+    a ``group-skip``'s group may have started past the record at the log end, assigned it
+    while the group had no committed offset (None: the record cannot tell).
+    ``read_before``: a consumer's poll (not a final read) returned the lost or unseen
+    write's value (at any offset: any copy of it a consumer read was committed).
+    ``ack_ns``: when a lost or unseen write's delivery report was served (ns on the history
+    clock; the broker acknowledged it before): an event the record locates after it came
+    after the acknowledgement, even within the same stretch between two of the record's
+    ops. ``offset`` is then the offset it was acknowledged at.
+    """
+
+    tp: tuple[str, int] | None
+    lo: int
+    hi: int
+    write: tuple[int, int] | None = None
+    writer_f: str | None = None
+    ww: bool = False
+    fenced: bool | None = False
+    state_write_failed: bool = False
+    sent: tuple[int, int] | None = None
+    value: int | None = None
+    epochless: bool | None = False
+    offset: int | None = None
+    read_to: int | None = None
+    reset: bool | None = False
+    read_before: bool = False
+    ack_ns: int | None = None
+
+
+def changes(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes of the partition inside the window (after the write's delivery report
+    where the case knows it) whose new leader may have lacked the write: all, except those
+    the broker log says began their epoch with a log reaching past the write's offset (a
+    follower's log is a prefix of its leader's, so such a leader held the write unless
+    an earlier unclean election had made the logs diverge: ``carried``). And, by the broker
+    log, those the write's acknowledgement came during: after the new leader began without
+    the write's offset, before the old leader learned it no longer led, while its log held
+    that offset (``deposed_ack``)."""
+    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns)
+            if not reached(e, c)] + [
+        e for e in rec.of(c.tp, ev.LEADER_CHANGE, 0, c.hi, loose=True) if deposed_ack(e, c)]
+
+
+def deposed_ack(e: ev.Event, c: Case) -> bool:
+    """The write was acknowledged by the old leader of change ``e`` after it was deposed:
+    its delivery report came after the new leader logged taking the epoch without the
+    write's offset, yet no later than the old leader logged learning it (a deposed leader
+    acknowledges ``acks=1`` writes alone until it learns: Kafka's producer docs for
+    ``acks=1``), at an offset below the old leader's log end then; and the change completed
+    before the window ends."""
+    f = e.facts
+    return (c.ack_ns is not None and c.offset is not None and f.get("deposed_ns") is not None
+            and e.lo_ns < c.ack_ns <= f["deposed_ns"] and e.hi <= c.hi
+            and f["start_offset"] <= c.offset < f["deposed_offset"])
+
+
+def reached(e: ev.Event, c: Case) -> bool:
+    start = e.facts.get("start_offset")
+    return start is not None and c.offset is not None and c.ack_ns is not None \
+        and c.offset < start
+
+
+def carried(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A leader change inside the window whose new leader, its broker log says, began its
+    epoch with the write's offset in its log: whether that was the write the record cannot
+    tell. Then elections the monitor never saw (``unseen``)."""
+    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi,
+                                           after_ns=c.ack_ns) if reached(e, c)),
+                None) or unseen(rec, c)
+
+
+def leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes of the partition within the window (``changes``); for a write, also
+    zombie leaders of it while the write was in flight (the write went to a leader its
+    successor had replaced, acks=1 lets it acknowledge alone)."""
+    lo, hi = c.write if c.write is not None else (c.lo, c.hi)
+    return changes(rec, c) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
+
+
+def unclean_by_kafka(rec: ev.Record, c: Case, e: ev.Event) -> bool:
+    """Leader change ``e`` was unclean and Kafka may elect so then: its controller logged it
+    as an unclean partition change (it does so only with the setting on, or forced), or the
+    new leader was in neither the last sampled ISR nor ELR while a toggle had surely turned
+    the setting on for the whole of the change's stretch (one that straddles the toggle may
+    have come before the setting applied)."""
+    return e.facts.get("logged_unclean") or (
+        e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, throughout=not rec.loose))
+
+
+def unclean_election(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Forced unclean elections of the partition (KIP-460) within the window, and unclean
+    elections Kafka may make then (``unclean_by_kafka``)."""
+    return rec.of(c.tp, ev.FORCED_UNCLEAN, c.lo, c.hi, after_ns=c.ack_ns) + [
+        e for e in changes(rec, c) if unclean_by_kafka(rec, c, e)]
+
+
+def since_sent(c: Case) -> int:
+    """Where a rule's mechanism could first have touched the finding: its write's invoke
+    when it has one (the write may have been acknowledged at any time after), else ``lo``."""
+    return c.lo if c.write is None else min(c.lo, c.write[0])
+
+
+def unseen(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """Elections the monitor never saw (a leader epoch gap) within the window: any of them
+    may have been the one that lost the write, and the record cannot say how it went."""
+    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)), None)
+
+
+def unclean_applies(rec: ev.Record, c: Case) -> bool:
+    """Unclean election was, or may have been, on for the finding's topic at some time
+    since its write was sent and before its window ends, or forced on its partition."""
+    lo = since_sent(c)
+    return (rec.unclean_on(c.tp[0], lo, c.hi, maybe=True)
+            or bool(rec.of(c.tp, ev.FORCED_UNCLEAN, lo, c.hi, loose=True))
+            or any(e.facts.get("logged_unclean")
+                   for e in rec.of(c.tp, ev.LEADER_CHANGE, lo, c.hi, loose=True)))
+
+
+def unclean_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """An election outside the ISR and ELR within the window while a toggle whose outcome
+    is unknown (``info``) may have turned unclean election on for the topic; or an unseen
+    election while the setting was, or may have been, on."""
+    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, loose=True)
+                 if e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
+                None) or next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, c.lo, c.hi)
+                               if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
+
+
+def power_applies(rec: ev.Record, c: Case) -> bool:
+    """A power loss cut the finding's partition since its write was sent and before its
+    window ends, or one of unknown outcome (which may have cut any) happened then. Nemesis
+    ops are never blind: without one, the rule cannot have acted on this partition."""
+    lo = since_sent(c)
+    return (bool(rec.of(c.tp, ev.POWER_LOSS, lo, c.hi, loose=True))
+            or any(a <= c.hi and lo <= b for a, b in rec.power_maybe))
+
+
+def power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A power loss of the partition within the window with no sample of its ISR before
+    that did not cut every replica; or a ``lose-unfsynced`` op of unknown outcome."""
+    return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, loose=True)
+                 if e.facts["needed"] is None and not e.facts.get("every_replica")),
+                None) or next(((a, b, None, None) for a, b in rec.power_maybe
+                               if a <= c.hi and c.lo <= b), None)
+
+
+def leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Leader changes within the window whose old leader was, at the last sample before,
+    the partition's whole ISR, to a replica Kafka was allowed to elect (an unclean election
+    while the setting was off is Kafka's own broken promise, not this one's)."""
+    return [e for e in changes(rec, c) if e.facts["isr"] == [e.facts["from"]]
+            and (not e.facts["unclean"] or unclean_by_kafka(rec, c, e))]
+
+
+def in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Power losses within the window that truncated the partition's log on every replica
+    that had every acknowledged record: the ISR and ELR of the last sample before it (the
+    last known leader when both were empty, KIP-966), or every replica it has (then no
+    sample is needed); a node an earlier power loss took down, not started since, counts
+    as cut (it holds nothing written since, and lost its un-fsynced data then)."""
+    return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
+            if e.facts.get("every_replica")
+            or (e.facts["needed"] and set(e.facts["needed"])
+                <= set(e.facts["nodes"]) | set(e.facts.get("down", ())))]
+
+
+def proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Produce requests of the partition the proxy sent twice while the value's send was in
+    flight (``Case.sent``; the finding's window when the history lacks it) that carried the
+    value itself, where the proxy could read their values."""
+    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
+    out = []
+    for e in rec.of(c.tp, ev.DUPLICATED, lo, hi):
+        values = rec.copied.get((c.tp, e.facts["fault"]))
+        if values is None or c.value in values:
+            out.append(e)
+    return out
+
+
+def proxy_duplicated_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A proxy ``duplicate`` fault whose report the record lacks, active in the window."""
+    lo, hi = c.sent if c.sent is not None else (c.lo, c.hi)
+    return next(((a, b, None, None) for a, b in rec.duplicates_maybe if a <= hi and lo <= b),
+                None)
+
+
+def late_produce(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Produce requests of the partition a proxy fault kept until after their client had
+    ended or fenced the transaction, forwarded within the window (for a stuck LSO: between
+    the last sample before it and the first that shows it)."""
+    return rec.of(c.tp, ev.LATE_PRODUCE, c.lo, c.hi)
+
+
+def late_produce_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A proxy fault that kept Produce requests its report does not list, in the window."""
+    return next(((a, b, None, None) for a, b in rec.late_maybe if a <= c.hi and c.lo <= b),
+                None)
+
+
+def hung_below(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """For an ``unseen`` record: a stuck LSO of its partition, itself explained by a late
+    Produce, at or below the record's offset, where the final reads ended (``read_to``),
+    still stuck when they began: the record is in the log, past what read_committed reads."""
+    if c.offset is None or c.read_to is None:
+        return []
+    return [e for e in rec.of(c.tp, ev.LSO_STUCK, 0, ev.END)
+            if e.facts["lso"] == c.read_to <= c.offset and e.hi >= c.hi
+            and late_produce(rec, dataclasses.replace(c, lo=e.facts["written"][0],
+                                                        hi=e.facts["written"][1]))]
+
+
+#: A group that resumes from a committed offset carrying its leader epoch validates it
+#: (OffsetsForLeaderEpoch, KIP-320) and, after a truncation below it, goes back to where its
+#: epoch ended: it skips nothing. Without the epoch the offset is fetched as is (KAFKA-20507).
+RESUMED_BLIND = {"group-skip": lambda case: case.epochless}
+
+
+def uncommitted(case: Case) -> bool:
+    """No consumer read the write. A consumer reads only below the high watermark, so a
+    write one read was on every in-sync replica then (Kafka design doc, Replication: "A
+    message is considered committed when all in-sync replicas for that partition have
+    applied it to their log"), and a clean election, of one of them, keeps it: only an
+    unclean election or a power loss can lose it, not acks below all."""
+    return not case.read_before
+
+
+#: acks below all loses only what the followers had not replicated (issue 49, class 2).
+ACKS_BELOW_ALL_ALSO = {**RESUMED_BLIND, "lost-write": uncommitted, "unseen": uncommitted}
+
+
+def plain_producer(case: Case) -> bool:
+    # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
+    return case.writer_f == "send"
