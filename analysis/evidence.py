@@ -29,8 +29,7 @@ straddles. A setting's toggle is "on" for an event only when the event lies insi
 stretch it was surely on (``Record.unclean_on(..., throughout=True)``).
 
 Where the brokers' logs share the history's clock (``analysis.kafka_log``), a leader change
-is located at the moment its new leader logged taking the epoch (``kafka_log.MARGIN_NS``
-either side), not between two samples half a second apart, and a lost write's window starts
+is located at the moment its new leader logged taking the epoch (``kafka_log.narrow``), not between two samples half a second apart, and a lost write's window starts
 at its delivery report's own time (``Case.ack_ns``), so the monitor's bracket no longer
 makes it straddle. The log also gives the new leader's log end offset as it began
 (``start_offset``): a lost write at or above it was not on the new leader; one below it may
@@ -45,7 +44,7 @@ Event kinds (``Event.kind``), per topic-partition:
   sample before; ``elr`` ``[]`` where the cluster keeps none), ``unclean`` (the new leader was
   in neither, nor the last known leader when both were empty: KIP-966's election order; or
   the controller logged it so); located by the broker log: ``start_offset``, ``logged_s``,
-  ``logged_unclean`` (``_narrowed``).
+  ``logged_unclean``, ``deposed_*`` (``kafka_log.narrow``).
 - ``unseen-elections``: consecutive samples of the partition whose leader epochs differ by
   two or more: elections happened between them that the monitor never saw (the leader may
   have moved away and back, or passed through a broker outside the ISR), so what they lost
@@ -94,11 +93,9 @@ from __future__ import annotations
 import bisect
 import contextlib
 import dataclasses
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import orjson
-
-from kafka_chaos.analysis import kafka_log
 
 #: Consecutive samples of a partition further apart than this (ns) leave the record blind on it.
 #: The monitor samples every 500 ms; a sample whose brokers do not answer takes up to a few
@@ -311,21 +308,15 @@ class Record:
 
 
 def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
-          config: dict[str, Any] | None,
-          logged: "Callable[[bool], list[kafka_log.Logged]] | None" = None,
-          every_op: "Callable[[], tuple[Any, Any]] | None" = None) -> Record:
+          config: dict[str, Any] | None) -> Record:
     """The ``Record`` of a history's nemesis and monitor ops.
 
     ``rows``: one per op (invoke and completion paired), any order: ``op`` (invoke index),
     ``index`` (completion index, None while pending), ``process`` ("nemesis" | "monitor"),
     ``f``, ``type`` (ok | fail | info | pending), ``inv``, ``done`` (values, parsed or as JSON
     text), ``invoke_time``, ``time`` (ns). ``nodes``: the header's ``nodes`` (id as text ->
-    ``{"name", ...}``). ``config``: the run configuration (None when unknown). ``logged``:
-    called with whether the run moved a broker's clock, returns the elections the brokers'
-    logs tell (``kafka_log.read``; none when their times cannot be trusted): each narrows
-    the leader change the monitor bracketed (``_narrowed``). ``every_op``: returns
-    ``(times, indexes)`` of every line of the history, index order (numpy arrays), to
-    locate such a moment among the client ops too (without it, among ``rows``).
+    ``{"name", ...}``). ``config``: the run configuration (None when unknown). The brokers' logs
+    narrow its leader changes afterwards (``kafka_log.narrow``).
     """
     rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
                  unclean_config=bool((config or {}).get("unclean_leader_election")),
@@ -345,80 +336,9 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     rec.nemesis = [(r["op"], r["f"], r["invoke_time"],
                     r["time"] if r.get("index") is not None else None) for r in nemesis]
     _nemesis_events(rec, nemesis, ids, states)
-    if logged is not None:
-        lines = logged(any(r["f"].startswith("clock") for r in nemesis))
-        if lines:
-            _narrowed(rec, lines, every_op() if every_op is not None else None)
     for es in rec.events.values():
         es.sort(key=lambda e: (e.lo, e.hi, e.kind))
     return rec
-
-
-def _narrowed(rec: Record, logged: list[kafka_log.Logged],
-              every_op: tuple[Any, Any] | None) -> None:
-    """Each leader change of one epoch whose new leader's broker log says when it took the
-    epoch (that epoch, that broker): located at that moment (``kafka_log.MARGIN_NS``
-    either side, in time and among ``every_op``'s lines, or the record's ops without them),
-    no longer ``wide``, with the facts
-    ``start_offset`` (the new leader's log end offset then: it lacked every record at or
-    above it), ``logged_s`` (that moment, s), ``logged_unclean`` (a controller logged the
-    election as unclean: the setting was on, or the election forced), and where the old
-    leader logged when it learned it no longer led (it began to follow in that epoch or a
-    later one): ``deposed_ns`` (then, ns on the history clock), ``deposed_s``, and
-    ``deposed_offset`` (its log end offset then): until that moment it could acknowledge
-    ``acks=1`` writes alone, below that offset."""
-    began, unclean, followed, starts = {}, set(), [], []
-    for x in logged:  # in time order: the first line of each election wins
-        if x.kind == "leader":
-            began.setdefault((x.tp, x.epoch), x)
-        elif x.kind == "follower":
-            followed.append(x)
-        elif x.kind == "start":
-            starts.append(x)
-        else:
-            unclean.add((x.tp, x.epoch))
-    for tp, events in rec.events.items():
-        for i, e in enumerate(events):
-            before, after = e.facts["epochs"] if e.kind == LEADER_CHANGE else (0, 0)
-            x = began.get((tp, after))
-            if x is None or after - before != 1 or x.leader != e.facts["to"]:
-                continue
-            # not clamped to the bracket: the monitor may see the new leader in another
-            # broker's metadata a few ms before the leader itself logs taking the epoch
-            lo_ns = x.t_ns - kafka_log.MARGIN_NS
-            hi_ns = x.t_ns + 1_000_000 + kafka_log.MARGIN_NS
-            logged_unclean = (tp, after) in unclean
-            deposed = next((y for y in followed if y.tp == tp and y.leader == e.facts["from"]
-                            and y.epoch >= after), None)
-            led = began.get((tp, before))
-            if deposed is not None and (led is None or any(
-                    s.node == rec.names.get(e.facts["from"]) and led.t_ns < s.t_ns < deposed.t_ns
-                    for s in starts)):
-                deposed = None  # restarted meanwhile, or its leading is not in the log
-            lo, hi = _near(rec, every_op, lo_ns, hi_ns)
-            events[i] = dataclasses.replace(
-                e, lo=lo, hi=hi,
-                lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
-                facts={**e.facts, "unclean": e.facts["unclean"] or logged_unclean,
-                       "start_offset": x.start_offset, "logged_s": round(x.t_ns / 1e9, 3),
-                       "logged_unclean": logged_unclean,
-                       **({} if deposed is None else {
-                           "deposed_ns": deposed.t_ns, "deposed_s": round(deposed.t_ns / 1e9, 3),
-                           "deposed_offset": deposed.start_offset})})
-
-
-def _near(rec: Record, every_op: tuple[Any, Any] | None, lo_ns: int, hi_ns: int
-          ) -> tuple[int, int]:
-    """The last line at or before ``lo_ns`` and the first at or after ``hi_ns``: of every
-    op's (``every_op``), or of the record's."""
-    if every_op is None:
-        return rec.index_before(lo_ns), rec.index_from(hi_ns)
-    import numpy as np
-
-    times, indexes = every_op
-    i = int(np.searchsorted(times, lo_ns, "right")) - 1
-    j = int(np.searchsorted(times, hi_ns, "left"))
-    return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else END)
 
 
 def _parsed(value: Any) -> Any:
@@ -712,11 +632,12 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         # the span in which each cut node died and lost its bytes, where the op timed it
         # (nothing it lost can have been acknowledged by it after: it was dead)
         cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
-        lo_ns, hi_ns = r["invoke_time"], r["time"]
+        lo, hi, lo_ns, hi_ns = r["op"], r["index"], r["invoke_time"], r["time"]
         if cut and all(isinstance(c, list) and len(c) == 2 for c in cut):
             lo_ns, hi_ns = max(lo_ns, min(c[0] for c in cut)), min(hi_ns, max(c[1] for c in cut))
+            lo, hi = max(lo, rec.index_before(lo_ns)), min(hi, rec.index_from(hi_ns))
         rec.events.setdefault(tp, []).append(Event(
-            POWER_LOSS, tp, r["op"], r["index"], lo_ns, hi_ns,
+            POWER_LOSS, tp, lo, hi, lo_ns, hi_ns,
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
              "every_replica": _every_replica(states.get(tp, []), r, gone,

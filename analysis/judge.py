@@ -46,28 +46,30 @@ def record(h: History) -> evidence.Record:
             columns=cols, filter=pads.field("process").isin([NEMESIS, MONITOR]),
             use_threads=False).to_pylist()
     header = h.header or {}
+    rec = evidence.build(rows, header.get("nodes"), h.config)
     logs = [] if path is None or is_url(path) else kafka_log.server_logs(
         Path(path).parent.parent)  # <run dir>/history.parquet/ops.parquet
+    unix_ns = kafka_log.usable(header, any(f.startswith("clock") for _, f, *_ in rec.nemesis))
+    if unix_ns is not None and logs:
+        lines = kafka_log.read(logs, unix_ns, (header.get("clock") or {}).get("utc_offset_s", 0))
+        if lines:
+            kafka_log.narrow(rec, lines, _every_op(path))
+    return rec
 
-    def logged(clock_faults: bool) -> list[kafka_log.Logged]:
-        unix_ns = kafka_log.usable(header, clock_faults)
-        if unix_ns is None or not logs:
-            return []
-        return kafka_log.read(logs, unix_ns, (header.get("clock") or {}).get("utc_offset_s", 0))
 
-    def every_op() -> tuple[Any, Any]:
-        import numpy as np
-        import pyarrow.dataset as pads
+def _every_op(path: str) -> tuple[Any, Any]:
+    """``(times, indexes)`` of every line of the history whose ops table is at ``path``, in
+    index order (numpy arrays: index order is time order)."""
+    import numpy as np
+    import pyarrow.dataset as pads
 
-        t = pads.dataset(path, format="parquet").to_table(
-            columns=["op", "invoke_time", "index", "time"], use_threads=False)
-        done = t.filter(pads.field("index").is_valid())
-        indexes = np.concatenate([t["op"].to_numpy(), done["index"].to_numpy()])
-        times = np.concatenate([t["invoke_time"].to_numpy(), done["time"].to_numpy()])
-        order = np.argsort(indexes, kind="stable")  # index order is time order
-        return times[order], indexes[order]
-
-    return evidence.build(rows, header.get("nodes"), h.config, logged, every_op)
+    t = pads.dataset(path, format="parquet").to_table(
+        columns=["op", "invoke_time", "index", "time"], use_threads=False)
+    done = t.filter(pads.field("index").is_valid())
+    indexes = np.concatenate([t["op"].to_numpy(), done["index"].to_numpy()])
+    times = np.concatenate([t["invoke_time"].to_numpy(), done["time"].to_numpy()])
+    order = np.argsort(indexes, kind="stable")
+    return times[order], indexes[order]
 
 
 def per_case(names: list[str], facts: dict[str, Any] | None) -> set[str]:

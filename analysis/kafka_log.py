@@ -36,6 +36,8 @@ import re
 from pathlib import Path
 from typing import Any, Iterable
 
+from kafka_chaos.analysis import evidence as ev
+
 #: Widening (ns) of a logged moment on the history clock, beyond the line's millisecond: the
 #: drift of the wall clock against the monotonic one since history time 0 (0.3 µs over 20 s
 #: here; NTP slews at most 0.5 ms/s, so a run of minutes under a slewing clock could drift a
@@ -156,3 +158,81 @@ def _when(line: str, utc_offset_s: int) -> int | None:
 def server_logs(run_dir: Path) -> list[Path]:
     """The ``server.log`` files the local and docker backends keep in a run directory."""
     return sorted(run_dir.glob("nodes/*/logs/server.log"))
+
+
+def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | None) -> None:
+    """Narrow ``rec`` (``analysis.evidence``) by the log: each leader change of one epoch
+    whose new leader's broker log says when it took the epoch (that epoch, that broker) is
+    located at that moment (``MARGIN_NS`` either side, in time and among ``every_op``'s
+    lines, or the record's ops without them), no longer ``wide``, with the facts
+    ``start_offset`` (the new leader's log end offset then: it lacked every record at or
+    above it), ``logged_s`` (that moment, s), ``logged_unclean`` (a controller logged the
+    election as unclean: the setting was on, or the election forced), and where the old
+    leader logged when it learned it no longer led (it began to follow in that epoch or a
+    later one): ``deposed_ns`` (then, ns on the history clock), ``deposed_s``, and
+    ``deposed_offset`` (its log end offset then): until that moment it could acknowledge
+    ``acks=1`` writes alone, below that offset. ``every_op``: ``(times, indexes)`` of every
+    line of the history in index order (numpy arrays), to locate that moment among the
+    client ops too (None: among the record's own ops)."""
+    began, unclean, followed, starts = {}, set(), [], []
+    for x in logged:  # in time order: the first line of each election wins
+        if x.kind == "leader":
+            began.setdefault((x.tp, x.epoch), x)
+        elif x.kind == "follower":
+            followed.append(x)
+        elif x.kind == "start":
+            starts.append(x)
+        else:
+            unclean.add((x.tp, x.epoch))
+    for tp, events in rec.events.items():
+        for i, e in enumerate(events):
+            before, after = e.facts["epochs"] if e.kind == ev.LEADER_CHANGE else (0, 0)
+            x = began.get((tp, after))
+            if x is None or after - before != 1 or x.leader != e.facts["to"]:
+                continue
+            # not clamped to the bracket: the monitor may see the new leader in another
+            # broker's metadata a few ms before the leader itself logs taking the epoch
+            lo_ns = x.t_ns - MARGIN_NS
+            hi_ns = x.t_ns + 1_000_000 + MARGIN_NS
+            logged_unclean = (tp, after) in unclean
+            deposed = _deposed(followed, starts, began.get((tp, before)), tp, after,
+                               e.facts["from"], rec.names.get(e.facts["from"]))
+            lo, hi = _near(rec, every_op, lo_ns, hi_ns)
+            events[i] = dataclasses.replace(
+                e, lo=lo, hi=hi,
+                lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
+                facts={**e.facts, "unclean": e.facts["unclean"] or logged_unclean,
+                       "start_offset": x.start_offset, "logged_s": round(x.t_ns / 1e9, 3),
+                       "logged_unclean": logged_unclean,
+                       **({} if deposed is None else {
+                           "deposed_ns": deposed.t_ns, "deposed_s": round(deposed.t_ns / 1e9, 3),
+                           "deposed_offset": deposed.start_offset})})
+        events.sort(key=lambda e: (e.lo, e.hi, e.kind))
+
+
+def _deposed(followed: list[Logged], starts: list[Logged], led: Logged | None,
+             tp: tuple[str, int], epoch: int, node: int, name: str | None) -> Logged | None:
+    """The line of node ``node`` (named ``name``) following ``tp`` in ``epoch`` or a later
+    one, the first: when the old leader learned it no longer led. None when there is none,
+    when its own line of taking the leadership (``led``) is not in the log, or when it
+    restarted between the two (dead, it acknowledged nothing meanwhile)."""
+    deposed = next((y for y in followed if y.tp == tp and y.leader == node
+                    and y.epoch >= epoch), None)
+    if deposed is None or led is None or any(
+            s.node == name and led.t_ns < s.t_ns < deposed.t_ns for s in starts):
+        return None
+    return deposed
+
+
+def _near(rec: ev.Record, every_op: tuple[Any, Any] | None, lo_ns: int, hi_ns: int
+          ) -> tuple[int, int]:
+    """The last line at or before ``lo_ns`` and the first at or after ``hi_ns``: of every
+    op's (``every_op``), or of the record's."""
+    if every_op is None:
+        return rec.index_before(lo_ns), rec.index_from(hi_ns)
+    import numpy as np
+
+    times, indexes = every_op
+    i = int(np.searchsorted(times, lo_ns, "right")) - 1
+    j = int(np.searchsorted(times, hi_ns, "left"))
+    return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else ev.END)
