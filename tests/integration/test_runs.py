@@ -382,8 +382,9 @@ def test_a_zombie_leader_acknowledges_writes_its_successor_never_had(tmp_path):
     assert all(began < e["op"] < heal.index for e in lost["examples"]), lost["examples"]
     # the monitor saw the zombie still name itself leader in its old epoch
     assert any(n == ids[zombie] for p in p0 for n, _ in p.get("stale_leaders") or []), p0
-    # each loss pinned on the election that replaced the zombie, or, for a write
-    # acknowledged after that election, on the zombie seen leading while it was in flight
+    # each loss pinned on the election that replaced the zombie: before it, or, for a write
+    # acknowledged after it, while the zombie still led by its own log; or on the zombie
+    # seen leading while the write was in flight
     examples = [ex for name in ("lost-write", "unseen")
                 for ex in res["anomalies"][name]["examples"]]
     _evidence(res, "unseen")
@@ -392,8 +393,12 @@ def test_a_zombie_leader_acknowledges_writes_its_successor_never_had(tmp_path):
         e = ex["evidence"]
         assert e["partition"] == "kafka-chaos-0", e
         assert (e["node"] if e["event"] == "zombie-leader" else e["from"]) == zombie, e
-        if e["event"] == "leader-change":
-            assert e["indexes"][1] >= ex["index"], (ex, e)  # it came after the ack
+        if e["event"] == "leader-change" and e["indexes"][1] < ex["index"]:
+            # acknowledged after the election: by the zombie, which by its own log led on
+            # until the cut healed (kafka_log: its "Follower ... starts at" line)
+            healing = next(op.time for op in ops if op.f == "heal")  # its invoke
+            assert e["deposed_ns"] >= healing and e["deposed_offset"] > ex["offset"], (
+                ex, e)
 
 
 def test_an_acks_1_loss_is_pinned_on_the_clean_election_that_caused_it(tmp_path):
