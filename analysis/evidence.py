@@ -29,12 +29,14 @@ straddles. A setting's toggle is "on" for an event only when the event lies insi
 stretch it was surely on (``Record.unclean_on(..., throughout=True)``).
 
 Where the brokers' logs share the history's clock (``analysis.kafka_log``), a leader change
-is located at the moment its new leader logged taking the epoch (``kafka_log.narrow``), not between two samples half a second apart, and a lost write's window starts
-at its delivery report's own time (``Case.ack_ns``), so the monitor's bracket no longer
-makes it straddle. The log also gives the new leader's log end offset as it began
-(``start_offset``): a lost write at or above it was not on the new leader; one below it may
-have been (doubt). A controller's "UNCLEAN partition change" line is Kafka's own word that
-the election was unclean, with the setting on or forced: no toggle need bracket it.
+is located at the moment its new leader logged taking the epoch (``kafka_log.narrow``), not
+between two samples half a second apart, and a lost write's window starts at its delivery
+report's own time (``Case.ack_ns``), so the monitor's bracket no longer makes it straddle.
+The log also says when the old leader learned it no longer led: a write it acknowledged
+after the new leader began, but before then, at an offset the new leader lacked, was lost
+by that change though its window starts after it (``mechanisms.deposed_ack``). A
+controller's "UNCLEAN partition change" line is Kafka's own word that the election was
+unclean, with the setting on or forced: no toggle need bracket it.
 
 Event kinds (``Event.kind``), per topic-partition:
 

@@ -66,15 +66,14 @@ class Case:
 
 def changes(rec: ev.Record, c: Case) -> list[ev.Event]:
     """Leader changes of the partition inside the window (after the write's delivery report
-    where the case knows it) whose new leader may have lacked the write: all, except those
-    the broker log says began their epoch with a log reaching past the write's offset (a
-    follower's log is a prefix of its leader's, so such a leader held the write unless
-    an earlier unclean election had made the logs diverge: ``carried``). And, by the broker
-    log, those the write's acknowledgement came during: after the new leader began without
-    the write's offset, before the old leader learned it no longer led, while its log held
-    that offset (``deposed_ack``)."""
-    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns)
-            if not reached(e, c)] + [
+    where the case knows it). A new leader whose log, the broker log says, already reached
+    the write's offset when it took the epoch is one too: the record at that offset may be
+    another (a deposed leader that never truncated its own tail, elected again: the
+    ``acks1-leader-move`` scenario). And, by the broker log, those the write's
+    acknowledgement came during: after the new leader began without the write's offset,
+    before the old leader learned it no longer led, while its log held that offset
+    (``deposed_ack``)."""
+    return rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi, after_ns=c.ack_ns) + [
         e for e in rec.of(c.tp, ev.LEADER_CHANGE, 0, c.hi, loose=True) if deposed_ack(e, c)]
 
 
@@ -89,21 +88,6 @@ def deposed_ack(e: ev.Event, c: Case) -> bool:
     return (c.ack_ns is not None and c.offset is not None and f.get("deposed_ns") is not None
             and e.lo_ns < c.ack_ns <= f["deposed_ns"] and e.hi <= c.hi
             and f["start_offset"] <= c.offset < f["deposed_offset"])
-
-
-def reached(e: ev.Event, c: Case) -> bool:
-    start = e.facts.get("start_offset")
-    return start is not None and c.offset is not None and c.ack_ns is not None \
-        and c.offset < start
-
-
-def carried(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """A leader change inside the window whose new leader, its broker log says, began its
-    epoch with the write's offset in its log: whether that was the write the record cannot
-    tell. Then elections the monitor never saw (``unseen``)."""
-    return next((e.stretch for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi,
-                                           after_ns=c.ack_ns) if reached(e, c)),
-                None) or unseen(rec, c)
 
 
 def leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:

@@ -149,7 +149,7 @@ RULES: tuple[Rule, ...] = (
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
-         evidence=m.leader_change, doubt=m.carried,
+         evidence=m.leader_change, doubt=m.unseen,
          mechanism="a leader change (or a zombie leader) of a partition",
          also=m.ACKS_BELOW_ALL_ALSO),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
@@ -172,7 +172,7 @@ RULES: tuple[Rule, ...] = (
          "if a topic is configured with only two replicas and one fails (i.e., only one in "
          "sync replica remains), then writes that specify acks=all will succeed. However, "
          "these writes could be lost if the remaining replica also fails.",
-         evidence=m.leader_alone_replaced, doubt=m.carried,
+         evidence=m.leader_alone_replaced, doubt=m.unseen,
          mechanism="a leader that was its partition's whole ISR replaced",
          also=m.RESUMED_BLIND),
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
