@@ -206,5 +206,8 @@ def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_pat
         for ex in writes["examples"]:
             e = ex["evidence"]
             assert e["event"] == "power-loss" and e["needed"] == e["nodes"], e
-            assert any(e["indexes"] == [inv.index, loss.index] for inv, loss in losses), e
+            # located within its op, where the op says its node died (cut_ns)
+            assert any(inv.index <= e["indexes"][0] <= e["indexes"][1] <= loss.index
+                       and [round(t / 1e9, 3) for t in loss.value["lost"][name]["cut_ns"]]
+                       == e["at_s"] for inv, loss in losses for name in loss.value["lost"]), e
     assert leftovers() == []
