@@ -49,11 +49,14 @@ def record(h: History) -> evidence.Record:
     rec = evidence.build(rows, header.get("nodes"), h.config)
     logs = [] if path is None or is_url(path) else kafka_log.server_logs(
         Path(path).parent.parent)  # <run dir>/history.parquet/ops.parquet
+    if not logs:
+        return rec
     unix_ns = kafka_log.usable(header, any(f.startswith("clock") for _, f, *_ in rec.nemesis))
-    if unix_ns is not None and logs:
-        lines = kafka_log.read(logs, unix_ns, (header.get("clock") or {}).get("utc_offset_s", 0))
-        if lines:
-            kafka_log.narrow(rec, lines, _every_op(path))
+    lines = kafka_log.read(logs, unix_ns or 0, (header.get("clock") or {}).get("utc_offset_s", 0))
+    if unix_ns is None:
+        kafka_log.mark_unclean(rec, lines)
+    elif lines:
+        kafka_log.narrow(rec, lines, _every_op(path))
     return rec
 
 

@@ -20,7 +20,9 @@ alone, at offsets below that log end. The second (``PartitionChangeBuilder``'s e
 replays it) is the controller's own word that the election was unclean, which it makes only
 with ``unclean.leader.election.enable`` on or when asked to (KIP-460).
 
-A log's times are only worth as much as its clock: they are read only for a run whose
+Which election a controller logged as unclean needs no clock: the partition and the leader
+epoch name it (``mark_unclean``), on every backend whose logs the run directory keeps. A
+log's times are only worth as much as its clock: they are read only for a run whose
 header's ``clock`` says the brokers share the runner's wall clock (``"brokers": "host"``:
 the local and docker backends), map to the history clock through its ``unix_ns`` (the wall
 time at history time 0), and are dropped for a run with clock faults (``clock-*`` ops move
@@ -104,8 +106,9 @@ def read(paths: Iterable[Path], unix_ns: int, utc_offset_s: int = 0) -> list[Log
 
 
 def _node(path: Path) -> str:
-    """The node a log is of: ``nodes/<name>/logs/server.log`` -> ``<name>``."""
-    return Path(path).parent.parent.name
+    """The node a log is of: ``nodes/<name>/[logs/]server.log`` -> ``<name>``."""
+    parts = Path(path).parts
+    return parts[len(parts) - 1 - parts[::-1].index("nodes") + 1] if "nodes" in parts else ""
 
 
 def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0,
@@ -156,8 +159,22 @@ def _when(line: str, utc_offset_s: int) -> int | None:
 
 
 def server_logs(run_dir: Path) -> list[Path]:
-    """The ``server.log`` files the local and docker backends keep in a run directory."""
-    return sorted(run_dir.glob("nodes/*/logs/server.log"))
+    """The ``server.log`` files a run directory keeps: ``nodes/<name>/logs/server.log`` of the
+    clusters the tool runs, ``nodes/<name>/server.log`` of an attached one's fetched logs."""
+    return sorted([*run_dir.glob("nodes/*/logs/server.log"), *run_dir.glob("nodes/*/server.log")])
+
+
+def mark_unclean(rec: ev.Record, logged: list[Logged]) -> None:
+    """The elections of ``rec`` a controller logged as unclean, by partition and leader epoch
+    alone (for logs whose times cannot be read on the history clock): the fact
+    ``logged_unclean``, and ``unclean``. The monitor's bracket still locates them."""
+    unclean = {(x.tp, x.epoch) for x in logged if x.kind == "unclean"}
+    for tp, events in rec.events.items():
+        for i, e in enumerate(events):
+            if e.kind == ev.LEADER_CHANGE and (tp, e.facts["epochs"][1]) in unclean \
+                    and e.facts["epochs"][1] - e.facts["epochs"][0] == 1:
+                events[i] = dataclasses.replace(e, facts={**e.facts, "unclean": True,
+                                                          "logged_unclean": True})
 
 
 def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | None) -> None:

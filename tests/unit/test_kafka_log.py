@@ -72,3 +72,21 @@ def test_a_broker_starting_is_read_as_a_start_of_its_node(tmp_path, line):
     assert kafka_log.server_logs(tmp_path) == [log]
     assert kafka_log.read([log], T0) == [kafka_log.Logged("start", None, -1, -1, 500_000_000,
                                                           node="n2")]
+
+
+def test_an_unclean_election_is_known_by_its_epoch_without_a_clock():
+    """An ssh cluster's logs, on a clock of their own: the controller's word still names the
+    election (partition, leader epoch) the monitor bracketed."""
+    from kafka_chaos.analysis import evidence
+
+    rows = []
+    for i, (leader, epoch, isr) in enumerate([(2, 1, [2]), (3, 2, [3])]):
+        rows.append({"op": 2 * i, "index": 2 * i + 1, "process": "monitor", "f": "cluster-state",
+                     "type": "ok", "inv": {}, "done": {"partitions": {"kafka-chaos": [
+                         {"partition": 0, "leader": leader, "leader_epoch": epoch,
+                          "replicas": [1, 2, 3], "isr": isr, "elr": []}]}},
+                     "invoke_time": 2 * i, "time": 2 * i + 1})
+    rec = evidence.build(rows, None, None)
+    kafka_log.mark_unclean(rec, kafka_log.read_lines([UNCLEAN.format(zone="")], 0))
+    [change] = rec.events[("kafka-chaos", 0)]
+    assert change.facts["logged_unclean"] is True and (change.lo, change.hi) == (0, 3)
