@@ -30,8 +30,9 @@ def test_acks1_writes_are_lost_in_a_planned_leader_move(request, tmp_path, versi
     an in-sync follower; no broker fails. With acks=1, on 3.9.1 and on 4.4.0, writes the old
     leader acknowledged alone are lost, each permitted by ``acks-below-all`` and pinned on
     that clean election (its ISR held the old leader and the new one), or, for what the new
-    leader acknowledged alone, on the clean election that restores the old one. With acks=all those
-    writes are never acknowledged (the leader waits for its ISR): valid, nothing lost."""
+    leader acknowledged alone, on the clean election that restores the old one. With
+    acks=all those writes are never acknowledged (the leader waits for its ISR): valid,
+    nothing lost."""
     _, args = prepare(request, "local", dist.resolve(version), [["broker", "controller"]] * 3,
                       tmp_path / "hosts.yaml")
     proc = kafka_chaos("run", *args, "--scenario", "acks1-leader-move", "--acks", acks,
