@@ -66,7 +66,9 @@ Event kinds (``Event.kind``), per topic-partition:
   ``MAX_BLIND_NS`` before it shows the partition), ``down`` (nodes an earlier power loss
   took down and no op has started since, a ``start``, ``roll`` or ``heal-all`` counting for
   the nodes it says it started, any other op for every node: whatever they had, they hold
-  nothing written since, and their un-fsynced data went then), ``every_replica`` (those
+  nothing written since, and their un-fsynced data went then), ``killed`` (nodes a ``kill``
+  or ``stop`` took down and nothing has started since: they died, though they keep what
+  they had), ``every_replica`` (those
   and the nodes that lost bytes of it are all its replicas: those of the sample nearest
   before the op, any age, or with none, as many nodes as the run's replication factor; no
   ISR can have kept a record then, whatever the samples say).
@@ -164,7 +166,8 @@ class Event:
                 "indexes": [self.lo, None if self.hi >= END else self.hi], **facts}
 
 
-_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down")
+_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down",
+               "killed")
 
 
 def _named(value: Any, names: dict[int, str]) -> Any:
@@ -436,12 +439,17 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                     states: dict[TP, list[tuple[dict, dict]]]) -> None:
     by_op = sorted(ops, key=lambda r: r["op"])
     down: set[int] = set()  # nodes a power loss took down, not started since
+    killed: set[int] = set()  # nodes a kill or stop took down, not started since
     for i, r in enumerate(by_op):
         f, typ, done = r["f"], r["type"], r["done"]
         if f not in _NOT_STARTING:
             started = _started_nodes(r)
-            down.difference_update(down if started is None else
-                                   {ids[n] for n in started if n in ids})
+            for dead in (down, killed):
+                dead.difference_update(dead if started is None else
+                                       {ids[n] for n in started if n in ids})
+        if f in ("kill", "stop") and typ == "ok" and isinstance(done, dict):
+            killed.update(ids[n] for n in done.get("killed") or done.get("stopped") or ()
+                          if n in ids)
         # a toggle or an election whose outcome the record lacks (``info``, or ``pending``:
         # a live check's prefix, a crashed run) may have taken effect: doubt, never nothing
         if f == "unclean-on" and typ in ("ok", "info", "pending"):
@@ -469,8 +477,9 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                 (r["op"], END if r["index"] is None else r["index"]))
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
-            _power_loss(rec, r, done, ids, states, frozenset(down))
+            _power_loss(rec, r, done, ids, states, frozenset(down), frozenset(killed - down))
             down.update(ids[n] for n in done.get("lost") or () if n in ids)
+            killed.difference_update(down)
         elif f == "lose-unfsynced" and typ in ("info", "pending"):
             # it raised or never returned: the power may have gone, on any partition
             rec.power_losses = True
@@ -619,7 +628,8 @@ def _scope(r: dict) -> str:
 
 
 def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
-                states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int]) -> None:
+                states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int],
+                killed: frozenset[int] = frozenset()) -> None:
     lost: dict[TP, dict[str, int]] = {}
     for name, what in (done.get("lost") or {}).items():
         for log, n in ((what or {}).get("logs") or {}).items():
@@ -630,7 +640,8 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
                 f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
         nodes = sorted(ids[n] for n in by_name if n in ids)
-        gone = set(nodes) | down
+        dead = killed - set(nodes)
+        gone = set(nodes) | down | dead
         # the span in which each cut node died and lost its bytes, where the op timed it
         # (nothing it lost can have been acknowledged by it after: it was dead)
         cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
@@ -641,9 +652,10 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         rec.events.setdefault(tp, []).append(Event(
             POWER_LOSS, tp, lo, hi, lo_ns, hi_ns,
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
+             "killed": sorted(dead),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
              "every_replica": _every_replica(states.get(tp, []), r, gone,
-                                             len(by_name) + len(down - set(nodes)),
+                                             len(by_name) + len(down - set(nodes)) + len(dead),
                                              rec.replication_factor)}))
 
 

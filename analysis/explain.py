@@ -177,7 +177,9 @@ _EVIDENCE: dict[str, Callable[[dict], str]] = {
     "power-loss": lambda e: (f"the power loss of {_nodes(e['nodes'])} on {e['partition']} "
                              f"{_when(e)} ({sum(e['bytes'].values())} bytes of its log lost), "
                              f"which had every replica of its ISR and ELR "
-                             f"{_nodes(e.get('needed'))}"),
+                             f"{_nodes(e.get('needed'))}"
+                             + (f" with {_nodes(e['down'] + e['killed'])} down"
+                                if e.get("down") or e.get("killed") else "")),
     "request-duplicated": lambda e: (f"{e['requests']} Produce request(s) of {e['partition']} "
                                      f"sent twice by the proxy {_when(e)}"),
     "late-produce": lambda e: (f"a Produce of {e['client']} to {e['partition']} the proxy "

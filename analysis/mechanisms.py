@@ -174,15 +174,17 @@ def leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
 
 
 def in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Power losses within the window that truncated the partition's log on every replica
-    that had every acknowledged record: the ISR and ELR of the last sample before it (the
-    last known leader when both were empty, KIP-966), or every replica it has (then no
-    sample is needed); a node an earlier power loss took down, not started since, counts
-    as cut (it holds nothing written since, and lost its un-fsynced data then)."""
+    """Power losses within the window after which every replica that had every acknowledged
+    record was dead: the ISR and ELR of the last sample before it (the last known leader when
+    both were empty, KIP-966), or every replica it has (then no sample is needed). A node
+    the loss cut, one an earlier power loss took down (it holds nothing written since, and
+    lost its un-fsynced data then) or one a kill or stop took down, none started since,
+    counts: Kafka's design doc drops the guarantee once all the nodes replicating a
+    partition die, whichever way they died."""
     return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
             if e.facts.get("every_replica")
-            or (e.facts["needed"] and set(e.facts["needed"])
-                <= set(e.facts["nodes"]) | set(e.facts.get("down", ())))]
+            or (e.facts["needed"] and set(e.facts["needed"]) <= set(e.facts["nodes"])
+                | set(e.facts.get("down", ())) | set(e.facts.get("killed", ())))]
 
 
 def proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:

@@ -178,15 +178,15 @@ RULES: tuple[Rule, ...] = (
     Rule("last-in-sync-replica-lost-power", TRUNCATION,
          lambda c: bool(c.get("power_losses")),
          "Kafka does not fsync each write, and every replica that had the write (the ISR, "
-         "and the eligible leader replicas of KIP-966) lost its un-fsynced data in a power "
-         "loss",
+         "and the eligible leader replicas of KIP-966) died, at least one losing its "
+         "un-fsynced data in a power loss",
          "Kafka design doc, Unclean leader election: What if they all die?; KIP-966",
          "Note that Kafka's guarantee with respect to data loss is predicated on at least one "
          "replica remaining in sync. If all the nodes replicating a partition die, this "
          "guarantee no longer holds.",
          evidence=m.in_sync_replicas_lost_power, doubt=m.power_loss_unjudged,
          applies=m.power_applies,
-         mechanism="a power loss of every replica that had the writes",
+         mechanism="a power loss while every other replica that had the writes was down",
          also=m.RESUMED_BLIND),
     Rule("proxy-duplicated-produce", ("duplicate",),
          lambda c: bool(c.get("proxy")) and not c.get("idempotence"),

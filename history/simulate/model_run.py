@@ -28,7 +28,7 @@ import dataclasses
 from pathlib import Path
 from typing import Literal
 
-from kafka_chaos.history.simulate.replication import POWER_LOSS, Partition
+from kafka_chaos.history.simulate.replication import ACKS_BELOW_ALL, POWER_LOSS, Partition
 from kafka_chaos.history.writer import HistoryWriter
 
 TOPIC = "kafka-chaos"
@@ -71,9 +71,8 @@ class Truth:
         """The verdict the record supports for this value: None (no finding: it is in the
         log), ``permitted`` (lost, and the record shows the event that lost it inside its
         window), ``unexplained`` (lost by a documented mechanism the record cannot show),
-        ``documented`` (a power loss the record shows, though not of every replica that had
-        the value: Kafka's design doc drops the guarantee once every replica died, which no
-        rule of the verdict reads yet)."""
+        ``documented`` (a power loss the record shows while a replica that had the value
+        still ran: the model loses nothing so unless it is wrong)."""
         if self.mechanism is None:
             return None
         if self.mechanism == POWER_LOSS and self.shown is False:
@@ -85,13 +84,14 @@ class Truth:
 class _PowerLoss:
     """A lose-power op that cut a partition's log: its times (ns), the node, the ISR and ELR
     of the last sample before it (None: none in ``BLIND_NS``), the nodes down since earlier
-    power losses of the partition."""
+    power losses of the partition, and the others dead then (killed, not started since)."""
 
     invoked_ns: int
     done_ns: int
     node: int
     needed: frozenset[int] | None
     down: frozenset[int]
+    dead: frozenset[int] = frozenset()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -133,8 +133,8 @@ class _Run:
         self.hidden_until = [0] * len(cases)
         self.waiting: dict[int, tuple[int, int]] = {}  # acks=all value -> (key, process)
         self.keys: dict[int, int] = {}  # value -> key
-        # (ns, leader epoch, ISR and ELR) of every sample that showed the partition
-        self.seen: list[list[tuple[int, int, frozenset[int]]]] = [[] for _ in cases]
+        # (ns, leader epoch, ISR and ELR, live leader or -1) of every sample that showed it
+        self.seen: list[list[tuple[int, int, frozenset[int], int]]] = [[] for _ in cases]
         self.down: list[set[int]] = [set() for _ in cases]  # power lost, not started since
         # each lose-power op of a partition that cut its log: (invoke ns, completion ns,
         # what the record shows of who had every acknowledged value: _PowerLoss)
@@ -245,8 +245,9 @@ class _Run:
         self.write("nemesis", "ok", f, done)
         if kind == "lose-power":
             if lost:
-                self.losses[p].append(_PowerLoss(invoked, self.now - 1000, node,
-                                                 self._needed(p), frozenset(self.down[p])))
+                self.losses[p].append(_PowerLoss(
+                    invoked, self.now - 1000, node, self._needed(p), frozenset(self.down[p]),
+                    frozenset(n for n, r in model.replicas.items() if not r.alive) - {node}))
             self.down[p].add(node)
         self.sample(f"after {f}")
 
@@ -257,7 +258,8 @@ class _Run:
             if self.now < self.hidden_until[p]:
                 continue
             live = model.leader is not None and model.replicas[model.leader].alive
-            self.seen[p].append((self.now, model.epoch, frozenset(model.isr | model.elr)))
+            self.seen[p].append((self.now, model.epoch, frozenset(model.isr | model.elr),
+                                 model.leader if live else -1))
             parts.append({"partition": p, "leader": model.leader if live else -1,
                           "leader_epoch": model.epoch, "replicas": list(nodes_of(p)),
                           "isr": sorted(model.isr), "elr": sorted(model.elr),
@@ -314,7 +316,8 @@ class _Run:
             for value, mechanism in model.fate().items():
                 epoch = model.lost_epoch.get(value)
                 shown = (None if mechanism is None else self.power_shown(p, value)
-                         if mechanism == POWER_LOSS else self.shown(p, value, epoch))
+                         if mechanism == POWER_LOSS else self.any_change_shown(p, value)
+                         if mechanism == ACKS_BELOW_ALL else self.shown(p, value, epoch))
                 out.append(Truth(p, value, mechanism, epoch, shown))
         return out
 
@@ -322,14 +325,15 @@ class _Run:
         """Whether the record shows a power loss of every replica that had ``value``: one
         that cut the partition's log after the value's acknowledgement and before the final
         reads, the last sample before it (at most ``BLIND_NS`` old) naming in-sync and
-        eligible replicas that all lost power in it or in an earlier one and stayed down, or
-        every replica lost power so. None: the record shows such losses but no sample of who
+        eligible replicas that all lost power in it or were down then (an earlier power loss
+        or a kill, not started since: Kafka's design doc drops the guarantee once they all
+        die), or every replica so. None: the record shows such losses but no sample of who
         was in sync before them (doubt)."""
         doubt = False
         for loss in self.losses[p]:
             if loss.done_ns < self.acked_at[value] or loss.invoked_ns > self.final_at:
                 continue
-            gone = {loss.node} | loss.down
+            gone = {loss.node} | loss.down | loss.dead
             if gone >= set(nodes_of(p)) or (loss.needed and loss.needed <= gone):
                 return True
             doubt = doubt or loss.needed is None
@@ -342,9 +346,27 @@ class _Run:
         and the two are at most ``BLIND_NS`` apart."""
         if epoch is None:
             return False
-        before = [t for t, e, _ in self.seen[p] if e < epoch]
-        after = [t for t, e, _ in self.seen[p] if e >= epoch]
+        before = [t for t, e, *_ in self.seen[p] if e < epoch]
+        after = [t for t, e, *_ in self.seen[p] if e >= epoch]
         if not before or not after:
             return False
         lo, hi = before[-1], after[0]
         return (self.acked_at[value] < lo and hi < self.final_at and hi - lo <= BLIND_NS)
+
+    def any_change_shown(self, p: int, value: int) -> bool:
+        """Whether the samples show any leader change of the partition inside ``value``'s
+        window, the one that lost it or a later one: ``acks=1`` documents the loss of what a
+        leader had not replicated when leadership changes, and the record cannot tell which
+        change took a value. A change is two consecutive samples, at most ``BLIND_NS`` apart,
+        the second naming a live leader other than the last live one the samples named, in a
+        later epoch; the first taken after the acknowledgement, the second before the final
+        reads."""
+        seen = self.seen[p]
+        last = seen[0][3] if seen and seen[0][3] >= 0 else None  # the last live leader named
+        for (ta, ea, _, _), (tb, eb, _, lb) in zip(seen, seen[1:]):
+            if lb >= 0:
+                if (last is not None and lb != last and eb > ea and tb - ta <= BLIND_NS
+                        and self.acked_at[value] < ta and tb < self.final_at):
+                    return True
+                last = lb
+        return False

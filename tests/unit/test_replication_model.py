@@ -157,3 +157,17 @@ def test_a_broker_back_from_an_unclean_shutdown_is_no_longer_eligible() -> None:
     assert p.leader is None and p.elr == {3}
     p.start(3)
     assert p.leader == 3 and p.fate() == {1: None}
+
+
+def test_an_acks_1_loss_is_shown_by_any_later_leader_change_the_samples_see(tmp_path) -> None:
+    """The property test's first disagreement (2026-11-29): the election that lost the write
+    came while the monitor was blind, a later one in its sight. acks=1 documents the loss of
+    what a leader had not replicated when leadership changes, and the record cannot tell
+    which change took a value: the later one shows the mechanism (the verdict permits)."""
+    # blind for 6 s: longer than the 5 s the verdict reads as a located bracket
+    cases = [[Step(450, "produce"), Step(600, "blind", 0, 6000), Step(900, "kill", 0),
+              Step(1000, "start", 0), Step(8000, "kill", 1)],
+             [Step(450, "produce"), Step(600, "blind", 0, 6000), Step(900, "kill", 0)]]
+    truth = generate(tmp_path / "history.jsonl", cases, Config(acks="1"))
+    assert [(t.key, t.mechanism, t.epoch, t.expected) for t in truth] == [
+        (0, ACKS_BELOW_ALL, 1, "permitted"), (1, ACKS_BELOW_ALL, 1, "unexplained")]

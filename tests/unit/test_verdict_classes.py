@@ -443,6 +443,33 @@ def test_a_power_loss_of_every_replica_needs_no_sample_of_the_isr(cut, seen, out
         assert verdict["rule"] == "last-in-sync-replica-lost-power"
 
 
+@pytest.mark.parametrize("killed, started, outcome", [
+    ("n2", None, PERMITTED),     # n2 killed, n1 lost power: every in-sync replica died
+    (None, None, VIOLATION),     # n2 ran on: it had the write, so no guarantee was dropped
+    ("n2", "n2", VIOLATION),     # n2 was started again before the power loss
+])
+def test_a_power_loss_after_the_other_in_sync_replica_was_killed_drops_the_guarantee(
+        killed, started, outcome):
+    """The reference model's disagreement (issue 49, property test, 2026-11-29): Kafka's
+    design doc drops its guarantee once all the nodes replicating a partition die, by a kill
+    as much as by a power loss; the verdict called such a loss a violation."""
+    r = Rec().sample(t0=(1, 1, [1, 2]))
+    lo = r.at
+    if killed:
+        r.nemesis("kill", {"target": [2]}, {"killed": [killed]})
+    if started:
+        r.nemesis("start", None, {"started": [started]})
+    r.sample(t0=(1, 1, [1, 2]))
+    r.power_loss({"n1": ["t-0"]})
+    r.sample(t0=(3, 2, [3]))
+    hi = r.at
+    r.sample(t0=(3, 2, [3]))
+    verdict = judged(r.build(replication_factor=3), T0, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["evidence"].facts["killed"] == [2]
+
+
 @pytest.mark.parametrize("between, outcome", [
     (None, PERMITTED),       # n3 lost power first and stayed down: it holds nothing since
     (("start", {"started": ["n3"]}, "ok"), VIOLATION),  # n3 ran again: it may have the write
