@@ -151,6 +151,7 @@ def test_a_leader_change_while_the_send_op_was_open_leaves_the_loss_unexplained(
     sample(x)
     x.send(0, [(0, 100)])
     x.invoke(0, "send", [["send", 0, 101]])
+    sample(x)  # the old leader, after the send's invoke: the change lies inside the op
     sample(x, moved)
     x.complete(0, "ok", "send", [["send", 0, [x.ack(0, 101, None), 101]]])
     sample(x, moved)
@@ -218,6 +219,8 @@ def test_a_poll_stepping_back_is_judged_from_when_its_first_record_was_written(
     x = q(acks="1", idempotence=False)
     sample(x, moved if change == "before the write" else None)
     x.send(0, [(0, 100)]).send(0, [(0, 101)])
+    if change == "after the write":  # the last sample of the old leader after 101's write
+        sample(x)
     sample(x, moved)
     x.send(1, [(0, 201)], offsets=[1])
     sample(x, moved)
@@ -244,12 +247,12 @@ def isr_alone(x: Q) -> Q:
 def test_an_unclean_election_permits_loss_only_where_the_setting_was_on(run, toggled, outcome):
     """Defect 2 of the issue: an unclean-on of topic u permitted a loss on topic t."""
     def between(x: Q) -> Q:
-        isr_alone(x)
-        if toggled:
+        if toggled:  # on before the last sample of the old leader: surely on for the change
             target = "cluster" if toggled == "cluster" else "topic"
             value = {"target": target, "topic": toggled if toggled != "cluster" else T}
             x.nemesis("unclean-on", value, {**value, "unclean.leader.election.enable": True,
                                             "read_back": "true"})
+        isr_alone(x)
         return sample(x, UNCLEAN)
     x = lost_one(q(min_insync_replicas=1), before=isr_alone, between=between)
     a = lost(run(x))
@@ -453,6 +456,8 @@ def _ack_case(run, *, moved_before_ack: bool) -> dict:
     if moved_before_ack:
         sample(x, moved)
     ack_ns = len(x.lines) * 1_000_000 + 500_000  # between the last line and the next
+    if not moved_before_ack:  # the old leader still leads after the report: the change after
+        sample(x)
     sample(x, moved)
     x.complete(0, "info", "send", [["send", 0, [x.ack(0, 101, None), 101, ack_ns]],
                                    ["send", 1, [None, 102]]], "_MSG_TIMED_OUT")
