@@ -50,7 +50,10 @@ def test_a_forbidden_loss_stops_the_run_early_and_the_verdict_is_the_batch_one(t
     # that step or the restart of step 4 have returned; the 90 s tail was cut short
     assert 2 <= facts["scenario"]["steps_done"] <= 4, facts["scenario"]
     assert "unmet" not in facts["scenario"], facts["scenario"]
-    assert facts["workload_s"] < 75, facts["workload_s"]
+    # the tail alone is 90 s after step 4 (itself 20-30 s in): under 100 s it was cut short
+    # (75 s was too tight beside a Spark test on the other worker: 79.8 s, its first live
+    # check taking 38 s)
+    assert facts["workload_s"] < 100, facts["workload_s"]
     assert facts["live"]["stopped_at_s"] < facts["workload_s"]
     # the console wraps log lines and puts the logging call's place on the first one
     said = " ".join(w for w in proc.stdout.split() if not re.fullmatch(r"\w+\.py:\d+", w))
