@@ -429,9 +429,10 @@ def test_an_acks_1_loss_is_pinned_on_the_clean_election_that_caused_it(tmp_path)
     ops = _ops(tmp_path)
     [kill] = [op for op in ops if op.f == "kill" and op.type.value == "ok"]
     assert kill.value["killed"] == [old] and facts["heal_left"] == []
-    # the monitor saw its last sample after the final reads
-    last = [op for op in ops if op.process == "monitor" and op.type.value == "invoke"][-1]
-    assert last.value["trigger"] == "after final reads"
+    # the monitor sampled after the final reads (a periodic sample queued meanwhile may
+    # follow that one)
+    last = [op for op in ops if op.process == "monitor" and op.type.value == "invoke"][-2:]
+    assert "after final reads" in [op.value["trigger"] for op in last], last
 
 
 def test_a_scenario_whose_precondition_fails_ends_unknown(tmp_path):
