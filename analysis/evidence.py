@@ -238,6 +238,20 @@ class Record:
         i = bisect.bisect_right(self.clock, (t_ns, END)) - 1
         return self.clock[i][1] if i >= 0 else 0
 
+    def locate(self, lo_ns: int, hi_ns: int, every_op: tuple[Any, Any] | None = None
+               ) -> tuple[int, int]:
+        """The last line at or before ``lo_ns`` and the first at or after ``hi_ns`` (ns): of
+        ``every_op`` (``(times, indexes)`` of every line of the history in index order,
+        numpy arrays), or of the record's own ops without it."""
+        if every_op is None:
+            return self.index_before(lo_ns), self.index_from(hi_ns)
+        import numpy as np
+
+        times, indexes = every_op
+        i = int(np.searchsorted(times, lo_ns, "right")) - 1
+        j = int(np.searchsorted(times, hi_ns, "left"))
+        return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else END)
+
     def index_from(self, t_ns: int) -> int:
         """The first index of the record's ops (invokes and completions) at or after time
         ``t_ns`` (ns since the run's start), or ``END``. An event whose ``lo`` is at or after
@@ -652,6 +666,7 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         rec.events.setdefault(tp, []).append(Event(
             POWER_LOSS, tp, lo, hi, lo_ns, hi_ns,
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
+             "cut": (lo_ns, hi_ns) != (r["invoke_time"], r["time"]),
              "killed": sorted(dead),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
              "every_replica": _every_replica(states.get(tp, []), r, gone,
@@ -699,3 +714,15 @@ def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,
     # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
     # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
     return sorted(needed or set(p.get("last_known_elr") or []))
+
+
+def relocate(rec: Record, every_op: tuple[Any, Any]) -> None:
+    """Locate among every line of the history (``Record.locate``) the power losses the
+    record's own ops locate only coarsely: those whose op timed where its nodes died
+    (``cut``), a moment between two of the record's ops."""
+    for tp, events in rec.events.items():
+        for i, e in enumerate(events):
+            if e.kind == POWER_LOSS and e.facts.get("cut"):
+                lo, hi = rec.locate(e.lo_ns, e.hi_ns, every_op)
+                events[i] = dataclasses.replace(e, lo=max(e.lo, lo), hi=min(e.hi, hi))
+        events.sort(key=lambda e: (e.lo, e.hi, e.kind))

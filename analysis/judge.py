@@ -47,16 +47,20 @@ def record(h: History) -> evidence.Record:
             use_threads=False).to_pylist()
     header = h.header or {}
     rec = evidence.build(rows, header.get("nodes"), h.config)
-    logs = [] if path is None or is_url(path) else kafka_log.server_logs(
-        Path(path).parent.parent)  # <run dir>/history.parquet/ops.parquet
-    if not logs:
+    local = path is not None and not is_url(path)
+    every_op = None
+    if local and any(e.facts.get("cut") for es in rec.events.values() for e in es):
+        every_op = _every_op(path)
+        evidence.relocate(rec, every_op)
+    logs = kafka_log.server_logs(Path(path).parent.parent) if local else []
+    if not logs:  # <run dir>/history.parquet/ops.parquet: the logs are in <run dir>/nodes
         return rec
     unix_ns = kafka_log.usable(header, any(f.startswith("clock") for _, f, *_ in rec.nemesis))
     lines = kafka_log.read(logs, unix_ns or 0, (header.get("clock") or {}).get("utc_offset_s", 0))
     if unix_ns is None:
         kafka_log.mark_unclean(rec, lines)
     elif lines:
-        kafka_log.narrow(rec, lines, _every_op(path))
+        kafka_log.narrow(rec, lines, every_op if every_op is not None else _every_op(path))
     return rec
 
 

@@ -215,7 +215,7 @@ def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | Non
             logged_unclean = (tp, after) in unclean
             deposed = _deposed(followed, starts, began.get((tp, before)), tp, after,
                                e.facts["from"], rec.names.get(e.facts["from"]))
-            lo, hi = _near(rec, every_op, lo_ns, hi_ns)
+            lo, hi = rec.locate(lo_ns, hi_ns, every_op)
             events[i] = dataclasses.replace(
                 e, lo=lo, hi=hi,
                 lo_ns=lo_ns, hi_ns=hi_ns, wide=False,
@@ -240,17 +240,3 @@ def _deposed(followed: list[Logged], starts: list[Logged], led: Logged | None,
             s.node == name and led.t_ns < s.t_ns < deposed.t_ns for s in starts):
         return None
     return deposed
-
-
-def _near(rec: ev.Record, every_op: tuple[Any, Any] | None, lo_ns: int, hi_ns: int
-          ) -> tuple[int, int]:
-    """The last line at or before ``lo_ns`` and the first at or after ``hi_ns``: of every
-    op's (``every_op``), or of the record's."""
-    if every_op is None:
-        return rec.index_before(lo_ns), rec.index_from(hi_ns)
-    import numpy as np
-
-    times, indexes = every_op
-    i = int(np.searchsorted(times, lo_ns, "right")) - 1
-    j = int(np.searchsorted(times, hi_ns, "left"))
-    return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else ev.END)
