@@ -126,14 +126,14 @@ def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0,
             continue
         t -= unix_ns
         if (m := _LEADER.search(line)) is not None:
-            node, topic, p, epoch, start, hw, isr = m.groups()
-            out.append(Logged("leader", (topic, int(p)), int(epoch), int(node), t,
+            broker, topic, p, epoch, start, hw, isr = m.groups()
+            out.append(Logged("leader", (topic, int(p)), int(epoch), int(broker), t,
                               int(start), int(hw), tuple(int(x) for x in isr.split(",") if x)))
         elif _START.search(line) is not None:
             out.append(Logged("start", None, -1, -1, t, node=node))
         elif (m := _FOLLOWER.search(line)) is not None:
-            node, topic, p, epoch, start, hw = m.groups()
-            out.append(Logged("follower", (topic, int(p)), int(epoch), int(node), t,
+            broker, topic, p, epoch, start, hw = m.groups()
+            out.append(Logged("follower", (topic, int(p)), int(epoch), int(broker), t,
                               int(start), int(hw)))
         elif (m := _UNCLEAN.search(line)) is not None:
             topic, p, _, leader, _, epoch = m.groups()

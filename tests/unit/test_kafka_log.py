@@ -90,3 +90,16 @@ def test_an_unclean_election_is_known_by_its_epoch_without_a_clock():
     kafka_log.mark_unclean(rec, kafka_log.read_lines([UNCLEAN.format(zone="")], 0))
     [change] = rec.events[("kafka-chaos", 0)]
     assert change.facts["logged_unclean"] is True and (change.lo, change.hi) == (0, 3)
+
+
+def test_a_restart_after_election_lines_still_names_the_logs_own_node(tmp_path):
+    """A broker that led, then restarted: its start line, after lines naming brokers by id,
+    is still of the node whose log it is (a restart is what disqualifies a deposed leader)."""
+    log = tmp_path / "nodes" / "n3" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    start = ("[2026-11-29 11:50:00,000Z] INFO Registered `kafka:type=kafka.Log4jController` "
+             "MBean (org.apache.kafka.server.logger.Log4jControllerRegistration)\n")
+    log.write_text(LEADER.format(zone="Z") + start)
+    [leader, started] = kafka_log.read([log], T0)
+    assert (leader.kind, leader.leader) == ("leader", 3)
+    assert (started.kind, started.node) == ("start", "n3")
