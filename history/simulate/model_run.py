@@ -111,10 +111,17 @@ def nodes_of(partition: int) -> tuple[int, int, int]:
     return (3 * partition + 1, 3 * partition + 2, 3 * partition + 3)
 
 
-def generate(path: Path, cases: list[list[Step]], config: Config) -> list[Truth]:
+def generate(path: Path, cases: list[list[Step]], config: Config,
+             elr: list[bool] | None = None) -> list[Truth]:
     """Write ``path`` (a format-2 ``history.jsonl``; ``FileExistsError`` if it exists) for
-    ``cases`` under ``config``; return the truth of every acknowledged value."""
-    run = _Run(path, cases, config)
+    ``cases`` under ``config``; return the truth of every acknowledged value.
+
+    ``elr`` (one per case) says whether that case's brokers keep an ELR (KIP-966), in place
+    of ``config.elr``: the record shows the ELR per partition in its samples and no setting
+    names it, so cases that differ only by it can share one analysis."""
+    if elr is not None and len(elr) != len(cases):
+        raise ValueError(f"elr has {len(elr)} entries for {len(cases)} cases")
+    run = _Run(path, cases, config, elr)
     try:
         run.play()
     finally:
@@ -123,9 +130,11 @@ def generate(path: Path, cases: list[list[Step]], config: Config) -> list[Truth]
 
 
 class _Run:
-    def __init__(self, path: Path, cases: list[list[Step]], config: Config) -> None:
+    def __init__(self, path: Path, cases: list[list[Step]], config: Config,
+                 elr: list[bool] | None) -> None:
         self.cases, self.config = cases, config
-        self.models = [Partition(nodes_of(p), config.min_isr, config.unclean, config.elr)
+        elr = [config.elr] * len(cases) if elr is None else elr
+        self.models = [Partition(nodes_of(p), config.min_isr, config.unclean, elr[p])
                        for p in range(len(cases))]
         self.now = 0
         self.value = 0
@@ -224,7 +233,7 @@ class _Run:
     def nemesis(self, p: int, kind: str, node: int) -> None:
         model = self.models[p]
         f = {"kill": "kill", "lose-power": "lose-unfsynced", "start": "start"}[kind]
-        self.sample(f"before {f}")  # as the runner's scheduler does (issue 49, class 1)
+        self.sample(f"before {f}", p)  # as the runner's scheduler does (issue 49, class 1)
         self.write("nemesis", "invoke", f, {"target": [node]})
         invoked = self.now - 1000
         if kind == "kill":
@@ -249,13 +258,16 @@ class _Run:
                     invoked, self.now - 1000, node, self._needed(p), frozenset(self.down[p]),
                     frozenset(n for n, r in model.replicas.items() if not r.alive) - {node}))
             self.down[p].add(node)
-        self.sample(f"after {f}")
+        self.sample(f"after {f}", p)
 
-    def sample(self, trigger: str) -> None:
+    def sample(self, trigger: str, only: int | None = None) -> None:
+        """A monitor sample of every partition, or of partition ``only``: a nemesis op's
+        samples describe the partition whose brokers it touched, since the others share no
+        broker with it (and a history of N cases would otherwise hold O(N²) states)."""
         self.write("monitor", "invoke", "cluster-state", {"trigger": trigger})
         parts = []
         for p, model in enumerate(self.models):
-            if self.now < self.hidden_until[p]:
+            if only is not None and p != only or self.now < self.hidden_until[p]:
                 continue
             live = model.leader is not None and model.replicas[model.leader].alive
             self.seen[p].append((self.now, model.epoch, frozenset(model.isr | model.elr),
@@ -266,7 +278,8 @@ class _Run:
                           "last_known_elr": [],
                           "offline": [n for n, r in model.replicas.items() if not r.alive],
                           **({"hw": model.hw, "lso": model.hw} if live else {})})
-        answering = {str(n): r.alive for model in self.models for n, r in model.replicas.items()}
+        answering = {str(n): r.alive for p, model in enumerate(self.models)
+                     if only is None or p == only for n, r in model.replicas.items()}
         self.write("monitor", "ok", "cluster-state", {
             "answering": answering, "partitions": {TOPIC: parts}, "controller": None,
             "took_ms": 1})
