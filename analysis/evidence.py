@@ -63,12 +63,15 @@ Event kinds (``Event.kind``), per topic-partition:
   ISR and ELR of the last sample before the op, the ISR as the op itself read it just before
   the loss where it found one node alone, or the last known leader when both were empty:
   the replicas that had every acknowledged record; None when no sample in the
-  ``MAX_BLIND_NS`` before it shows the partition), ``down`` (nodes an earlier power loss
+  ``MAX_BLIND_NS`` before it shows the partition), ``leader`` (that sample's leader; None
+  without one), ``sampled_ns``, ``sampled`` (when that ISR was read: ns, index), ``down`` (nodes an earlier power loss
   took down and no op has started since, a ``start``, ``roll`` or ``heal-all`` counting for
   the nodes it says it started, any other op for every node: whatever they had, they hold
   nothing written since, and their un-fsynced data went then), ``killed`` (nodes a ``kill``
   or ``stop`` took down and nothing has started since: they died, though they keep what
-  they had), ``every_replica`` (those
+  they had), ``maybe_down`` (nodes a ``kill``, ``stop`` or ``lose-unfsynced`` that ended
+  ``info`` or never ended may have taken down, nothing started since: doubt, never counted),
+  ``every_replica_maybe`` (every replica only with those), ``every_replica`` (those
   and the nodes that lost bytes of it are all its replicas: those of the sample nearest
   before the op, any age, or with none, as many nodes as the run's replication factor; no
   ISR can have kept a record then, whatever the samples say).
@@ -167,7 +170,7 @@ class Event:
 
 
 _NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down",
-               "killed")
+               "killed", "maybe_down")
 
 
 def _named(value: Any, names: dict[int, str]) -> Any:
@@ -221,6 +224,9 @@ class Record:
     power_losses: bool = False
     power_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     replication_factor: int | None = None
+    #: the fewest replicas an acknowledged write was on: ``min.insync.replicas`` under
+    #: acks=all, else (or with the configuration unknown) the leader alone
+    acked_on: int = 1
     clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
@@ -339,7 +345,9 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
     """
     rec = Record(names={int(k): v.get("name", str(k)) for k, v in (nodes or {}).items()},
                  unclean_config=bool((config or {}).get("unclean_leader_election")),
-                 replication_factor=(config or {}).get("replication_factor"))
+                 replication_factor=(config or {}).get("replication_factor"),
+                 acked_on=int((config or {}).get("min_insync_replicas") or 1)
+                 if str((config or {}).get("acks")) == "all" else 1)
     ids = {name: i for i, name in rec.names.items()}
     rows = sorted(({**r, "inv": _parsed(r.get("inv")), "done": _parsed(r.get("done"))}
                    for r in rows), key=lambda r: r["op"])
@@ -454,16 +462,19 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     by_op = sorted(ops, key=lambda r: r["op"])
     down: set[int] = set()  # nodes a power loss took down, not started since
     killed: set[int] = set()  # nodes a kill or stop took down, not started since
+    maybe: set[int] = set()  # nodes such an op of unknown outcome may have taken down
     for i, r in enumerate(by_op):
         f, typ, done = r["f"], r["type"], r["done"]
         if f not in _NOT_STARTING:
             started = _started_nodes(r)
-            for dead in (down, killed):
+            for dead in (down, killed, maybe):
                 dead.difference_update(dead if started is None else
                                        {ids[n] for n in started if n in ids})
         if f in ("kill", "stop") and typ == "ok" and isinstance(done, dict):
             killed.update(ids[n] for n in done.get("killed") or done.get("stopped") or ()
                           if n in ids)
+        if f in ("kill", "stop", "lose-unfsynced") and typ in ("info", "pending"):
+            maybe.update(_targets(r, ids))
         # a toggle or an election whose outcome the record lacks (``info``, or ``pending``:
         # a live check's prefix, a crashed run) may have taken effect: doubt, never nothing
         if f == "unclean-on" and typ in ("ok", "info", "pending"):
@@ -491,7 +502,8 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                 (r["op"], END if r["index"] is None else r["index"]))
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
-            _power_loss(rec, r, done, ids, states, frozenset(down), frozenset(killed - down))
+            _power_loss(rec, r, done, ids, states, frozenset(down), frozenset(killed - down),
+                        frozenset(maybe - killed - down))
             down.update(ids[n] for n in done.get("lost") or () if n in ids)
             killed.difference_update(down)
         elif f == "lose-unfsynced" and typ in ("info", "pending"):
@@ -501,6 +513,15 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
     _late(rec, by_op)
+
+
+def _targets(r: dict, ids: dict[str, int]) -> set[int]:
+    """The node ids a fault op names in its invoke's ``target`` (a list of ids), or every
+    node when it names a role (``"leader"``, ``"one"``...: which node it meant is unknown)."""
+    target = (r["inv"] or {}).get("target") if isinstance(r["inv"], dict) else None
+    if isinstance(target, list) and all(isinstance(t, int) for t in target):
+        return set(target)
+    return set(ids.values())
 
 
 def _started_nodes(r: dict) -> list[str] | None:
@@ -643,7 +664,8 @@ def _scope(r: dict) -> str:
 
 def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
                 states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int],
-                killed: frozenset[int] = frozenset()) -> None:
+                killed: frozenset[int] = frozenset(),
+                maybe: frozenset[int] = frozenset()) -> None:
     lost: dict[TP, dict[str, int]] = {}
     for name, what in (done.get("lost") or {}).items():
         for log, n in ((what or {}).get("logs") or {}).items():
@@ -654,8 +676,10 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
                 f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
         nodes = sorted(ids[n] for n in by_name if n in ids)
+        last = _last_before(states.get(tp, []), r)
         dead = killed - set(nodes)
         gone = set(nodes) | down | dead
+        unsure = maybe - gone
         # the span in which each cut node died and lost its bytes, where the op timed it
         # (nothing it lost can have been acknowledged by it after: it was dead)
         cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
@@ -667,11 +691,18 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
             POWER_LOSS, tp, lo, hi, lo_ns, hi_ns,
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
              "cut": (lo_ns, hi_ns) != (r["invoke_time"], r["time"]),
-             "killed": sorted(dead),
+             "killed": sorted(dead), "maybe_down": sorted(unsure),
              "needed": _in_sync_before(states.get(tp, []), r, sole),
+             "leader": last[1].get("leader") if last else None,
+             # when who was in sync was read: the op's own read, or that sample's
+             "sampled_ns": r["invoke_time"] if sole else last[0]["time"] if last else None,
+             "sampled": r["op"] if sole else last[0]["index"] if last else None,
              "every_replica": _every_replica(states.get(tp, []), r, gone,
                                              len(by_name) + len(down - set(nodes)) + len(dead),
-                                             rec.replication_factor)}))
+                                             rec.replication_factor),
+             "every_replica_maybe": bool(unsure) and _every_replica(
+                 states.get(tp, []), r, gone | unsure, len(by_name) + len(down - set(nodes))
+                 + len(dead) + len(unsure), rec.replication_factor)}))
 
 
 def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut: int,
@@ -702,18 +733,27 @@ def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,
     any sample, and a leader cut from its followers shrinks each partition's ISR on its own
     clock, so a sample taken half a second before can still list them: the op's ISR then
     stands for the sample's (its ELR still counts, KIP-966)."""
+    last = _last_before(seen, r)
+    if last is None:
+        return None
+    p = last[1]
+    isr = sole if sole else (p.get("isr") or [])
+    needed = set(isr) | set(p.get("elr") or [])
+    # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
+    # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
+    return sorted(needed or set(p.get("last_known_elr") or []))
+
+
+def _last_before(seen: list[tuple[dict, dict]], r: dict) -> tuple[dict, dict] | None:
+    """The last of ``seen`` (sample row, partition state) that completed before op ``r``
+    did, if at most ``MAX_BLIND_NS`` older than that; else None."""
     best = None
     for s, p in seen:
         if s["index"] < r["index"]:
             best = (s, p)
     if best is None or r["time"] - best[0]["time"] > MAX_BLIND_NS:
         return None
-    p = best[1]
-    isr = sole if sole else (p.get("isr") or [])
-    needed = set(isr) | set(p.get("elr") or [])
-    # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
-    # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
-    return sorted(needed or set(p.get("last_known_elr") or []))
+    return best
 
 
 def relocate(rec: Record, every_op: tuple[Any, Any]) -> None:

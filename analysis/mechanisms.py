@@ -91,11 +91,16 @@ def deposed_ack(e: ev.Event, c: Case) -> bool:
 
 
 def leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """Leader changes of the partition within the window (``changes``); for a write, also
-    zombie leaders of it while the write was in flight (the write went to a leader its
-    successor had replaced, acks=1 lets it acknowledge alone)."""
+    """Leader changes of the partition within the window (``changes``); power losses within
+    it that cut the log of the node the last sample before named leader (the leader failed,
+    and came back without the un-fsynced records no follower had: the producer docs'
+    "should the leader fail"); for a write, also zombie leaders of it while the write was in
+    flight (the write went to a leader its successor had replaced, acks=1 lets it
+    acknowledge alone)."""
     lo, hi = c.write if c.write is not None else (c.lo, c.hi)
-    return changes(rec, c) + rec.of(c.tp, ev.ZOMBIE, lo, hi)
+    return changes(rec, c) + [
+        e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
+        if e.facts.get("leader") in e.facts["nodes"]] + rec.of(c.tp, ev.ZOMBIE, lo, hi)
 
 
 def unclean_by_kafka(rec: ev.Record, c: Case, e: ev.Event) -> bool:
@@ -158,11 +163,42 @@ def power_applies(rec: ev.Record, c: Case) -> bool:
 
 def power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
     """A power loss of the partition within the window with no sample of its ISR before
-    that did not cut every replica; or a ``lose-unfsynced`` op of unknown outcome."""
+    that did not cut every replica, or that took every replica that had the record only if
+    a fault op of unknown outcome took one of them down (``maybe_down``), or whose ISR was
+    read before the write was acknowledged while it took as many of that ISR as an
+    acknowledgement needs (``Record.acked_on``): the ISR may have shrunk to those before the
+    write; or a ``lose-unfsynced`` op of unknown outcome."""
     return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, loose=True)
-                 if e.facts["needed"] is None and not e.facts.get("every_replica")),
+                 if not e.facts.get("every_replica") and (
+                     e.facts["needed"] is None or e.facts.get("every_replica_maybe")
+                     or (e.facts.get("maybe_down") and set(e.facts["needed"])
+                         <= _gone(e) | set(e.facts["maybe_down"]))
+                     or _isr_before_ack(rec, e, c))),
                 None) or next(((a, b, None, None) for a, b in rec.power_maybe
                                if a <= c.hi and c.lo <= b), None)
+
+
+def _isr_before_ack(rec: ev.Record, e: ev.Event, c: Case) -> bool:
+    """Power loss ``e``'s ISR was read before the write was acknowledged (its delivery
+    report, else its op's completion), and the loss took that sample's leader and at least
+    ``Record.acked_on`` of that ISR (with those down or dead, or maybe so): the ISR may
+    have shrunk to them before the write."""
+    if e.facts.get("sampled") is None:
+        return False
+    if (e.facts["sampled_ns"] >= c.ack_ns if c.ack_ns is not None
+            else e.facts["sampled"] >= c.lo):
+        return False
+    gone = _gone(e) | set(e.facts.get("maybe_down", ()))
+    leader = e.facts.get("leader")
+    if leader is not None and leader >= 0 and leader not in gone:
+        return False  # an ISR always holds its leader
+    return len(set(e.facts["needed"]) & gone) >= rec.acked_on
+
+
+def _gone(e: ev.Event) -> set[int]:
+    """The nodes dead after power loss ``e``: those it cut, and those down or killed
+    before it (``in_sync_replicas_lost_power``)."""
+    return set(e.facts["nodes"]) | set(e.facts.get("down", ())) | set(e.facts.get("killed", ()))
 
 
 def leader_alone_replaced(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -183,8 +219,7 @@ def in_sync_replicas_lost_power(rec: ev.Record, c: Case) -> list[ev.Event]:
     partition die, whichever way they died."""
     return [e for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, after_ns=c.ack_ns)
             if e.facts.get("every_replica")
-            or (e.facts["needed"] and set(e.facts["needed"]) <= set(e.facts["nodes"])
-                | set(e.facts.get("down", ())) | set(e.facts.get("killed", ())))]
+            or (e.facts["needed"] and set(e.facts["needed"]) <= _gone(e))]
 
 
 def proxy_duplicated(rec: ev.Record, c: Case) -> list[ev.Event]:

@@ -142,15 +142,16 @@ RULES: tuple[Rule, ...] = (
     Rule("acks-below-all", TRUNCATION, lambda c: str(c.get("acks")) in ("0", "1"),
          "with acks=0 or acks=1 a record is acknowledged before the followers have it; the "
          "partition's leader changed after the acknowledgement (or a replaced leader was still "
-         "acknowledging), and the new leader's log lacked it (never a write a consumer had "
-         "read: that one was on every in-sync replica)",
+         "acknowledging, or the leader lost power), and the new leader's log lacked it (never "
+         "a write a consumer had read: that one was on every in-sync replica)",
          "Kafka producer configs, `acks`",
          "acks=1 This will mean the leader will write the record to its local log but will "
          "respond without awaiting full acknowledgement from all followers. In this case "
          "should the leader fail immediately after acknowledging the record but before the "
          "followers have replicated it then the record will be lost.",
          evidence=m.leader_change, doubt=m.unseen,
-         mechanism="a leader change (or a zombie leader) of a partition",
+         mechanism="a leader change (or a zombie leader, or its leader's power loss) of a "
+                   "partition",
          also=m.ACKS_BELOW_ALL_ALSO),
     Rule("unclean-leader-election", TRUNCATION, lambda c: bool(c.get("unclean_possible")),
          "a replica outside the ISR was elected leader of the partition while unclean leader "

@@ -22,8 +22,10 @@ from pathlib import Path
 from kafka_chaos.analysis import check, judge
 from kafka_chaos.history.simulate.model_run import Config, Step, generate
 
-KINDS = ("produce", "produce", "produce", "fetch", "fetch", "shrink", "fsync", "kill",
+KINDS = ("produce", "produce", "produce", "fetch", "fetch", "shrink", "fsync", "poll", "kill",
          "lose-power", "start", "blind")
+#: How a kill or power loss ends (``model_run.Ends``): mostly ok.
+ENDS = ("ok", "ok", "ok", "ok", "info", "info-none", "fail")
 
 
 def case(rng: random.Random, steps: int) -> list[Step]:
@@ -32,7 +34,7 @@ def case(rng: random.Random, steps: int) -> list[Step]:
     for _ in range(steps):
         kind = rng.choice(KINDS)
         out.append(Step(rng.randrange(0, 20_000), kind, rng.randrange(3),
-                        rng.randrange(1000, 9000) if kind == "blind" else 0))
+                        rng.randrange(1000, 9000) if kind == "blind" else 0, rng.choice(ENDS)))
     return out
 
 
@@ -47,7 +49,7 @@ def main() -> None:
     rng = random.Random(args.seed)
     tally: collections.Counter = collections.Counter()
     for h in range(args.histories):
-        config = Config(acks=rng.choice(["1", "all"]), min_isr=rng.choice([1, 2]),
+        config = Config(acks=rng.choice(["0", "1", "all", "1", "all"]), min_isr=rng.choice([1, 2]),
                         unclean=rng.random() < 0.4, elr=rng.random() < 0.5)
         cases = [case(rng, rng.randrange(4, 16)) for _ in range(args.cases)]
         # TemporaryDirectory's delete= is Python 3.12's; this runs on 3.11

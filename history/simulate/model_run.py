@@ -7,19 +7,23 @@ configuration (``acks``, ``min.insync.replicas``, unclean election), which is ru
 real run too.
 
 A case is a list of ``Step``s at times (ms) on the run's clock. What the history shows of a
-case is what a real run's record would: its sends (``ack_ns`` when acknowledged), the
-nemesis ops that kill, power off and start its brokers, the monitor's samples every 500 ms
-and right before and after each nemesis op
-(leader, epoch, ISR, ELR, HW; a ``blind`` step hides the partition from them for a while, as
-a monitor that cannot reach it), and the final reads once every broker runs again and every
-follower has caught up. Fetches, ISR shrinks and fsyncs are internal: only samples show them.
+case is what a real run's record would: its sends (``ack_ns`` when acknowledged; acks=0
+sends ``ok`` without an offset), a consumer's polls below the high watermark, the nemesis
+ops that kill, power off and start its brokers (ending ``ok``, ``info`` or ``fail``: a
+fault op that raised may or may not have acted), the monitor's samples every 500 ms and
+right before and after each nemesis op (leader, epoch, ISR, ELR, HW; a ``blind`` step hides
+the partition from them for a while, as a monitor that cannot reach it), and the final reads
+once every broker runs again and every follower has caught up. Fetches, ISR shrinks and
+fsyncs are internal: only samples show them.
 
 ``generate`` returns, per acknowledged value, its ``Truth``: lost or not, by which
-mechanism, and whether the record shows the election that lost it inside the loss's window
-(``Truth.expected``: the verdict the record supports); for a power loss, whether the record
-shows one of every replica that had it (``_Run.power_shown``). Not yet labelled apart: an
-unclean election whose sample before it shows a stale ISR; ``bench/model_oracle.py``
-compares the labels with the verdict (issue 49).
+mechanism, and whether the record shows, inside the loss's window, the election that lost
+it, a power loss of every replica that had it (``_Run.power_shown``), or another mechanism
+that would have lost it (``Truth.expected``: the verdict the record supports). Not yet
+modelled: producer retries (duplicates), transactions and their markers, and the brokers'
+own log lines; not yet labelled apart: an unclean election whose sample before it shows a
+stale ISR. ``bench/model_oracle.py`` compares the labels with the verdict on random cases,
+``tests/unit/test_model_oracle.py`` on 2,000 drawn ones (issue 49).
 """
 
 from __future__ import annotations
@@ -39,19 +43,26 @@ SAMPLE_MS = 500
 #: (docs/history-format.md's contract, as the verdict reads it).
 BLIND_NS = 5_000_000_000
 
-Kind = Literal["produce", "fetch", "shrink", "fsync", "kill", "lose-power", "start", "blind"]
+Kind = Literal["produce", "fetch", "shrink", "fsync", "poll", "kill", "lose-power", "start",
+               "blind"]
+#: How a ``kill`` or ``lose-power`` op ends: ``ok``; ``info`` (it took effect, then raised:
+#: the record cannot tell); ``info-none`` (it raised before it did anything); ``fail`` (it
+#: did nothing, and said so).
+Ends = Literal["ok", "info", "info-none", "fail"]
 
 
 @dataclasses.dataclass(frozen=True)
 class Step:
     """``kind`` at ``at_ms`` on replica ``replica`` (0-2: the case's first, second or third
-    broker; produce ignores it); ``blind`` hides the partition from the monitor for
-    ``for_ms``."""
+    broker; produce and poll ignore it); ``blind`` hides the partition from the monitor for
+    ``for_ms``; ``poll`` is a consumer reading the partition from offset 0 up to the high
+    watermark; ``ends``: how a ``kill`` or ``lose-power`` op ends (``Ends``)."""
 
     at_ms: int
     kind: Kind
     replica: int = 0
     for_ms: int = 0
+    ends: Ends = "ok"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,13 +103,20 @@ class _PowerLoss:
     needed: frozenset[int] | None
     down: frozenset[int]
     dead: frozenset[int] = frozenset()
+    #: nodes an op of unknown outcome (``info``) may have taken down, not started since
+    maybe: frozenset[int] = frozenset()
+    #: the op itself ended ``info``: the record shows no power loss, only one that may be
+    known: bool = True
+    #: the live leader the last sample before it named (None: none in ``BLIND_NS``)
+    leader: int | None = None
+    #: when that sample was taken (ns; None: none in ``BLIND_NS``)
+    sampled_ns: int | None = None
 
 
 @dataclasses.dataclass(frozen=True)
 class Config:
-    """The run-wide settings every case shares. ``acks`` "1" or "all": an acks=0 send has
-    no offset to write (the format's ``[null, value]`` says "not acknowledged"), which the
-    model does not write yet."""
+    """The run-wide settings every case shares. ``acks`` "0", "1" or "all" (an acks=0 send
+    is ``ok`` with ``[null, value]``: its delivery report carries no offset)."""
 
     acks: str = "all"
     min_isr: int = 2
@@ -145,10 +163,13 @@ class _Run:
         # (ns, leader epoch, ISR and ELR, live leader or -1) of every sample that showed it
         self.seen: list[list[tuple[int, int, frozenset[int], int]]] = [[] for _ in cases]
         self.down: list[set[int]] = [set() for _ in cases]  # power lost, not started since
+        # taken down by an op that ended info (the record cannot tell), not started since
+        self.unsure: list[set[int]] = [set() for _ in cases]
         # each lose-power op of a partition that cut its log: (invoke ns, completion ns,
         # what the record shows of who had every acknowledged value: _PowerLoss)
         self.losses: list[list[_PowerLoss]] = [[] for _ in cases]
         self.acked_at: dict[int, int] = {}
+        self.read: set[int] = set()  # values a mid-run poll returned
         self.final_at = 0
         nodes = {str(n): {"name": f"n{n}", "roles": ["broker", "controller"]}
                  for p in range(len(cases)) for n in nodes_of(p)}
@@ -196,11 +217,24 @@ class _Run:
             model.shrink(node)
         elif step.kind == "fsync":
             model.fsync(node)
+        elif step.kind == "poll":
+            self.poll(p)
         elif step.kind == "blind":
             self.hidden_until[p] = max(self.hidden_until[p], self.now + step.for_ms * MS)
         else:
-            self.nemesis(p, step.kind, node)
+            self.nemesis(p, step.kind, node, step.ends)
         self.settle_waiting()
+
+    def poll(self, p: int) -> None:
+        """A consumer of its own (a fresh process: one poll each, so no poll of another
+        rewinds it) reads ``p`` from offset 0 up to the HW."""
+        process = self.process
+        self.process += 1
+        recs = self.models[p].read()
+        self.read.update(v for _, v in recs)
+        self.write(process, "invoke", "poll", [["poll"]])
+        self.write(process, "ok", "poll", [["poll", {str(p): [[o, v] for o, v in recs]}
+                                            if recs else {}]])
 
     def produce(self, p: int) -> None:
         model = self.models[p]
@@ -222,7 +256,8 @@ class _Run:
     def ack(self, process: int, p: int, value: int) -> None:
         ack = self.models[p].acks[value]
         self.acked_at[value] = self.now
-        self.write(process, "ok", "send", [["send", p, [ack.offset, value, self.now]]])
+        self.write(process, "ok", "send", [["send", p, [None, value] if ack.offset is None
+                                            else [ack.offset, value, self.now]]])
 
     def settle_waiting(self) -> None:
         for value, (p, process) in list(self.waiting.items()):
@@ -230,12 +265,19 @@ class _Run:
                 del self.waiting[value]
                 self.ack(process, p, value)
 
-    def nemesis(self, p: int, kind: str, node: int) -> None:
+    def nemesis(self, p: int, kind: str, node: int, ends: str = "ok") -> None:
         model = self.models[p]
         f = {"kill": "kill", "lose-power": "lose-unfsynced", "start": "start"}[kind]
+        if kind == "start":
+            ends = "ok"
         self.sample(f"before {f}", p)  # as the runner's scheduler does (issue 49, class 1)
         self.write("nemesis", "invoke", f, {"target": [node]})
         invoked = self.now - 1000
+        if ends in ("info-none", "fail"):
+            self.write("nemesis", ends[:4], f, None, "the fault raised before it acted")
+            self.sample(f"after {f}", p)
+            return
+        lost = 0
         if kind == "kill":
             model.kill(node)
             done = {"killed": [f"n{node}"]}
@@ -251,13 +293,23 @@ class _Run:
             model.start(node)
             done = {"started": [f"n{node}"]}
             self.down[p].discard(node)
-        self.write("nemesis", "ok", f, done)
+        if ends == "ok":
+            self.write("nemesis", "ok", f, done)
+            self.unsure[p].discard(node)
+        else:
+            self.write("nemesis", "info", f, None, "the fault raised after it acted")
         if kind == "lose-power":
+            unsure = self.unsure[p]
             if lost:
+                dead = frozenset(n for n, r in model.replicas.items() if not r.alive) - {node}
                 self.losses[p].append(_PowerLoss(
-                    invoked, self.now - 1000, node, self._needed(p), frozenset(self.down[p]),
-                    frozenset(n for n, r in model.replicas.items() if not r.alive) - {node}))
+                    invoked, self.now - 1000, node, self._needed(p),
+                    frozenset(self.down[p] - unsure), dead - unsure, dead & unsure,
+                    known=ends == "ok", leader=self._leader_seen(p),
+                    sampled_ns=self.seen[p][-1][0] if self._needed(p) is not None else None))
             self.down[p].add(node)
+        if ends != "ok":
+            self.unsure[p].add(node)
         self.sample(f"after {f}", p)
 
     def sample(self, trigger: str, only: int | None = None) -> None:
@@ -295,6 +347,7 @@ class _Run:
                     model.start(node)
                     started.append(f"n{node}")
         self.down = [set() for _ in self.cases]
+        self.unsure = [set() for _ in self.cases]
         for model in self.models:
             for node in model.replicas:
                 if node != model.leader:
@@ -323,14 +376,33 @@ class _Run:
             return None
         return self.seen[p][-1][2]
 
+    def _leader_seen(self, p: int) -> int | None:
+        """The live leader the last sample of ``p`` named, if at most ``BLIND_NS`` old."""
+        if not self.seen[p] or self.now - self.seen[p][-1][0] > BLIND_NS:
+            return None
+        return self.seen[p][-1][3] if self.seen[p][-1][3] >= 0 else None
+
     def truth(self) -> list[Truth]:
         out = []
         for p, model in enumerate(self.models):
             for value, mechanism in model.fate().items():
                 epoch = model.lost_epoch.get(value)
-                shown = (None if mechanism is None else self.power_shown(p, value)
+                # acks=0 promises nothing: no event need show what lost it
+                shown = (None if mechanism is None else True if self.config.acks == "0"
+                         else self.power_shown(p, value)
                          if mechanism == POWER_LOSS else self.any_change_shown(p, value)
                          if mechanism == ACKS_BELOW_ALL else self.shown(p, value, epoch))
+                if shown is not True and mechanism is not None and (
+                        self.config.acks == "1" and value not in self.read
+                        and (self.any_change_shown(p, value) or self.leader_lost_power(p, value))
+                        or mechanism != POWER_LOSS and self.power_shown(p, value) is True):
+                    # what lost it may be out of sight while another documented mechanism
+                    # that loses it is in sight: acks=1 loses what a new leader lacked, or
+                    # a failed leader had not replicated, and the record cannot tell that
+                    # this one had it (never a record a consumer read: it was on every
+                    # in-sync replica); a power loss of every replica that had it drops the
+                    # guarantee whatever was elected after
+                    shown = True
                 out.append(Truth(p, value, mechanism, epoch, shown))
         return out
 
@@ -340,17 +412,40 @@ class _Run:
         reads, the last sample before it (at most ``BLIND_NS`` old) naming in-sync and
         eligible replicas that all lost power in it or were down then (an earlier power loss
         or a kill, not started since: Kafka's design doc drops the guarantee once they all
-        die), or every replica so. None: the record shows such losses but no sample of who
-        was in sync before them (doubt)."""
+        die), or every replica so. None (doubt): the record shows such losses but no sample
+        of who was in sync before them, or one that took them all only if a node an op of
+        unknown outcome (``info``) may have taken down was down; or the loss came from an
+        op that ended ``info`` (the record shows none)."""
         doubt = False
+        every = set(nodes_of(p))
         for loss in self.losses[p]:
             if loss.done_ns < self.acked_at[value] or loss.invoked_ns > self.final_at:
                 continue
+            if not loss.known:  # the record shows only an op that may have cut it
+                doubt = True
+                continue
             gone = {loss.node} | loss.down | loss.dead
-            if gone >= set(nodes_of(p)) or (loss.needed and loss.needed <= gone):
+            if gone >= every or (loss.needed and loss.needed <= gone):
                 return True
-            doubt = doubt or loss.needed is None
+            # one that took every replica only if an op of unknown outcome took one of them;
+            # one whose ISR was sampled before the write was acknowledged, that took its
+            # leader and as many of it as an acknowledgement needs: it may have shrunk so
+            gone |= loss.maybe
+            acked_on = self.config.min_isr if self.config.acks == "all" else 1
+            doubt = (doubt or loss.needed is None or gone >= every
+                     or bool(loss.needed and loss.needed <= gone)
+                     or (loss.sampled_ns < self.acked_at[value]
+                         and (loss.leader is None or loss.leader in gone)
+                         and len(loss.needed & gone) >= acked_on))
         return None if doubt else False
+
+    def leader_lost_power(self, p: int, value: int) -> bool:
+        """Whether the record shows, inside ``value``'s window, a power loss that cut the
+        log of the node the last sample before it named leader: acks=1 loses what the
+        leader had not replicated should it fail (the producer docs)."""
+        return any(loss.known and loss.leader == loss.node
+                   and self.acked_at[value] <= loss.done_ns and loss.invoked_ns <= self.final_at
+                   for loss in self.losses[p])
 
     def shown(self, p: int, value: int, epoch: int | None) -> bool:
         """Whether the record locates the election that lost ``value`` inside its window:

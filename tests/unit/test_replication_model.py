@@ -3,6 +3,8 @@ Kafka's documented cases, each by hand; and the histories it writes (``model_run
 
 from __future__ import annotations
 
+import json
+
 from kafka_chaos.history.simulate.model_run import Config, Step, generate
 from kafka_chaos.history.simulate.replication import (ACKS_BELOW_ALL, POWER_LOSS, UNCLEAN,
                                                        Partition)
@@ -171,3 +173,68 @@ def test_an_acks_1_loss_is_shown_by_any_later_leader_change_the_samples_see(tmp_
     truth = generate(tmp_path / "history.jsonl", cases, Config(acks="1"))
     assert [(t.key, t.mechanism, t.epoch, t.expected) for t in truth] == [
         (0, ACKS_BELOW_ALL, 1, "permitted"), (1, ACKS_BELOW_ALL, 1, "unexplained")]
+
+
+def test_a_power_loss_after_a_kill_of_unknown_outcome_is_labelled_doubt(tmp_path) -> None:
+    """acks=all, min.insync.replicas=2 with ELR: a write that n1 and n2 have, a consumer
+    reads it, n2 is killed (into the ELR), then n1 loses power with the write un-fsynced.
+    With the kill ``ok`` the record shows every in-sync or eligible replica dead
+    (permitted); ``info``, it cannot tell whether n2 died (unexplained); ``fail`` or
+    ``info-none``, n2 never died, was elected and had the write (nothing lost)."""
+    steps = [Step(100, "shrink", 2), Step(200, "produce"), Step(300, "fetch", 1),
+             Step(350, "poll")]
+    labels = {}
+    for ends in ("ok", "info", "fail", "info-none"):
+        cases = [steps + [Step(400, "kill", 1, 0, ends), Step(1200, "lose-power", 0),
+                          Step(1300, "start", 1)]]
+        folder = tmp_path / ends
+        folder.mkdir()
+        truth = generate(folder / "history.jsonl", cases, Config(acks="all", min_isr=2))
+        assert validate(folder / "history.jsonl").ops > 0
+        labels[ends] = [(t.mechanism, t.expected) for t in truth]
+    read = [json.loads(line) for line in (tmp_path / "ok" / "history.jsonl").read_text()
+            .splitlines() if '"type":"ok","f":"poll"' in line]
+    assert read[0]["value"] == [["poll", {"0": [[0, 1]]}]]  # the mid-run poll, its own process
+    assert labels == {"ok": [(POWER_LOSS, "permitted")], "info": [(POWER_LOSS, "unexplained")],
+                      "fail": [(None, None)], "info-none": [(None, None)]}
+
+
+def test_a_loss_out_of_sight_is_shown_by_a_power_loss_of_every_in_sync_replica(tmp_path):
+    """``bench/model_oracle.py --seed 11``'s disagreement (2026-11-29): acks=1, the ISR n1
+    and n2, both lose power while the monitor is blind, and n3 is elected uncleanly. The
+    unclean election is out of sight, but the power losses are nemesis ops, never blind, and
+    the last sample names the ISR they took: Kafka's design doc drops its guarantee once all
+    the nodes replicating a partition die, so the record shows a mechanism (the verdict
+    permits)."""
+    cases = [[Step(500, "shrink", 2), Step(1000, "blind", 0, 8000), Step(2000, "produce"),
+              Step(3000, "lose-power", 1), Step(3500, "lose-power", 0)]]
+    truth = generate(tmp_path / "history.jsonl", cases,
+                     Config(acks="1", min_isr=1, unclean=True))
+    assert [(t.mechanism, t.expected) for t in truth] == [(UNCLEAN, "permitted")]
+
+
+def test_an_acks_1_write_lost_with_its_leader_s_power_is_shown_by_that_loss(tmp_path):
+    """``bench/model_oracle.py --seed 16``'s disagreement (2026-11-29): acks=1, the leader
+    n1 loses power with a write no follower fetched, while the monitor is blind; the last
+    sample still named n2 in the ISR (it left just after), so the power loss did not take
+    every replica the record says was in sync, and n1 comes back leading: no leader change.
+    The producer docs for acks=1 document the loss should the leader fail before the
+    followers have the record: the power loss of the leader the last sample named shows it."""
+    cases = [[Step(100, "produce"), Step(200, "shrink", 2), Step(550, "blind", 0, 2000),
+              Step(600, "shrink", 1), Step(700, "lose-power", 0)]]
+    truth = generate(tmp_path / "history.jsonl", cases,
+                     Config(acks="1", min_isr=2, elr=False))
+    assert [(t.mechanism, t.expected) for t in truth] == [(POWER_LOSS, "permitted")]
+
+
+def test_a_power_loss_whose_isr_was_sampled_before_the_ack_is_labelled_doubt(tmp_path):
+    """``bench/model_oracle.py --seed 16`` (2026-11-29), the other half: acks=all with
+    min.insync.replicas=1, the ISR sampled as n1 and n2, then shrunk to n1, which
+    acknowledged the write alone and lost power while the monitor was blind. The record
+    cannot tell that the ISR was n1 alone at the acknowledgement: unexplained, where it
+    was "documented" (the model's word for a loss the record shows Kafka could not make)."""
+    cases = [[Step(100, "produce"), Step(200, "shrink", 2), Step(550, "blind", 0, 2000),
+              Step(600, "shrink", 1), Step(700, "lose-power", 0)]]
+    truth = generate(tmp_path / "history.jsonl", cases,
+                     Config(acks="all", min_isr=1, elr=False))
+    assert [(t.mechanism, t.expected) for t in truth] == [(POWER_LOSS, "unexplained")]
