@@ -64,7 +64,8 @@ Event kinds (``Event.kind``), per topic-partition:
   the loss where it found one node alone, or the last known leader when both were empty:
   the replicas that had every acknowledged record; None when no sample in the
   ``MAX_BLIND_NS`` before it shows the partition), ``leader`` (that sample's leader; None
-  without one), ``sampled_ns``, ``sampled`` (when that ISR was read: ns, index), ``down`` (nodes an earlier power loss
+  without one), ``sampled_ns``, ``sampled`` (when that ISR was read: ns, index), ``down``
+  (nodes an earlier power loss
   took down and no op has started since, a ``start``, ``roll`` or ``heal-all`` counting for
   the nodes it says it started, any other op for every node: whatever they had, they hold
   nothing written since, and their un-fsynced data went then), ``killed`` (nodes a ``kill``
@@ -170,7 +171,7 @@ class Event:
 
 
 _NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down",
-               "killed", "maybe_down")
+               "killed", "maybe_down", "leader")
 
 
 def _named(value: Any, names: dict[int, str]) -> Any:

@@ -105,7 +105,8 @@ class _PowerLoss:
     dead: frozenset[int] = frozenset()
     #: nodes an op of unknown outcome (``info``) may have taken down, not started since
     maybe: frozenset[int] = frozenset()
-    #: the op itself ended ``info``: the record shows no power loss, only one that may be
+    #: False when the op ended ``info``: the record shows no power loss then, only an op
+    #: that may have cut the log
     known: bool = True
     #: the live leader the last sample before it named (None: none in ``BLIND_NS``)
     leader: int | None = None
