@@ -681,6 +681,7 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
         dead = killed - set(nodes)
         gone = set(nodes) | down | dead
         unsure = maybe - gone
+        dead_count = len(by_name) + len(down - set(nodes)) + len(dead)
         # the span in which each cut node died and lost its bytes, where the op timed it
         # (nothing it lost can have been acknowledged by it after: it was dead)
         cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
@@ -693,17 +694,16 @@ def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
             {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
              "cut": (lo_ns, hi_ns) != (r["invoke_time"], r["time"]),
              "killed": sorted(dead), "maybe_down": sorted(unsure),
-             "needed": _in_sync_before(states.get(tp, []), r, sole),
+             "needed": _in_sync_before(last, sole),
              "leader": last[1].get("leader") if last else None,
              # when who was in sync was read: the op's own read, or that sample's
              "sampled_ns": r["invoke_time"] if sole else last[0]["time"] if last else None,
              "sampled": r["op"] if sole else last[0]["index"] if last else None,
-             "every_replica": _every_replica(states.get(tp, []), r, gone,
-                                             len(by_name) + len(down - set(nodes)) + len(dead),
+             "every_replica": _every_replica(states.get(tp, []), r, gone, dead_count,
                                              rec.replication_factor),
              "every_replica_maybe": bool(unsure) and _every_replica(
-                 states.get(tp, []), r, gone | unsure, len(by_name) + len(down - set(nodes))
-                 + len(dead) + len(unsure), rec.replication_factor)}))
+                 states.get(tp, []), r, gone | unsure, dead_count + len(unsure),
+                 rec.replication_factor)}))
 
 
 def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut: int,
@@ -720,12 +720,12 @@ def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut:
     return factor is not None and cut >= int(factor)
 
 
-def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,
+def _in_sync_before(last: tuple[dict, dict] | None,
                     sole: list[int] | None = None) -> list[int] | None:
-    """The ISR and ELR in the last of ``seen`` (a partition's samples) that completed before
-    the power-loss op ``r`` completed, if it is at most ``MAX_BLIND_NS`` older than that;
-    else None. Before the completion, not the invoke: the loss is the op's last act, and a
-    target such as ``lone-leader`` first shrinks the ISR. A sample taken after the loss
+    """The ISR and ELR in ``last``, the partition's last sample that completed before the
+    power-loss op completed, at most ``MAX_BLIND_NS`` older than that (``_last_before``;
+    None: there is none, and so is the answer). Before the completion, not the invoke: the
+    loss is the op's last act, and a target such as ``lone-leader`` first shrinks the ISR. A sample taken after the loss
     cannot narrow the set: a fenced broker leaves the ISR unless it is its last member, and
     then it was the last one in sync when it lost power.
 
@@ -734,7 +734,6 @@ def _in_sync_before(seen: list[tuple[dict, dict]], r: dict,
     any sample, and a leader cut from its followers shrinks each partition's ISR on its own
     clock, so a sample taken half a second before can still list them: the op's ISR then
     stands for the sample's (its ELR still counts, KIP-966)."""
-    last = _last_before(seen, r)
     if last is None:
         return None
     p = last[1]

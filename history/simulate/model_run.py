@@ -303,11 +303,13 @@ class _Run:
             unsure = self.unsure[p]
             if lost:
                 dead = frozenset(n for n, r in model.replicas.items() if not r.alive) - {node}
+                seen = self._last_seen(p)
+                sampled_ns, needed, leader = ((seen[0], seen[2], seen[3] if seen[3] >= 0 else None)
+                                              if seen else (None, None, None))
                 self.losses[p].append(_PowerLoss(
-                    invoked, self.now - 1000, node, self._needed(p),
+                    invoked, self.now - 1000, node, needed,
                     frozenset(self.down[p] - unsure), dead - unsure, dead & unsure,
-                    known=ends == "ok", leader=self._leader_seen(p),
-                    sampled_ns=self.seen[p][-1][0] if self._needed(p) is not None else None))
+                    known=ends == "ok", leader=leader, sampled_ns=sampled_ns))
             self.down[p].add(node)
         if ends != "ok":
             self.unsure[p].add(node)
@@ -370,18 +372,13 @@ class _Run:
                 "poll", {str(p): [[o, v] for o, v in recs]} if recs else {},
                 {"final": True, "range": {str(p): [0, end]}, "eof": True}]])
 
-    def _needed(self, p: int) -> frozenset[int] | None:
-        """The ISR and ELR of the last sample of ``p`` before now, if at most ``BLIND_NS``
-        old: the replicas the record says had every acknowledged value."""
+    def _last_seen(self, p: int) -> tuple[int, int, frozenset[int], int] | None:
+        """The last sample of ``p`` before now (ns, leader epoch, ISR and ELR: the replicas
+        the record says had every acknowledged value, live leader or -1), if at most
+        ``BLIND_NS`` old; else None."""
         if not self.seen[p] or self.now - self.seen[p][-1][0] > BLIND_NS:
             return None
-        return self.seen[p][-1][2]
-
-    def _leader_seen(self, p: int) -> int | None:
-        """The live leader the last sample of ``p`` named, if at most ``BLIND_NS`` old."""
-        if not self.seen[p] or self.now - self.seen[p][-1][0] > BLIND_NS:
-            return None
-        return self.seen[p][-1][3] if self.seen[p][-1][3] >= 0 else None
+        return self.seen[p][-1]
 
     def truth(self) -> list[Truth]:
         out = []
