@@ -26,7 +26,10 @@ outside it: doubt, so the finding is unexplained, never permitted; a stretch out
 window is nothing. ``Record.of`` applies this to the kinds so located (``INSIDE``: leader
 changes, forced unclean elections, power losses); ``Record.overlapping`` finds what
 straddles. A setting's toggle is "on" for an event only when the event lies inside the
-stretch it was surely on (``Record.unclean_on(..., throughout=True)``).
+stretch it was surely on (``Record.unclean_on(..., throughout=True)``). One state outlives
+its event: a transaction whose marker a truncation took stays open, and read_committed
+reads stop below every record after it; an event before the window of such a hidden record
+(``mechanisms.behind_open_txn``) is doubt for it (``promises.OPEN_TXN``), never permission.
 
 Where the brokers' logs share the history's clock (``analysis.kafka_log``), a leader change
 is located at the moment its new leader logged taking the epoch (``kafka_log.narrow``), not
@@ -228,6 +231,8 @@ class Record:
     #: the fewest replicas an acknowledged write was on: ``min.insync.replicas`` under
     #: acks=all, else (or with the configuration unknown) the leader alone
     acked_on: int = 1
+    #: the consumers read committed (final reads end at the last stable offset)
+    read_committed: bool = False
     clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
@@ -348,7 +353,8 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
                  unclean_config=bool((config or {}).get("unclean_leader_election")),
                  replication_factor=(config or {}).get("replication_factor"),
                  acked_on=int((config or {}).get("min_insync_replicas") or 1)
-                 if str((config or {}).get("acks")) == "all" else 1)
+                 if str((config or {}).get("acks")) == "all" else 1,
+                 read_committed=(config or {}).get("isolation_level") == "read_committed")
     ids = {name: i for i, name in rec.names.items()}
     rows = sorted(({**r, "inv": _parsed(r.get("inv")), "done": _parsed(r.get("done"))}
                    for r in rows), key=lambda r: r["op"])

@@ -267,6 +267,19 @@ def hung_below(rec: ev.Record, c: Case) -> list[ev.Event]:
                                                         hi=e.facts["written"][1]))]
 
 
+def behind_open_txn(rec: ev.Record, c: Case) -> bool:
+    """An ``unseen`` record under ``read_committed`` whose partition's final reads ended
+    below it, at a last stable offset under the high watermark (the last sample up to the
+    final reads shows ``lso == read_to < hw``): a transaction that no marker ends hides it,
+    however long ago that began. A truncation (an unclean election, a power loss) may have
+    taken the marker that had ended it: the coordinator, done with it, never writes it
+    again (KIP-98: read_committed reads stop at the first open transaction)."""
+    if not rec.read_committed or c.offset is None or c.read_to is None or c.read_to > c.offset:
+        return False
+    last = [s for s in rec.offsets.get(c.tp, ()) if s[0] <= c.hi]
+    return bool(last) and last[-1][3] == c.read_to < last[-1][2]
+
+
 #: A group that resumes from a committed offset carrying its leader epoch validates it
 #: (OffsetsForLeaderEpoch, KIP-320) and, after a truncation below it, goes back to where its
 #: epoch ended: it skips nothing. Without the epoch the offset is fetched as is (KAFKA-20507).

@@ -66,6 +66,10 @@ UNSETTLED_FACT = "the record cannot tell whether the finding meets the rule's co
 ACK_UNKNOWN = ("the event that could explain it lies between the send's invoke and its "
                "delivery report, and the history does not say whether the write was "
                "acknowledged before it")
+#: Why an ``unseen`` record behind a transaction no marker ends is unexplained
+#: (``mechanisms.behind_open_txn``) when the rule's event came before its window.
+OPEN_TXN = ("a transaction no marker ends hides the record from read_committed reads, and "
+            "the event that could have lost that marker came before the record's window")
 #: Why a finding is unexplained when the rule's event lies in a stretch of the record that
 #: crosses an edge of the finding's window (``analysis.evidence``'s interval semantics).
 STRADDLES = ("the event that could explain it lies in a stretch of the record that crosses "
@@ -443,7 +447,9 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     (``Rule.doubt``), holds the rule's event between the send's invoke and its
     acknowledgement (``ACK_UNKNOWN``), holds it in a stretch that crosses an edge of the
     window (``STRADDLES``), or the finding has no partition, or a writer condition the
-    finding cannot settle (``UNSETTLED_FACT``); else a violation.
+    finding cannot settle (``UNSETTLED_FACT``), or it is an ``unseen`` record behind a
+    transaction no marker ends and the rule's event came before its window (``OPEN_TXN``);
+    else a violation.
     ``why``: for an unexplained finding that is not blind, which doubt it is."""
     waiting, doubt, why, unsettled = False, None, None, False
     for rule in candidates(name, facts):
@@ -491,6 +497,17 @@ def judge_case(name: str, case: Case, facts: dict[str, Any], record: ev.Record
     if unsettled:
         return {"outcome": UNEXPLAINED, "rule": None, "evidence": None, "blind": None,
                 "why": UNSETTLED_FACT}
+    if name == "unseen" and case.tp is not None and m.behind_open_txn(record, case):
+        since = dataclasses.replace(case, lo=0, ack_ns=None, write=None)
+        for rule in candidates(name, facts):
+            if rule.evidence is None or rule.applies is not None and not rule.applies(
+                    record, since):
+                continue
+            with record.overlapping():
+                before = rule.evidence(record, since)
+            if before:
+                return {"outcome": UNEXPLAINED, "rule": None, "evidence": None,
+                        "blind": before[0].stretch, "why": OPEN_TXN}
     return {"outcome": VIOLATION, "rule": None, "evidence": None, "blind": None, "why": None}
 
 

@@ -1,9 +1,11 @@
 """The verdict against the reference model (issue 49, exploration): random cases of
 ``history.simulate.model_run``, one history per configuration, each analysed once; compares
-the model's label with the verdict's outcome value by value, and prints every lost value
+the model's label with the verdict's outcome value by value (its loss, and its
+``duplicate`` finding when the record shows it at two offsets), and prints every value
 where they differ (its partition's steps, to turn into a hand-built test).
 
     .venv/bin/python bench/model_oracle.py [--cases 40] [--seed 1] [--histories 4] [--keep]
+                                           [--producer plain|retries|idempotent]
 
 Each history is written to a temporary directory, removed afterwards unless ``--keep`` (then
 its path is printed, to trace a disagreement).
@@ -23,7 +25,7 @@ from kafka_chaos.analysis import check, judge
 from kafka_chaos.history.simulate.model_run import Config, Step, generate
 
 KINDS = ("produce", "produce", "produce", "fetch", "fetch", "shrink", "fsync", "poll", "kill",
-         "lose-power", "start", "blind")
+         "lose-power", "start", "blind", "txn", "txn", "end", "end")
 #: How a kill or power loss ends (``model_run.Ends``): mostly ok.
 ENDS = ("ok", "ok", "ok", "ok", "info", "info-none", "fail")
 
@@ -44,13 +46,21 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--histories", type=int, default=4)
     ap.add_argument("--keep", action="store_true", help="keep each history's directory")
+    ap.add_argument("--producer", choices=["plain", "retries", "idempotent"],
+                    help="every history's producer (acks=all; idempotent: transactions too)")
     args = ap.parse_args()
     judge.MAX_EXAMPLES = 10**6  # every finding's outcome, not five of each
     rng = random.Random(args.seed)
     tally: collections.Counter = collections.Counter()
     for h in range(args.histories):
-        config = Config(acks=rng.choice(["0", "1", "all", "1", "all"]), min_isr=rng.choice([1, 2]),
-                        unclean=rng.random() < 0.4, elr=rng.random() < 0.5)
+        acks = "all" if args.producer else rng.choice(["0", "1", "all", "1", "all"])
+        producer = args.producer or (rng.choice(["plain", "retries", "idempotent"])
+                                     if acks == "all" else "plain")
+        txn = producer == "idempotent"
+        config = Config(acks=acks, min_isr=rng.choice([1, 2]), unclean=rng.random() < 0.4,
+                        elr=rng.random() < 0.5, retries=producer != "plain",
+                        idempotence=txn, transactions=txn,
+                        read_committed=txn and rng.random() < 0.7)
         cases = [case(rng, rng.randrange(4, 16)) for _ in range(args.cases)]
         # TemporaryDirectory's delete= is Python 3.12's; this runs on 3.11
         folder = (contextlib.nullcontext(tempfile.mkdtemp(prefix="kc-oracle-")) if args.keep
@@ -63,19 +73,27 @@ def main() -> None:
             took = time.monotonic() - start
         outcome = {(ex["key"], ex["value"]): ex["outcome"] for name in ("lost-write", "unseen")
                    for ex in res["anomalies"][name]["examples"]}
+        twice = {(ex["key"], ex["value"]): ex["outcome"]
+                 for ex in res["anomalies"]["duplicate"]["examples"]}
+        dirty = {(ex["key"], ex["value"]): ex["outcome"]
+                 for ex in res["anomalies"]["G1a"]["examples"]}
         pairs = collections.Counter()
         for t in truth:
-            got = outcome.get((t.key, t.value))
-            pairs[(t.mechanism, t.expected, got)] += 1
-            if t.expected != got:
-                tally["differ"] += 1
-                print(f"  history {h} partition {t.key} value {t.value}: {t.mechanism}, "
-                      f"expected {t.expected}, verdict {got}; steps {cases[t.key]}")
-            elif got is not None:
-                tally["agree"] += 1
+            kv = (t.key, t.value)
+            for what, expected, got in ((f"{t.mechanism}{' hidden' * t.hidden}", t.expected,
+                                         outcome.get(kv)),
+                                        ("duplicate", t.duplicate, twice.get(kv)),
+                                        ("G1a", t.aborted_read, dirty.get(kv))):
+                pairs[(what, expected, got)] += 1
+                if expected != got:
+                    tally["differ"] += 1
+                    print(f"  history {h} partition {t.key} value {t.value}: {what}, "
+                          f"expected {expected}, verdict {got}; steps {cases[t.key]}")
+                elif got is not None:
+                    tally["agree"] += 1
         print(f"history {h}: {config} {len(truth)} acknowledged, {took:.1f} s, valid="
               f"{res['valid']}; (mechanism, expected, verdict): "
-              f"{ {k: n for k, n in sorted(pairs.items(), key=str) if k[0] is not None} }"
+              f"{ {k: n for k, n in sorted(pairs.items(), key=str) if k[1:] != (None, None)} }"
               + (f" {path}" if args.keep else ""))
     print(dict(tally))
 

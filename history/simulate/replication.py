@@ -15,7 +15,16 @@ construction); what it knows comes from Kafka's own documents:
 - a follower that starts to follow a new leader truncates its log where it diverges from the
   leader's, by leader epoch (KIP-101, KIP-279);
 - a power loss keeps only what was fsynced; Kafka does not fsync per write (the design doc:
-  durability comes from replication, not from the disk).
+  durability comes from replication, not from the disk);
+- transactions (KIP-98): the coordinator ends one by writing a marker to each of its
+  partitions, a control record appended like an acks=all write and retried until the HW
+  passes it; the last stable offset (LSO) is the HW, or the first offset of the earliest
+  transaction whose marker is not yet below it; ``read_committed`` consumers read below
+  the LSO and skip aborted transactions' records;
+- the idempotent producer (KIP-98): the leader knows each producer's last sequence from
+  the log itself (its producer state is rebuilt from the log, so a new leader knows what its
+  own log holds), and answers a retry of a batch it holds with the first copy's offset; a
+  plain producer's retry is a new batch, appended again.
 
 Every step is a method; nothing is random here (the generator draws the steps). Each record
 is kept with the leader epoch it was appended in. ``fate`` says, for each acknowledged
@@ -33,12 +42,23 @@ UNCLEAN, ACKS_BELOW_ALL, POWER_LOSS, LONE_ISR = ("unclean-election", "acks-below
                                                  "power-loss", "min-isr-1")
 
 
+def marker(pid: int) -> int:
+    """The value standing for the marker of producer ``pid``'s transaction: negative, so
+    that no record's value is one."""
+    return -1 - pid
+
+
 @dataclasses.dataclass(frozen=True)
 class Entry:
-    """One record of a replica's log: its value and the leader epoch it was appended in."""
+    """One record of a replica's log: its value and the leader epoch it was appended in;
+    ``pid``: the transactional producer's id, for a transaction's records; ``control``:
+    ``"commit"`` or ``"abort"`` for the marker that ends ``pid``'s transaction (its value
+    is ``marker(pid)``)."""
 
     value: int
     epoch: int
+    pid: int | None = None
+    control: str | None = None
 
 
 @dataclasses.dataclass
@@ -105,6 +125,12 @@ class Partition:
         self.caught: dict[int, int] = {n: 0 for n in nodes}
         self.acks: dict[int, Ack] = {}
         self.pending: dict[int, int] = {}  # acks=all value -> its offset, awaiting the ISR
+        #: acks=all values whose produce request failed after the leader had it: value ->
+        #: the error (the producer retries them, or reports them of unknown outcome)
+        self.failed: dict[int, str] = {}
+        self.was_read: set[int] = set()  # values a consumer read (committed then)
+        #: value -> (mechanism, leader epoch) of a loss a retry then wrote back
+        self.retaken: dict[int, tuple[str, int]] = {}
         self.elections: list[Election] = []
         self.lost_by: dict[int, str] = {}
         self.lost_epoch: dict[int, int] = {}
@@ -113,17 +139,31 @@ class Partition:
 
     # -- the producer ------------------------------------------------------------------------
 
-    def produce(self, value: int, acks: Acks) -> str | None:
+    def produce(self, value: int, acks: Acks, idempotent: bool = False,
+                pid: int | None = None) -> str | None:
         """Append ``value`` at the leader. Returns None when it was appended (``acks`` 0 and
         1 are acknowledged at once, ``all`` once the HW passes it: ``acked``), else the error
         a producer gets: ``NOT_LEADER_OR_FOLLOWER`` (no live leader) or
-        ``NOT_ENOUGH_REPLICAS`` (acks=all with the ISR below ``min_isr``)."""
+        ``NOT_ENOUGH_REPLICAS`` (acks=all with the ISR below ``min_isr``, checked before the
+        append: ``Partition.appendRecordsToLeader``). An ``idempotent`` retry of a value the
+        leader's log holds is not appended again: it awaits the HW at the first copy's
+        offset (KIP-98). ``pid``: the record is in that transactional producer's
+        transaction. ``ValueError`` for idempotence without acks=all (the producer refuses
+        that configuration: ``enable.idempotence``)."""
+        if idempotent and acks != "all":
+            raise ValueError(f"an idempotent producer needs acks=all, not {acks}")
         if self.leader is None or not self.replicas[self.leader].alive:
             return "NOT_LEADER_OR_FOLLOWER"
         if acks == "all" and len(self.isr) < self.min_isr:
             return "NOT_ENOUGH_REPLICAS"
         log = self.replicas[self.leader].log
-        log.append(Entry(value, self.epoch))
+        held = (next((o for o, e in enumerate(log) if e.value == value), None)
+                if idempotent else None)
+        if held is not None:
+            self.pending[value] = held
+            self._advance_hw()
+            return None
+        log.append(Entry(value, self.epoch, pid))
         offset = len(log) - 1
         if acks == "all":
             self.pending[value] = offset
@@ -132,10 +172,30 @@ class Partition:
             self._ack(value, offset if acks == "1" else None, acks)
         return None
 
+    def write_marker(self, pid: int, commit: bool) -> str | None:
+        """The transaction coordinator ends producer ``pid``'s transaction on this partition
+        (WriteTxnMarkers, KIP-98): a control record (value ``marker(pid)``) appended at the leader
+        as an acks=all write, in ``acks`` once the HW passes it. A retry finds the marker the
+        leader's log holds and awaits it (a second copy would change nothing a consumer
+        sees). Errors as ``produce``'s."""
+        if self.leader is None or not self.replicas[self.leader].alive:
+            return "NOT_LEADER_OR_FOLLOWER"
+        if len(self.isr) < self.min_isr:
+            return "NOT_ENOUGH_REPLICAS"
+        log = self.replicas[self.leader].log
+        held = next((o for o, e in enumerate(log) if e.value == marker(pid)), None)
+        if held is None:
+            log.append(Entry(marker(pid), self.epoch, pid, "commit" if commit else "abort"))
+        self.pending[marker(pid)] = len(log) - 1 if held is None else held
+        self._advance_hw()
+        return None
+
     def _ack(self, value: int, offset: int | None, acks: str) -> None:
         holders = frozenset(n for n, r in self.replicas.items()
                             if any(e.value == value for e in r.log))
         self.acks[value] = Ack(value, offset, acks, self.leader, self.epoch, holders)
+        if value in self.lost_by:  # a retry put back what an election had taken
+            self.retaken[value] = (self.lost_by.pop(value), self.lost_epoch.pop(value))
 
     # -- replication -------------------------------------------------------------------------
 
@@ -192,6 +252,8 @@ class Partition:
                 del self.pending[value]
                 if len(self.isr) >= self.min_isr:
                     self._ack(value, offset, "all")
+                else:
+                    self.failed[value] = "NOT_ENOUGH_REPLICAS_AFTER_APPEND"
 
     # -- faults ------------------------------------------------------------------------------
 
@@ -245,6 +307,10 @@ class Partition:
         chosen = clean[0] if clean else (live[0] if self.unclean and live else None)
         if self.leader is not None:
             self.last_known = self.leader
+        # the old leader's waiting produce requests end: it stopped leading (the delayed
+        # produce completes with this error) or died (the connection broke)
+        self.failed.update(dict.fromkeys(self.pending, "NOT_LEADER_OR_FOLLOWER"))
+        self.pending.clear()
         self.epoch += 1
         self.leader = chosen
         self.caught = {n: 0 for n in self.replicas}
@@ -263,10 +329,13 @@ class Partition:
         self._settle(chosen, unclean)
 
     def _settle(self, leader: int, unclean: bool) -> None:
-        """What the new leader lacks of the acknowledged values is lost from now on, and by
-        which mechanism (the first one that took it)."""
+        """What the new leader lacks of the acknowledged values, and of the values a
+        consumer read (committed, so acknowledged as acks=all would be), is lost from now
+        on, and by which mechanism (the first one that took it)."""
         have = {e.value for e in self.replicas[leader].log}
-        for value, ack in self.acks.items():
+        read = {v: Ack(v, None, "all", leader, self.epoch, frozenset())
+                for v in self.was_read if v not in self.acks}
+        for value, ack in [*self.acks.items(), *read.items()]:
             if value in have or value in self.lost_by:
                 continue
             self.lost_epoch[value] = self.epoch
@@ -281,13 +350,38 @@ class Partition:
 
     # -- what a consumer sees ----------------------------------------------------------------
 
-    def read(self, start: int = 0) -> list[tuple[int, int]]:
-        """``(offset, value)`` of the leader's log from ``start`` up to the HW (what a
-        ``read_uncommitted`` consumer can fetch); ``[]`` while offline."""
+    def lso(self) -> int:
+        """The last stable offset: the HW, or the first offset of the earliest transaction
+        whose marker is not below the HW, if lower (KIP-98; ``ListOffsets`` with
+        ``read_committed``)."""
+        if self.leader is None:
+            return self.hw
+        first: dict[int, int] = {}
+        ended: set[int] = set()
+        for offset, entry in enumerate(self.replicas[self.leader].log):
+            if entry.pid is not None and entry.control is None:
+                first.setdefault(entry.pid, offset)
+            elif entry.control is not None and offset < self.hw:
+                ended.add(entry.pid)
+        return min([self.hw, *(o for pid, o in first.items() if pid not in ended)])
+
+    def end(self, committed: bool = False) -> int:
+        """Where a consumer's reads end: the LSO (``committed``: ``read_committed``), else
+        the HW."""
+        return self.lso() if committed else self.hw
+
+    def read(self, start: int = 0, committed: bool = False) -> list[tuple[int, int]]:
+        """``(offset, value)`` of the leader's log from ``start`` up to ``end(committed)``,
+        without control records, and without aborted transactions' records when
+        ``committed`` (``isolation.level``); ``[]`` while offline."""
         if self.leader is None or not self.replicas[self.leader].alive:
             return []
         log = self.replicas[self.leader].log
-        return [(o, log[o].value) for o in range(start, min(self.hw, len(log)))]
+        aborted = {e.pid for e in log[:self.hw] if e.control == "abort"}
+        out = [(o, log[o].value) for o in range(start, min(self.end(committed), len(log)))
+               if log[o].control is None and not (committed and log[o].pid in aborted)]
+        self.was_read.update(v for _, v in out)
+        return out
 
     def fate(self) -> dict[int, str | None]:
         """Each acknowledged value's fate now: None if the leader's log holds it, else the
@@ -296,4 +390,4 @@ class Partition:
         have = set() if self.leader is None else {e.value for e in
                                                   self.replicas[self.leader].log}
         return {v: None if v in have else self.lost_by.get(v, "offline")
-                for v in self.acks}
+                for v in self.acks if v >= 0}

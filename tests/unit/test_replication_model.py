@@ -4,6 +4,7 @@ Kafka's documented cases, each by hand; and the histories it writes (``model_run
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from kafka_chaos.history.simulate.model_run import Config, Step, generate
 from kafka_chaos.history.simulate.replication import (ACKS_BELOW_ALL, POWER_LOSS, UNCLEAN,
@@ -238,3 +239,111 @@ def test_a_power_loss_whose_isr_was_sampled_before_the_ack_is_labelled_doubt(tmp
     truth = generate(tmp_path / "history.jsonl", cases,
                      Config(acks="all", min_isr=1, elr=False))
     assert [(t.mechanism, t.expected) for t in truth] == [(POWER_LOSS, "unexplained")]
+
+
+def test_an_idempotent_retry_of_a_held_record_is_answered_with_its_offset() -> None:
+    """KIP-98: the leader knows the producer's last sequence from its own log, so a retry of
+    a batch the log holds is not appended again; a plain producer's retry is a new batch."""
+    for idempotent, log in ((True, [1]), (False, [1, 1])):
+        p = Partition(min_isr=2, elr=False)
+        p.produce(1, "all")
+        p.shrink(3)
+        p.shrink(2)  # the HW passes the record with the ISR below min.insync.replicas
+        assert p.failed == {1: "NOT_ENOUGH_REPLICAS_AFTER_APPEND"} and 1 not in p.acks
+        assert p.produce(1, "all", idempotent) == "NOT_ENOUGH_REPLICAS"  # before the append
+        p.fetch(2)
+        assert p.produce(1, "all", idempotent) is None
+        p.fetch(2)
+        assert [e.value for e in p.replicas[1].log] == log
+        assert p.acks[1].offset == len(log) - 1
+
+
+def test_a_leader_change_fails_the_requests_the_old_leader_had_waiting() -> None:
+    """The old leader's delayed produce ends when it stops leading (or its connection
+    breaks): the producer learns nothing of the record, which the new leader may hold."""
+    p = Partition(min_isr=2)
+    p.produce(1, "all")
+    p.fetch(2)  # the leader does not know yet that 2 has it
+    p.kill(1)
+    assert p.leader == 2 and p.failed == {1: "NOT_LEADER_OR_FOLLOWER"} and not p.pending
+    assert 1 not in p.acks and [e.value for e in p.replicas[2].log] == [1]
+
+
+def test_a_duplicate_is_labelled_by_the_producer_and_the_loss_of_its_first_copy(tmp_path):
+    """A record read at offset 1 (its produce failed after the append), its first copy lost
+    in an unclean election, written again at offset 0 by the producer's retry: permitted by
+    the plain producer's retries, or by the election the idempotent one's retry follows;
+    without retries it ends ``info`` and is never written twice."""
+    case = [Step(100, "shrink", 2), Step(200, "produce"), Step(210, "fetch", 1),
+            Step(300, "produce"), Step(310, "shrink", 1), Step(400, "poll"),
+            Step(450, "kill", 1), Step(500, "kill", 0), Step(600, "start", 1),
+            Step(610, "fetch", 1), Step(620, "fetch", 1)]
+    base = Config("all", 2, unclean=True, elr=False)
+    for name, config, dup in (("plain", replace(base, retries=True), "permitted"),
+                              ("idem", replace(base, retries=True, idempotence=True),
+                               "permitted"),
+                              ("none", base, None)):
+        (tmp_path / name).mkdir()
+        truth = generate(tmp_path / name / "history.jsonl", [case], config)
+        assert [(t.value, t.mechanism, t.expected) for t in truth] == [
+            (1, UNCLEAN, "permitted")] + ([(2, None, None)] if dup else []), name
+        assert [t.duplicate for t in truth][1:] == ([dup] if dup else []), name
+        lines = [json.loads(x) for x in (tmp_path / name / "history.jsonl").open()][1:]
+        ends = [x["type"] for x in lines if x["f"] == "send" and x["process"] == 1]
+        assert ends == (["invoke", "ok"] if dup else ["invoke", "info"]), (name, ends)
+
+
+def test_read_committed_stops_at_an_open_transaction_and_skips_aborted_ones() -> None:
+    """KIP-98: the LSO is the first offset of the earliest transaction whose marker is not
+    below the HW; read_committed reads stop there and leave out aborted records; markers
+    are control records no consumer gets."""
+    p = Partition(min_isr=2)
+    p.produce(1, "all", idempotent=True, pid=7)
+    p.produce(2, "all", idempotent=True)
+    p.fetch(2)
+    p.fetch(3)
+    assert p.hw == 2 and p.lso() == 0
+    assert p.read(committed=True) == [] and p.read() == [(0, 1), (1, 2)]
+    assert p.write_marker(7, commit=False) is None and p.lso() == 0  # not below the HW yet
+    p.fetch(2)
+    p.fetch(3)
+    assert p.hw == p.lso() == 3 and p.read(committed=True) == [(1, 2)]
+    assert p.read() == [(0, 1), (1, 2)]
+
+
+def test_a_marker_a_leader_change_failed_is_written_to_the_new_leader(tmp_path) -> None:
+    """The coordinator writes a marker until the HW passes it: one the old leader had not
+    replicated is written again to its successor, and nothing hangs."""
+    case = [Step(100, "txn"), Step(110, "fetch", 1), Step(120, "fetch", 2), Step(200, "end"),
+            Step(300, "kill", 0), Step(350, "poll"), Step(360, "fetch", 2), Step(400, "poll")]
+    config = Config("all", 2, retries=True, idempotence=True, transactions=True,
+                    read_committed=True)
+    truth = generate(tmp_path / "history.jsonl", [case], config)
+    assert [(t.value, t.mechanism, t.hidden) for t in truth] == [(1, None, False)]
+    lines = [json.loads(x) for x in (tmp_path / "history.jsonl").open()][1:]
+    polls = [x["value"][0][1] for x in lines if x["f"] == "poll" and x["type"] == "ok"]
+    # before the new leader's follower has the marker again, the transaction is open
+    assert polls == [{}, {"0": [[0, 1]]}, {"0": [[0, 1]]}]
+
+
+#: A committed transaction whose marker (on n1 and n2 only) an unclean election of n3 lost,
+#: then a write acknowledged after that election: both hidden behind the open transaction.
+HUNG = [Step(100, "txn"), Step(110, "fetch", 1), Step(120, "fetch", 2), Step(200, "end"),
+        Step(205, "shrink", 2), Step(210, "fetch", 1), Step(300, "produce"),
+        Step(310, "fetch", 1), Step(400, "kill", 0), Step(410, "kill", 1), Step(500, "produce")]
+
+
+def test_a_transaction_whose_marker_an_election_lost_hides_what_follows(tmp_path) -> None:
+    """The coordinator, done with a transaction, never writes its marker again: after the
+    election that lost it, read_committed reads stop at the transaction for good. What is
+    hidden is labelled by that election: permitted where it lies inside the value's window,
+    unexplained for a value acknowledged after it."""
+    config = Config("all", 2, unclean=True, elr=False, retries=True, idempotence=True,
+                    transactions=True, read_committed=True)
+    truth = generate(tmp_path / "history.jsonl", [HUNG], config)
+    assert [(t.value, t.mechanism, t.hidden, t.expected) for t in truth] == [
+        (1, UNCLEAN, True, "permitted"), (2, UNCLEAN, False, "permitted"),
+        (3, UNCLEAN, True, "unexplained")]
+    lines = [json.loads(x) for x in (tmp_path / "history.jsonl").open()][1:]
+    final = [x["value"][0][2] for x in lines if x["f"] == "poll" and x["type"] == "ok"]
+    assert final == [{"final": True, "range": {"0": [0, 0]}, "eof": True}]
