@@ -162,6 +162,7 @@ class _Run(Labels):
         self.txn_of: dict[int, int] = {}
         self.open: list[list[int]] = [[] for _ in cases]
         self.aborted: set[int] = set()
+        self.committing: dict[int, int] = {}  # value -> partition: a commit awaiting its flush
         self.markers: dict[tuple[int, int], bool] = {}
         self.marking: dict[tuple[int, int], bool] = {}
         header = {"config": {"acks": config.acks, "idempotence": config.idempotence,
@@ -209,7 +210,11 @@ class _Run(Labels):
             self.produce(p, txn=True)
         elif step.kind == "end":
             if self.config.transactions and self.open[p]:
-                self.end_txn(p, self.open[p].pop(0), commit=step.ends != "fail")
+                value = self.open[p].pop(0)
+                if step.ends == "fail":
+                    self.end_txn(p, value, commit=False)
+                else:
+                    self.commit(p, value)
         elif step.kind == "fetch":
             if node != model.leader:
                 model.fetch(node)
@@ -251,10 +256,17 @@ class _Run(Labels):
         self.write(process, "invoke", "txn" if txn else "send", [["send", p, value]])
         self.attempt(p, value, process)
 
+    def commit(self, p: int, value: int) -> None:
+        """``commitTransaction`` of ``value``'s transaction: it flushes first, so it waits
+        (``committing``) until the send is acknowledged."""
+        if value in self.models[p].acks:
+            self.end_txn(p, value, commit=True)
+        else:
+            self.committing[value] = p
+
     def end_txn(self, p: int, value: int, commit: bool) -> None:
-        """The producer of ``value``'s transaction commits it (once its send was
-        acknowledged: a commit flushes first) or aborts it; the coordinator then writes
-        the marker (``markers``). A commit is ``ok`` when the coordinator has decided, before
+        """The producer of ``value``'s transaction commits it (``commit`` saw its send
+        acknowledged) or aborts it; the coordinator then writes the marker (``markers``). A commit is ``ok`` when the coordinator has decided, before
         any marker is written (EndTxn, KIP-98); an abort is ``fail`` (``ABORTED``)."""
         model, process = self.models[p], self.txn_of[value]
         ack = model.acks.get(value)
@@ -292,6 +304,8 @@ class _Run(Labels):
     def ack(self, process: int, p: int, value: int) -> None:
         self.acked_at[value] = self.now
         if value in self.txn_of:  # its delivery report; its op ends with the transaction
+            if self.committing.pop(value, None) is not None:
+                self.end_txn(p, value, commit=True)
             return
         ack = self.models[p].acks[value]
         if ack.offset is not None:
@@ -389,6 +403,17 @@ class _Run(Labels):
             self.unsure[p].add(node)
         self.sample(f"after {f}", p)
 
+    def catch_up(self, rounds: int = 3) -> None:
+        """Every follower fetches, and what that settles is settled (retries, commits,
+        markers), ``rounds`` times: a retry appended in one round is replicated in the
+        next, and so is the marker of a commit it completed."""
+        for _ in range(rounds):
+            for model in self.models:
+                for node in model.replicas:
+                    if node != model.leader:
+                        model.fetch(node)
+            self.settle_waiting()
+
     def sample(self, trigger: str, only: int | None = None) -> None:
         """A monitor sample of every partition, or of partition ``only``: a nemesis op's
         samples describe the partition whose brokers it touched, since the others share no
@@ -414,9 +439,10 @@ class _Run(Labels):
             "took_ms": 1})
 
     def heal(self) -> None:
-        """heal-all: every broker started, every open transaction aborted, every follower
-        caught up, the acks=all sends still waiting acknowledged or timed out, the markers
-        written; then each partition read to its end (the LSO under ``read_committed``)."""
+        """heal-all: every broker started, every open transaction committed (once its flush
+        completes), every follower caught up, the acks=all sends still waiting acknowledged or timed out, a commit
+        whose flush does not complete then aborted, the markers written; then each
+        partition read to its end (the LSO under ``read_committed``)."""
         self.write("nemesis", "invoke", "heal-all", None)
         started = []
         for model in self.models:
@@ -427,16 +453,15 @@ class _Run(Labels):
         self.down = [set() for _ in self.cases]
         self.unsure = [set() for _ in self.cases]
         self.write("nemesis", "ok", "heal-all", {"process": {"start": {"started": started}}})
-        for p, values in enumerate(self.open):  # the workload aborts what it left open
+        for p, values in enumerate(self.open):  # the workload commits what it left open
             for value in values:
-                self.end_txn(p, value, commit=False)
+                self.commit(p, value)
             values.clear()
-        for _ in range(3):  # the retries the healed partitions take, and their replication
-            for model in self.models:
-                for node in model.replicas:
-                    if node != model.leader:
-                        model.fetch(node)
-            self.settle_waiting()
+        self.catch_up()
+        for value, p in sorted(self.committing.items()):  # the flush timed out: aborted
+            self.end_txn(p, value, commit=False)
+        self.committing.clear()
+        self.catch_up()
         for value, (p, process) in sorted({**self.waiting, **self.retrying}.items()):
             self.write(process, "info", "send", [["send", p, [None, value]]], "_MSG_TIMED_OUT")
         self.waiting.clear()

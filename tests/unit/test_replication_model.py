@@ -347,3 +347,20 @@ def test_a_transaction_whose_marker_an_election_lost_hides_what_follows(tmp_path
     lines = [json.loads(x) for x in (tmp_path / "history.jsonl").open()][1:]
     final = [x["value"][0][2] for x in lines if x["f"] == "poll" and x["type"] == "ok"]
     assert final == [{"final": True, "range": {"0": [0, 0]}, "eof": True}]
+
+
+def test_a_commit_waits_for_its_flush_and_the_heal_commits_what_is_left_open(tmp_path):
+    """``commitTransaction`` flushes first: asked before its send is acknowledged, the
+    commit completes once the followers have the record; a transaction still open at the
+    heal is committed by the workload then; one ended ``fail`` is aborted at once."""
+    case = [Step(100, "txn"), Step(200, "end"), Step(300, "fetch", 1), Step(400, "fetch", 2),
+            Step(500, "txn"), Step(600, "txn"), Step(700, "end", ends="fail")]
+    config = Config("all", 2, retries=True, idempotence=True, transactions=True,
+                    read_committed=True)
+    truth = generate(tmp_path / "history.jsonl", [case], config)
+    lines = [json.loads(x) for x in (tmp_path / "history.jsonl").open()][1:]
+    ends = [(x["time"] // 1_000_000, x["value"][0][2][1], x["type"]) for x in lines
+            if x["f"] == "txn" and x["type"] != "invoke"]
+    heal = next(x["time"] // 1_000_000 for x in lines if x["f"] == "heal-all")
+    assert ends == [(400, 1, "ok"), (700, 2, "fail"), (heal, 3, "ok")], ends
+    assert [(t.value, t.mechanism) for t in truth] == [(1, None), (3, None)]
