@@ -22,20 +22,10 @@ import uuid
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-from kio.schema.describe_share_group_offsets.v1 import request as dsgo_req
-from kio.schema.describe_share_group_offsets.v1 import response as dsgo_resp
-from kio.schema.find_coordinator.v6 import request as fc_req
-from kio.schema.find_coordinator.v6 import response as fc_resp
-from kio.schema.share_group_describe.v1 import request as sgd_req
-from kio.schema.share_group_describe.v1 import response as sgd_resp
-from kio.schema.types import GroupId, TopicName
-from kio.serial import readers as r
-from kio.serial.errors import BufferUnderflow
-from kio.static.primitive import i8, i32
 
 from kafka_chaos.clusters.admin import PASSING_ERRORS
 from kafka_chaos.clusters.security import ClientSecurity
-from kafka_chaos.clusters.wire import WireError, call
+from kafka_chaos.clusters.wire import WireError, call, kio_types
 
 _GROUP_KEY = 0
 
@@ -44,12 +34,13 @@ def coordinator(bootstrap: str, group: str, timeout_s: float = 5.0,
                 security: ClientSecurity | None = None) -> str:
     """``host:port`` of ``group``'s coordinator, asked of the first broker of ``bootstrap``
     (``host:port,...``) that answers. Raises ``WireError`` when none names one."""
+    kio = kio_types()
     errors = []
     for endpoint in bootstrap.split(","):
         try:
-            reply = call(endpoint, fc_req.FindCoordinatorRequest(
-                key_type=i8(_GROUP_KEY), coordinator_keys=(group,)),
-                fc_resp.FindCoordinatorResponse, timeout_s, security)
+            reply = call(endpoint, kio.fc_req.FindCoordinatorRequest(
+                key_type=kio.i8(_GROUP_KEY), coordinator_keys=(group,)),
+                kio.fc_resp.FindCoordinatorResponse, timeout_s, security)
         except WireError as exc:
             errors.append(str(exc))
             continue
@@ -67,14 +58,15 @@ def start_offsets(bootstrap: str, group: str, topics: dict[str, list[int]],
     group ``group`` for ``topics`` (topic -> partitions): the SPSO (-1 when the share-partition
     was never initialised), the lag (-1 when unknown), and the partition's error code.
     Raises ``WireError`` (no coordinator, no answer, or an error code for the group)."""
-    request = dsgo_req.DescribeShareGroupOffsetsRequest(groups=(
-        dsgo_req.DescribeShareGroupOffsetsRequestGroup(
-            group_id=GroupId(group), topics=tuple(
-                dsgo_req.DescribeShareGroupOffsetsRequestTopic(
-                    topic_name=TopicName(t), partitions=tuple(i32(p) for p in ps))
+    kio = kio_types()
+    request = kio.dsgo_req.DescribeShareGroupOffsetsRequest(groups=(
+        kio.dsgo_req.DescribeShareGroupOffsetsRequestGroup(
+            group_id=kio.GroupId(group), topics=tuple(
+                kio.dsgo_req.DescribeShareGroupOffsetsRequestTopic(
+                    topic_name=kio.TopicName(t), partitions=tuple(kio.i32(p) for p in ps))
                 for t, ps in sorted(topics.items()))),))
     endpoint = coordinator(bootstrap, group, timeout_s, security)
-    reply = call(endpoint, request, dsgo_resp.DescribeShareGroupOffsetsResponse, timeout_s,
+    reply = call(endpoint, request, kio.dsgo_resp.DescribeShareGroupOffsetsResponse, timeout_s,
                  security)
     out: dict[tuple[str, int], dict[str, Any]] = {}
     for g in reply.groups:
@@ -95,10 +87,11 @@ def members(bootstrap: str, group: str, timeout_s: float = 5.0,
     (``ShareGroupDescribe``, API key 77, KIP-932): a member that crashed stays until its
     share session times out (``group.share.session.timeout.ms``, 45 s by default). Raises
     ``WireError`` (no coordinator, no answer, or an error code for the group)."""
+    kio = kio_types()
     endpoint = coordinator(bootstrap, group, timeout_s, security)
-    reply = call(endpoint, sgd_req.ShareGroupDescribeRequest(
-        group_ids=(GroupId(group),), include_authorized_operations=False),
-        sgd_resp.ShareGroupDescribeResponse, timeout_s, security)
+    reply = call(endpoint, kio.sgd_req.ShareGroupDescribeRequest(
+        group_ids=(kio.GroupId(group),), include_authorized_operations=False),
+        kio.sgd_resp.ShareGroupDescribeResponse, timeout_s, security)
     for g in reply.groups:
         if g.error_code:
             raise WireError(f"{endpoint}: ShareGroupDescribe of {group}: error code "
@@ -123,30 +116,31 @@ def decode(key: bytes, value: bytes | None) -> tuple[str, uuid.UUID, int, list[B
     ``ShareSnapshotValue``/``ShareUpdateValue`` (an int16 version, then version 0, flexible),
     as Kafka 4.2+ defines them in ``share-coordinator/src/main/resources/common/message``.
     Raises ``ValueError`` on bytes that do not parse so."""
+    kio = kio_types()
     try:
-        kind, at = _read(r.read_int16, key, 0)
+        kind, at = _read(kio.readers.read_int16, key, 0)
         if kind not in (_SNAPSHOT, _UPDATE) or value is None:
             return None
-        group, at = _read(r.read_legacy_string, key, at)
-        topic_id, at = _read(r.read_uuid, key, at)
-        partition, _ = _read(r.read_int32, key, at)
-        version, at = _read(r.read_int16, value, 0)
+        group, at = _read(kio.readers.read_legacy_string, key, at)
+        topic_id, at = _read(kio.readers.read_uuid, key, at)
+        partition, _ = _read(kio.readers.read_int32, key, at)
+        version, at = _read(kio.readers.read_int16, value, 0)
         if version != 0:
             raise ValueError(f"{STATE_TOPIC} value version {version}, not 0")
         # SnapshotEpoch, (StateEpoch), LeaderEpoch, StartOffset, (Create/WriteTimestamp)
         at += 4 + (4 if kind == _SNAPSHOT else 0) + 4 + 8 + (16 if kind == _SNAPSHOT else 0)
-        n, at = _read(r.read_compact_array_length, value, at)
+        n, at = _read(kio.readers.read_compact_array_length, value, at)
         batches = []
         for _ in range(n):
-            first, at = _read(r.read_int64, value, at)
-            last, at = _read(r.read_int64, value, at)
-            state, at = _read(r.read_int8, value, at)
-            count, at = _read(r.read_int16, value, at)
+            first, at = _read(kio.readers.read_int64, value, at)
+            last, at = _read(kio.readers.read_int64, value, at)
+            state, at = _read(kio.readers.read_int8, value, at)
+            count, at = _read(kio.readers.read_int16, value, at)
             at = _skip_tags(value, at)
             batches.append((int(first), int(last), int(state), int(count)))
         if _skip_tags(value, at) != len(value):
             raise ValueError("bytes after the value")
-    except (IndexError, ValueError, UnicodeDecodeError, BufferUnderflow) as exc:
+    except (IndexError, ValueError, UnicodeDecodeError, kio.BufferUnderflow) as exc:
         raise ValueError(f"a {STATE_TOPIC} record that does not parse: {exc}") from exc
     return str(group), topic_id, int(partition), batches
 
@@ -161,10 +155,11 @@ def _read(reader, buf: bytes, at: int) -> tuple[Any, int]:
 
 
 def _skip_tags(buf: bytes, at: int) -> int:
-    n, at = _read(r.read_unsigned_varint, buf, at)
+    kio = kio_types()
+    n, at = _read(kio.readers.read_unsigned_varint, buf, at)
     for _ in range(n):
-        _, at = _read(r.read_unsigned_varint, buf, at)
-        size, at = _read(r.read_unsigned_varint, buf, at)
+        _, at = _read(kio.readers.read_unsigned_varint, buf, at)
+        size, at = _read(kio.readers.read_unsigned_varint, buf, at)
         at += size
     if at > len(buf):
         raise ValueError("tagged fields run past the end")

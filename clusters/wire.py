@@ -36,31 +36,10 @@ import io
 import socket
 import ssl
 import struct
+import types
 from typing import Any, TypeVar
 
 import scramp
-from kio.schema.alter_partition_reassignments.v0 import request as reassign_req
-from kio.schema.alter_partition_reassignments.v0 import response as reassign_resp
-from kio.schema.api_versions.v0.request import ApiVersionsRequest
-from kio.schema.api_versions.v0.response import ApiVersionsResponse
-from kio.schema.api_versions.v3 import request as av3_req
-from kio.schema.api_versions.v3 import response as av3_resp
-from kio.schema.describe_quorum.v1 import request as quorum_req
-from kio.schema.describe_quorum.v1 import response as quorum_resp
-from kio.schema.describe_topic_partitions.v0 import request as dtp_req
-from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
-from kio.schema.incremental_alter_configs.v1 import request as configs_req
-from kio.schema.incremental_alter_configs.v1 import response as configs_resp
-from kio.schema.list_offsets.v4 import request as offsets_req
-from kio.schema.list_offsets.v4 import response as offsets_resp
-from kio.schema.sasl_authenticate.v2 import request as auth_req
-from kio.schema.sasl_authenticate.v2 import response as auth_resp
-from kio.schema.sasl_handshake.v1 import request as handshake_req
-from kio.schema.sasl_handshake.v1 import response as handshake_resp
-from kio.schema.types import BrokerId, TopicName
-from kio.serial import entity_reader, entity_writer
-from kio.serial.errors import SerialError
-from kio.static.primitive import i8, i32, i64
 
 from kafka_chaos.clusters import oauth
 from kafka_chaos.clusters.security import ClientSecurity
@@ -79,16 +58,77 @@ BROKER_RESOURCE, SET = 4, 0
 R = TypeVar("R")
 
 
+_TYPES: Any = None
+
+
+def kio_types() -> Any:
+    """kio's protocol types and readers (a namespace of the names below; also those of
+    ``share_state``), imported on first use: kio builds its types as it is imported (0.7-1.5
+    s here), every command imports this module (the nemesis and the monitor name its calls),
+    and only a running cluster is spoken to."""
+    global _TYPES
+    if _TYPES is None:
+        from kio.schema.alter_partition_reassignments.v0 import request as reassign_req
+        from kio.schema.alter_partition_reassignments.v0 import response as reassign_resp
+        from kio.schema.api_versions.v0.request import ApiVersionsRequest
+        from kio.schema.api_versions.v0.response import ApiVersionsResponse
+        from kio.schema.api_versions.v3 import request as av3_req
+        from kio.schema.api_versions.v3 import response as av3_resp
+        from kio.schema.describe_quorum.v1 import request as quorum_req
+        from kio.schema.describe_quorum.v1 import response as quorum_resp
+        from kio.schema.describe_topic_partitions.v0 import request as dtp_req
+        from kio.schema.describe_topic_partitions.v0 import response as dtp_resp
+        from kio.schema.incremental_alter_configs.v1 import request as configs_req
+        from kio.schema.incremental_alter_configs.v1 import response as configs_resp
+        from kio.schema.list_offsets.v4 import request as offsets_req
+        from kio.schema.list_offsets.v4 import response as offsets_resp
+        from kio.schema.sasl_authenticate.v2 import request as auth_req
+        from kio.schema.sasl_authenticate.v2 import response as auth_resp
+        from kio.schema.sasl_handshake.v1 import request as handshake_req
+        from kio.schema.sasl_handshake.v1 import response as handshake_resp
+        from kio.schema.types import BrokerId, TopicName
+        from kio.serial import entity_reader, entity_writer
+        from kio.serial.errors import SerialError
+        from kio.static.primitive import i8, i32, i64
+        from kio.schema.describe_share_group_offsets.v1 import request as dsgo_req
+        from kio.schema.describe_share_group_offsets.v1 import response as dsgo_resp
+        from kio.schema.find_coordinator.v6 import request as fc_req
+        from kio.schema.find_coordinator.v6 import response as fc_resp
+        from kio.schema.share_group_describe.v1 import request as sgd_req
+        from kio.schema.share_group_describe.v1 import response as sgd_resp
+        from kio.schema.types import GroupId
+        from kio.serial import readers
+        from kio.serial.errors import BufferUnderflow
+        _TYPES = types.SimpleNamespace(reassign_req=reassign_req, reassign_resp=reassign_resp,
+                                       ApiVersionsRequest=ApiVersionsRequest,
+                                       ApiVersionsResponse=ApiVersionsResponse, av3_req=av3_req,
+                                       av3_resp=av3_resp, quorum_req=quorum_req,
+                                       quorum_resp=quorum_resp, dtp_req=dtp_req, dtp_resp=dtp_resp,
+                                       configs_req=configs_req, configs_resp=configs_resp,
+                                       offsets_req=offsets_req, offsets_resp=offsets_resp,
+                                       auth_req=auth_req, auth_resp=auth_resp,
+                                       handshake_req=handshake_req, handshake_resp=handshake_resp,
+                                       BrokerId=BrokerId, TopicName=TopicName,
+                                       entity_reader=entity_reader, entity_writer=entity_writer,
+                                       SerialError=SerialError, i8=i8, i32=i32, i64=i64,
+                                       dsgo_req=dsgo_req, dsgo_resp=dsgo_resp, fc_req=fc_req,
+                                       fc_resp=fc_resp, sgd_req=sgd_req, sgd_resp=sgd_resp,
+                                       GroupId=GroupId, readers=readers,
+                                       BufferUnderflow=BufferUnderflow)
+    return _TYPES
+
+
 def frame(request: Any, correlation: int = CORRELATION_ID) -> bytes:
     """``request`` (a kio request entity) as it goes on the wire: its size (int32), then the
     request header its version needs (v1, or v2 with tagged fields for a flexible version)
     with ``CLIENT_ID`` and ``correlation``, then the body."""
+    kio = kio_types()
     header_type = request.__header_schema__
     out = io.BytesIO()
-    entity_writer(header_type)(out, header_type(
+    kio.entity_writer(header_type)(out, header_type(
         request_api_key=request.__api_key__, request_api_version=request.__version__,
-        correlation_id=i32(correlation), client_id=CLIENT_ID))
-    entity_writer(type(request))(out, request)
+        correlation_id=kio.i32(correlation), client_id=CLIENT_ID))
+    kio.entity_writer(type(request))(out, request)
     return struct.pack(">i", out.tell()) + out.getvalue()
 
 
@@ -96,10 +136,11 @@ def parse(reply: bytes, response_type: type[R], correlation: int = CORRELATION_I
     """A reply (without its size prefix) as a ``response_type`` entity, after its response
     header (v0, or v1 with tagged fields). Raises ``WireError`` when it does not parse, has
     bytes left over, or answers another request than ``correlation``."""
+    kio = kio_types()
     try:
-        header, at = entity_reader(response_type.__header_schema__)(reply, 0)
-        body, size = entity_reader(response_type)(reply, at)
-    except (SerialError, ValueError, IndexError) as exc:
+        header, at = kio.entity_reader(response_type.__header_schema__)(reply, 0)
+        body, size = kio.entity_reader(response_type)(reply, at)
+    except (kio.SerialError, ValueError, IndexError) as exc:
         raise WireError(f"reply does not parse as {response_type.__name__}: {exc}") from None
     if header.correlation_id != correlation:
         raise WireError("reply to another request")
@@ -153,9 +194,10 @@ def authenticate(conn: _Connection, security: ClientSecurity) -> None:
     or an OAUTHBEARER token (KIP-152: ``SaslHandshake`` v1, then ``SaslAuthenticate`` v2
     rounds). Raises ``WireError`` when the broker refuses the mechanism, the credentials or
     the token, a SCRAM server's proof does not verify, or no token can be had."""
+    kio = kio_types()
     mechanism = security.sasl or ""
-    shake = conn.ask(handshake_req.SaslHandshakeRequest(mechanism=mechanism),
-                     handshake_resp.SaslHandshakeResponse)
+    shake = conn.ask(kio.handshake_req.SaslHandshakeRequest(mechanism=mechanism),
+                     kio.handshake_resp.SaslHandshakeResponse)
     if shake.error_code:
         raise WireError(f"SASL mechanism {mechanism} refused (error code "
                         f"{int(shake.error_code)}); the broker offers "
@@ -164,8 +206,8 @@ def authenticate(conn: _Connection, security: ClientSecurity) -> None:
     user = security.settings.get("sasl.username", "the token's principal")
 
     def say(data: bytes) -> bytes:
-        reply = conn.ask(auth_req.SaslAuthenticateRequest(auth_bytes=data),
-                         auth_resp.SaslAuthenticateResponse)
+        reply = conn.ask(kio.auth_req.SaslAuthenticateRequest(auth_bytes=data),
+                         kio.auth_resp.SaslAuthenticateResponse)
         if reply.error_code:
             raise WireError(f"SASL {mechanism} authentication of {user} failed (error code "
                             f"{int(reply.error_code)}): {reply.error_message}")
@@ -244,7 +286,8 @@ def api_versions(endpoint: str, timeout_s: float = 5.0,
     ``(min, max)`` version the broker serves. Raises ``WireError`` saying what failed: the
     connection, TLS, the SASL mechanism or the credentials (how an attached run refuses
     wrong secrets in one clear sentence, where librdkafka's clients only retry)."""
-    reply = call(endpoint, ApiVersionsRequest(), ApiVersionsResponse, timeout_s, security)
+    kio = kio_types()
+    reply = call(endpoint, kio.ApiVersionsRequest(), kio.ApiVersionsResponse, timeout_s, security)
     return {int(a.api_key): (int(a.min_version), int(a.max_version)) for a in reply.api_keys}
 
 
@@ -255,9 +298,10 @@ def finalized_features(endpoint: str, timeout_s: float = 5.0,
     KIP-848's consumer group protocol is on: the default from Kafka 4.0) or
     ``share.version`` (1 once KIP-932's share groups are on: the default from 4.2). A
     feature at level 0 is absent. Raises ``WireError``."""
-    reply = call(endpoint, av3_req.ApiVersionsRequest(
+    kio = kio_types()
+    reply = call(endpoint, kio.av3_req.ApiVersionsRequest(
         client_software_name="kafka-chaos", client_software_version="1"),
-        av3_resp.ApiVersionsResponse, timeout_s, security)
+        kio.av3_resp.ApiVersionsResponse, timeout_s, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: ApiVersions error code {int(reply.error_code)}")
     return {str(f.name): int(f.max_version_level) for f in reply.finalized_features}
@@ -288,10 +332,11 @@ def describe_topic_partitions(endpoint: str, topics: list[str], timeout_s: float
     when the cluster does not keep them, i.e. without KIP-966's ELR), partitions in order.
     Raises ``WireError``.
     """
-    request = dtp_req.DescribeTopicPartitionsRequest(
-        topics=tuple(dtp_req.TopicRequest(name=TopicName(t)) for t in topics),
-        response_partition_limit=i32(2000), cursor=None)
-    reply = call(endpoint, request, dtp_resp.DescribeTopicPartitionsResponse, timeout_s,
+    kio = kio_types()
+    request = kio.dtp_req.DescribeTopicPartitionsRequest(
+        topics=tuple(kio.dtp_req.TopicRequest(name=kio.TopicName(t)) for t in topics),
+        response_partition_limit=kio.i32(2000), cursor=None)
+    reply = call(endpoint, request, kio.dtp_resp.DescribeTopicPartitionsResponse, timeout_s,
                   security)
     return {t.name: sorted(({
         "error": int(p.error_code), "partition": int(p.partition_index),
@@ -318,13 +363,14 @@ def end_offsets(endpoint: str, partitions: dict[str, list[int]], timeout_s: floa
     answered both for (one it does not lead answers NOT_LEADER_OR_FOLLOWER and is left
     out). Raises ``WireError``.
     """
+    kio = kio_types()
     fields = (("lso", READ_COMMITTED), ("hw", READ_UNCOMMITTED))
-    topics = tuple(offsets_req.ListOffsetsTopic(name=TopicName(t), partitions=tuple(
-        offsets_req.ListOffsetsPartition(partition_index=i32(p), timestamp=i64(LATEST))
+    topics = tuple(kio.offsets_req.ListOffsetsTopic(name=kio.TopicName(t), partitions=tuple(
+        kio.offsets_req.ListOffsetsPartition(partition_index=kio.i32(p), timestamp=kio.i64(LATEST))
         for p in ps)) for t, ps in partitions.items())
-    replies = calls(endpoint, [offsets_req.ListOffsetsRequest(
-        replica_id=BrokerId(-1), isolation_level=i8(isolation), topics=topics)
-        for _, isolation in fields], offsets_resp.ListOffsetsResponse, timeout_s, security)
+    replies = calls(endpoint, [kio.offsets_req.ListOffsetsRequest(
+        replica_id=kio.BrokerId(-1), isolation_level=kio.i8(isolation), topics=topics)
+        for _, isolation in fields], kio.offsets_resp.ListOffsetsResponse, timeout_s, security)
     got: dict[tuple[str, int], dict[str, int]] = {}
     for (field, _), reply in zip(fields, replies):
         for t in reply.topics:
@@ -340,13 +386,14 @@ def set_cluster_default(endpoint: str, settings: dict[str, str], timeout_s: floa
     """``IncrementalAlterConfigs`` v1 SET of ``settings`` on the cluster-wide dynamic broker
     default (resource BROKER ``""``), sent to the broker at ``endpoint`` (it forwards to the
     controller). Raises ``WireError`` (also for an error code in the reply)."""
-    request = configs_req.IncrementalAlterConfigsRequest(resources=(
-        configs_req.AlterConfigsResource(
-            resource_type=i8(BROKER_RESOURCE), resource_name="",
-            configs=tuple(configs_req.AlterableConfig(name=k, config_operation=i8(SET),
+    kio = kio_types()
+    request = kio.configs_req.IncrementalAlterConfigsRequest(resources=(
+        kio.configs_req.AlterConfigsResource(
+            resource_type=kio.i8(BROKER_RESOURCE), resource_name="",
+            configs=tuple(kio.configs_req.AlterableConfig(name=k, config_operation=kio.i8(SET),
                                                       value=v) for k, v in settings.items())),
     ), validate_only=False)
-    reply = call(endpoint, request, configs_resp.IncrementalAlterConfigsResponse, timeout_s,
+    reply = call(endpoint, request, kio.configs_resp.IncrementalAlterConfigsResponse, timeout_s,
                   security)
     for response in reply.responses:
         if response.error_code:
@@ -363,10 +410,11 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0,
     "voters": {node id: log end offset}}``. Raises ``WireError`` (also for an error code: the
     node asked is not able to answer, e.g. it is cut from the quorum).
     """
-    request = quorum_req.DescribeQuorumRequest(topics=(quorum_req.TopicData(
-        topic_name=TopicName("__cluster_metadata"),
-        partitions=(quorum_req.PartitionData(partition_index=i32(0)),)),))
-    reply = call(endpoint, request, quorum_resp.DescribeQuorumResponse, timeout_s, security)
+    kio = kio_types()
+    request = kio.quorum_req.DescribeQuorumRequest(topics=(kio.quorum_req.TopicData(
+        topic_name=kio.TopicName("__cluster_metadata"),
+        partitions=(kio.quorum_req.PartitionData(partition_index=kio.i32(0)),)),))
+    reply = call(endpoint, request, kio.quorum_resp.DescribeQuorumResponse, timeout_s, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: DescribeQuorum error code {int(reply.error_code)}")
     parts = [p for t in reply.topics for p in t.partitions]
@@ -385,13 +433,14 @@ def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int,
     (``{partition: [broker id, ...]}``) that replica list, sent to the broker at ``endpoint``
     (it forwards to the controller). The same set in another order moves no data and changes
     only the preferred leader. Raises ``WireError`` (also for an error code in the reply)."""
-    request = reassign_req.AlterPartitionReassignmentsRequest(
+    kio = kio_types()
+    request = kio.reassign_req.AlterPartitionReassignmentsRequest(
         timeout=datetime.timedelta(milliseconds=int(timeout_s * 1000)),
-        topics=(reassign_req.ReassignableTopic(name=TopicName(topic), partitions=tuple(
-            reassign_req.ReassignablePartition(
-                partition_index=i32(p), replicas=tuple(BrokerId(i) for i in ids))
+        topics=(kio.reassign_req.ReassignableTopic(name=kio.TopicName(topic), partitions=tuple(
+            kio.reassign_req.ReassignablePartition(
+                partition_index=kio.i32(p), replicas=tuple(kio.BrokerId(i) for i in ids))
             for p, ids in replicas.items())),))
-    reply = call(endpoint, request, reassign_resp.AlterPartitionReassignmentsResponse,
+    reply = call(endpoint, request, kio.reassign_resp.AlterPartitionReassignmentsResponse,
                   timeout_s + 5, security)
     if reply.error_code:
         raise WireError(f"{endpoint}: AlterPartitionReassignments error code "

@@ -17,7 +17,7 @@
     │   └── WireError                a broker did not answer a request, or its reply was unreadable
     ├── OAuthError                   no OAUTHBEARER token could be had (clusters/oauth.py)
     ├── NemesisError                 a fault that cannot be injected (nemesis/base.py)
-    ├── AnalysisError                Spark failed outside a checker (analysis/__init__.py)
+    ├── AnalysisError                Spark failed outside a checker (analysis/verdict.py)
     ├── RemoteError                  a URL that cannot be used (analysis/remote.py)
     ├── CdsError, ServerError        the class archive, the Spark Connect server (analysis/)
     └── PublishError                 a run directory that cannot be copied (publish.py)

@@ -12,6 +12,7 @@ import pytest
 from kafka_chaos import analysis
 
 _VERSIONS = importlib.import_module("kafka_chaos.analysis.checkers.versions")
+verdict = importlib.import_module("kafka_chaos.analysis.verdict")
 
 def _gen_module():
     from kafka_chaos.history.simulate import vignettes
@@ -26,7 +27,7 @@ def test_seeded_anomalies_are_found_exactly_and_nothing_else(spark, tmp_path: Pa
     """Both plans: a large history's (code generation, sort-merge joins to the writers,
     several partitions) is otherwise met only by the benchmarks' large histories."""
     if plan == "large":
-        monkeypatch.setattr(analysis, "SMALL_HISTORY_OPS", 0)
+        monkeypatch.setattr(verdict, "SMALL_HISTORY_OPS", 0)
         monkeypatch.setattr(_VERSIONS, "SMALL_HISTORY_OPS", 0)
     gen = _gen_module()
     expected = gen.generate(tmp_path, 30_000, anomalies=2, seed=7)
