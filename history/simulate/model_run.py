@@ -64,8 +64,9 @@ class Step:
     broker; produce and poll ignore it); ``blind`` hides the partition from the monitor for
     ``for_ms``; ``poll`` is a consumer reading the partition from offset 0 up to the high
     watermark (the LSO under ``read_committed``); ``txn`` begins a transaction that writes
-    one value, ``end`` ends the partition's oldest open one, an abort if ``ends`` is
-    ``fail``, else a commit (without ``Config.transactions``, ``txn`` is a ``produce`` and
+    one value (committed at the heal, if still open then, when its ``ends`` is ``ok``, else
+    aborted), ``end`` ends the partition's oldest open one, a commit if ``ends`` is
+    ``ok``, else an abort (without ``Config.transactions``, ``txn`` is a ``produce`` and
     ``end`` nothing); ``ends``: how a ``kill`` or ``lose-power`` op ends (``Ends``)."""
 
     at_ms: int
@@ -163,6 +164,7 @@ class _Run(Labels):
         self.open: list[list[int]] = [[] for _ in cases]
         self.aborted: set[int] = set()
         self.committing: dict[int, int] = {}  # value -> partition: a commit awaiting its flush
+        self.abort_at_heal: set[int] = set()
         self.markers: dict[tuple[int, int], bool] = {}
         self.marking: dict[tuple[int, int], bool] = {}
         header = {"config": {"acks": config.acks, "idempotence": config.idempotence,
@@ -207,11 +209,11 @@ class _Run(Labels):
         if step.kind == "produce" or step.kind == "txn" and not self.config.transactions:
             self.produce(p)
         elif step.kind == "txn":
-            self.produce(p, txn=True)
+            self.produce(p, txn=True, commit=step.ends == "ok")
         elif step.kind == "end":
             if self.config.transactions and self.open[p]:
                 value = self.open[p].pop(0)
-                if step.ends == "fail":
+                if step.ends != "ok":
                     self.end_txn(p, value, commit=False)
                 else:
                     self.commit(p, value)
@@ -242,9 +244,10 @@ class _Run(Labels):
         self.write(process, "ok", "poll", [["poll", {str(p): [[o, v] for o, v in recs]}
                                             if recs else {}]])
 
-    def produce(self, p: int, txn: bool = False) -> None:
+    def produce(self, p: int, txn: bool = False, commit: bool = True) -> None:
         """A send of a new value by a producer of its own; ``txn``: in a transaction of its
-        own (its op completes when ``end_txn`` ends it)."""
+        own (its op completes when ``end_txn`` ends it), which the workload commits at the
+        heal if ``commit`` and no ``end`` step ended it first, else aborts."""
         self.value += 1
         value, process = self.value, self.process
         self.process += 1
@@ -253,6 +256,8 @@ class _Run(Labels):
         if txn:
             self.txn_of[value] = process
             self.open[p].append(value)
+            if not commit:
+                self.abort_at_heal.add(value)
         self.write(process, "invoke", "txn" if txn else "send", [["send", p, value]])
         self.attempt(p, value, process)
 
@@ -440,7 +445,7 @@ class _Run(Labels):
 
     def heal(self) -> None:
         """heal-all: every broker started, every open transaction committed (once its flush
-        completes), every follower caught up, the acks=all sends still waiting acknowledged or timed out, a commit
+        completes) or aborted (``produce``), every follower caught up, the acks=all sends still waiting acknowledged or timed out, a commit
         whose flush does not complete then aborted, the markers written; then each
         partition read to its end (the LSO under ``read_committed``)."""
         self.write("nemesis", "invoke", "heal-all", None)
@@ -453,9 +458,12 @@ class _Run(Labels):
         self.down = [set() for _ in self.cases]
         self.unsure = [set() for _ in self.cases]
         self.write("nemesis", "ok", "heal-all", {"process": {"start": {"started": started}}})
-        for p, values in enumerate(self.open):  # the workload commits what it left open
+        for p, values in enumerate(self.open):  # the workload ends what it left open
             for value in values:
-                self.commit(p, value)
+                if value in self.abort_at_heal:
+                    self.end_txn(p, value, commit=False)
+                else:
+                    self.commit(p, value)
             values.clear()
         self.catch_up()
         for value, p in sorted(self.committing.items()):  # the flush timed out: aborted

@@ -196,6 +196,9 @@ class Partition:
         self.acks[value] = Ack(value, offset, acks, self.leader, self.epoch, holders)
         if value in self.lost_by:  # a retry put back what an election had taken
             self.retaken[value] = (self.lost_by.pop(value), self.lost_epoch.pop(value))
+        # a power loss before the acknowledgement took an earlier copy (a retry wrote this
+        # one): only losses after it can take what was acknowledged
+        self.power_lost.pop(value, None)
 
     # -- replication -------------------------------------------------------------------------
 

@@ -8,8 +8,9 @@ settings it runs under (``acks``, ``min.insync.replicas``, unclean election, ELR
 Spark analysis per history would take hours, so the cases are drawn first and then played
 as partitions of one history per run-wide setting (``model_run`` gives each partition
 brokers of its own; the ELR is the partition's own, as the record shows it):
-``CASES`` generated histories in 17 analyses. A disagreement names its case's
-steps, to be kept as a hand-built test (``test_replication_model.py``,
+``CASES`` generated histories in 17 analyses, drawn in an interpreter of their own
+(``tests/oracle_cases.py`` says why). A disagreement names its case's steps, to be kept
+as a hand-built test (``test_replication_model.py``,
 ``test_verdict_classes.py``); ``bench/model_oracle.py`` explores other seeds.
 """
 
@@ -19,58 +20,15 @@ import collections
 import dataclasses
 
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
 
 from kafka_chaos.analysis import check, judge
 from kafka_chaos.history.simulate.model_run import Config, Step, generate
+from tests.oracle_cases import drawn
 
 from .test_replication_model import HUNG
 
 #: Cases (partitions, each a generated history of its own) per run of the suite.
 CASES = 2000
-KINDS = ("produce", "produce", "produce", "fetch", "fetch", "shrink", "fsync", "poll", "kill",
-         "lose-power", "start", "blind", "txn", "end")
-#: How a kill or power loss ends: mostly ok, sometimes of unknown outcome or failed.
-ENDS = ("ok", "ok", "ok", "ok", "info", "info-none", "fail")
-
-steps = st.lists(st.builds(Step, st.integers(0, 20_000), st.sampled_from(KINDS),
-                           st.integers(0, 2), st.integers(1000, 9000), st.sampled_from(ENDS)),
-                 min_size=4, max_size=15)
-#: The producer's settings: none (retries=0), plain retries, the idempotent producer.
-PRODUCERS = {"plain": {}, "retries": {"retries": True},
-             "idempotent": {"retries": True, "idempotence": True}}
-
-
-def config(acks: str, min_isr: int, unclean: bool, elr: bool, producer: str) -> Config:
-    """A run's settings; retries only with acks=all, where an attempt can fail after the
-    leader appended it (and a retry can write a second copy); transactions with the
-    idempotent producer, read committed with min.insync.replicas=2 and uncommitted with 1
-    (both isolation levels without more analyses)."""
-    settings = PRODUCERS[producer if acks == "all" else "plain"]
-    if settings.get("idempotence"):
-        settings = {**settings, "transactions": True, "read_committed": min_isr == 2}
-    return Config(acks, min_isr, unclean, elr, **settings)
-
-
-configs = st.builds(config, acks=st.sampled_from(["1", "all", "1", "all", "0"]),
-                    min_isr=st.sampled_from([1, 2]), unclean=st.booleans(),
-                    elr=st.booleans(), producer=st.sampled_from(list(PRODUCERS)))
-
-
-def drawn(n: int) -> list[tuple[Config, list[Step]]]:
-    """``n`` cases as Hypothesis generates them (the same ones every run: derandomized, so
-    the suite's verdict on them does not change from run to run)."""
-    out: list[tuple[Config, list[Step]]] = []
-
-    @settings(max_examples=n, derandomize=True, database=None, phases=[Phase.generate],
-              deadline=None, suppress_health_check=list(HealthCheck))
-    @given(configs, steps)
-    def draw(config: Config, case: list[Step]) -> None:
-        out.append((config, case))
-
-    draw()
-    return out
 
 
 @pytest.mark.spark
