@@ -168,7 +168,8 @@ class _Run(Labels):
         self.markers: dict[tuple[int, int], bool] = {}
         self.marking: dict[tuple[int, int], bool] = {}
         header = {"config": {"acks": config.acks, "idempotence": config.idempotence,
-                             "txn": config.transactions, "retries": 2147483647 if config.retries else 0,
+                             "txn": config.transactions,
+                             "retries": 2147483647 if config.retries else 0,
                              "max_in_flight": 1,
                              "min_insync_replicas": config.min_isr, "replication_factor": 3,
                              "unclean_leader_election": config.unclean,
@@ -271,8 +272,9 @@ class _Run(Labels):
 
     def end_txn(self, p: int, value: int, commit: bool) -> None:
         """The producer of ``value``'s transaction commits it (``commit`` saw its send
-        acknowledged) or aborts it; the coordinator then writes the marker (``markers``). A commit is ``ok`` when the coordinator has decided, before
-        any marker is written (EndTxn, KIP-98); an abort is ``fail`` (``ABORTED``)."""
+        acknowledged) or aborts it; the coordinator then writes the marker (``markers``). A
+        commit is ``ok`` when the coordinator has decided, before any marker is written (EndTxn,
+        KIP-98); an abort is ``fail`` (``ABORTED``)."""
         model, process = self.models[p], self.txn_of[value]
         ack = model.acks.get(value)
         for queue in (self.waiting, self.retrying, model.pending, model.failed):
@@ -445,9 +447,10 @@ class _Run(Labels):
 
     def heal(self) -> None:
         """heal-all: every broker started, every open transaction committed (once its flush
-        completes) or aborted (``produce``), every follower caught up, the acks=all sends still waiting acknowledged or timed out, a commit
-        whose flush does not complete then aborted, the markers written; then each
-        partition read to its end (the LSO under ``read_committed``)."""
+        completes) or aborted (``produce``), every follower caught up, the acks=all sends still
+        waiting acknowledged or timed out, a commit whose flush does not complete then aborted,
+        the markers written; then each partition read to its end (the LSO under
+        ``read_committed``)."""
         self.write("nemesis", "invoke", "heal-all", None)
         started = []
         for model in self.models:

@@ -171,15 +171,15 @@ class Labels:
                      self.loss_shown(p, value, mechanism, epoch, self.sent_at[value])).expected
 
     def power_shown(self, p: int, since: int) -> bool | None:
-        """Whether the record shows a power loss of every replica that had a value: one
-        that cut the partition's log after ``since`` (ns: the value's acknowledgement, or
-        its send for a duplicate) and before the final reads, the last sample before it (at most ``BLIND_NS`` old) naming in-sync and
-        eligible replicas that all lost power in it or were down then (an earlier power loss
-        or a kill, not started since: Kafka's design doc drops the guarantee once they all
-        die), or every replica so. None (doubt): the record shows such losses but no sample
-        of who was in sync before them, or one that took them all only if a node an op of
-        unknown outcome (``info``) may have taken down was down; or the loss came from an
-        op that ended ``info`` (the record shows none)."""
+        """Whether the record shows a power loss of every replica that had a value: one that cut
+        the partition's log after ``since`` (ns: the value's acknowledgement, or its send for a
+        duplicate) and before the final reads, the last sample before it (at most ``BLIND_NS``
+        old) naming in-sync and eligible replicas that all lost power in it or were down then
+        (an earlier power loss or a kill, not started since: Kafka's design doc drops the
+        guarantee once they all die), or every replica so. None (doubt): the record shows such
+        losses but no sample of who was in sync before them, or one that took them all only if a
+        node an op of unknown outcome (``info``) may have taken down was down; or the loss came
+        from an op that ended ``info`` (the record shows none)."""
         doubt = False
         every = set(self.models[p].replicas)
         for loss in self.losses[p]:
@@ -227,12 +227,13 @@ class Labels:
         return (since < lo and hi < self.final_at and hi - lo <= BLIND_NS)
 
     def any_change_shown(self, p: int, since: int) -> bool:
-        """Whether the samples show any leader change of the partition after ``since`` (ns)
-        and before the final reads, the one that lost it or a later one: ``acks=1`` documents the loss of what a
-        leader had not replicated when leadership changes, and the record cannot tell which
-        change took a value. A change is two consecutive samples, at most ``BLIND_NS`` apart,
-        the second naming a live leader other than the last live one the samples named, in a
-        later epoch; the first taken after ``since``, the second before the final reads."""
+        """Whether the samples show any leader change of the partition after ``since`` (ns) and
+        before the final reads, the one that lost it or a later one: ``acks=1`` documents the
+        loss of what a leader had not replicated when leadership changes, and the record cannot
+        tell which change took a value. A change is two consecutive samples, at most
+        ``BLIND_NS`` apart, the second naming a live leader other than the last live one the
+        samples named, in a later epoch; the first taken after ``since``, the second before the
+        final reads."""
         seen = self.seen[p]
         last = seen[0][3] if seen and seen[0][3] >= 0 else None  # the last live leader named
         for (ta, ea, _, _), (tb, eb, _, lb) in zip(seen, seen[1:]):
