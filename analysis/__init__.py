@@ -8,25 +8,11 @@ search, networkx), ``promises`` (configuration -> permitted anomalies), ``stats`
 
 The package's face loads nothing: ``check`` and the other names below come from
 ``verdict`` when first used (PEP 562), so importing ``kafka_chaos.analysis.names`` (a
-table of constants) does not start to load pyspark (1-2 s; issue 50).
+table of constants) loads no pyspark (issue 50; docs/performance.md, "Start-up").
 """
 
-from __future__ import annotations
-
-import importlib
-from typing import Any
+from kafka_chaos.lazy import face
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
            "session"]
-
-
-def __getattr__(name: str) -> Any:
-    """``check`` and the rest of ``__all__`` from ``verdict``; a submodule by its name."""
-    if name in __all__:
-        return getattr(importlib.import_module(f"{__name__}.verdict"), name)
-    try:
-        return importlib.import_module(f"{__name__}.{name}")
-    except ModuleNotFoundError as exc:
-        if exc.name != f"{__name__}.{name}":
-            raise
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
+__getattr__ = face(__name__, "verdict", __all__)
