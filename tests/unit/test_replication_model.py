@@ -364,3 +364,18 @@ def test_a_commit_waits_for_its_flush_and_the_heal_commits_what_is_left_open(tmp
     heal = next(x["time"] // 1_000_000 for x in lines if x["f"] == "heal-all")
     assert ends == [(400, 1, "ok"), (700, 2, "fail"), (heal, 3, "ok")], ends
     assert [(t.value, t.mechanism) for t in truth] == [(1, None), (3, None)]
+
+
+def test_a_retried_write_is_lost_by_what_took_its_acknowledged_copy(tmp_path) -> None:
+    """min.insync.replicas=1, plain retries: the write's first copy (on n1 alone) goes with
+    n1's power, the retry writes it to n3, which acknowledges it alone; n3 dies and n1, out
+    of the ISR, is elected uncleanly. The acknowledged copy was lost by that election, not
+    by the power loss that took the earlier one (found in the drawn cases). Without
+    retries the write is never acknowledged."""
+    case = [Step(61, "produce"), Step(143, "lose-power", 1), Step(161, "lose-power", 0),
+            Step(254, "start", 0), Step(347, "kill", 2)]
+    for retries, fates in ((True, [(1, UNCLEAN, "permitted")]), (False, [])):
+        (tmp_path / str(retries)).mkdir()
+        truth = generate(tmp_path / str(retries) / "history.jsonl", [case],
+                         Config("all", 1, unclean=True, elr=False, retries=retries))
+        assert [(t.value, t.mechanism, t.expected) for t in truth] == fates, retries
