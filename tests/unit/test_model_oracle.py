@@ -39,7 +39,9 @@ def test_every_lost_write_is_judged_as_the_reference_model_labels_it(spark, tmp_
     a power loss without a sample of who was in sync); never a violation: the model loses
     nothing outside Kafka's documented mechanisms. The same of every value the record
     shows at two offsets (``duplicate``): permitted by plain retries, judged as the loss of
-    its first copy under idempotence; and no finding the model has no label for."""
+    its first copy under idempotence; of every aborted value a read returned (``G1a``):
+    permitted under read_uncommitted, never drawn under read_committed; and no finding the
+    model has no label for."""
     monkeypatch.setattr(judge, "MAX_EXAMPLES", 10**6)  # every finding's outcome, not five
     by_config: dict[Config, list[tuple[bool, list[Step]]]] = collections.defaultdict(list)
     for config, case in drawn(CASES):
