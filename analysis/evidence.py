@@ -731,9 +731,9 @@ def _in_sync_before(last: tuple[dict, dict] | None,
     """The ISR and ELR in ``last``, the partition's last sample that completed before the
     power-loss op completed, at most ``MAX_BLIND_NS`` older than that (``_last_before``;
     None: there is none, and so is the answer). Before the completion, not the invoke: the
-    loss is the op's last act, and a target such as ``lone-leader`` first shrinks the ISR. A sample taken after the loss
-    cannot narrow the set: a fenced broker leaves the ISR unless it is its last member, and
-    then it was the last one in sync when it lost power.
+    loss is the op's last act, and a target such as ``lone-leader`` first shrinks the ISR.
+    A sample taken after the loss cannot narrow the set: a fenced broker leaves the ISR
+    unless it is its last member, and then it was the last one in sync when it lost power.
 
     ``sole``: the nodes the op itself found to be the partition's whole ISR in the metadata
     it read just before cutting power (``sole_in_sync_replica_of``). That read is later than

@@ -12,6 +12,7 @@ of the window is doubt.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 
 from kafka_chaos.analysis import evidence as ev
@@ -276,8 +277,9 @@ def behind_open_txn(rec: ev.Record, c: Case) -> bool:
     again (KIP-98: read_committed reads stop at the first open transaction)."""
     if not rec.read_committed or c.offset is None or c.read_to is None or c.read_to > c.offset:
         return False
-    last = [s for s in rec.offsets.get(c.tp, ()) if s[0] <= c.hi]
-    return bool(last) and last[-1][3] == c.read_to < last[-1][2]
+    samples = rec.offsets.get(c.tp, [])  # in index order: the last one up to hi, by bisection
+    at = bisect.bisect_right(samples, c.hi, key=lambda s: s[0])
+    return at > 0 and samples[at - 1][3] == c.read_to < samples[at - 1][2]
 
 
 #: A group that resumes from a committed offset carrying its leader epoch validates it
