@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pyspark
 
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import CdsError
 from kafka_chaos.history.columnar import cache_root
 
 #: ``KAFKA_CHAOS_CDS=off`` starts every driver JVM without the archive (and ``build`` refuses).
@@ -48,11 +48,6 @@ MAP_OPTION = "-XX:SharedArchiveFile="
 #: HotSpot's CDS log lines (mismatched or missing archives, classes it cannot archive) would
 #: interleave with the CLI's output.
 _QUIET = "-Xlog:cds*=off"
-
-
-class CdsError(KafkaChaosError, RuntimeError):
-    """``build`` could not make the archive (the message holds the end of its child's output),
-    or archives are turned off (``ENV``)."""
 
 
 def enabled() -> bool:

@@ -21,14 +21,9 @@ from typing import Any
 from pyspark.sql import SparkSession
 
 from kafka_chaos.analysis.spark import is_connect
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import RemoteError
 
 _URL = re.compile(r"^[a-zA-Z][a-zA-Z0-9+.-]*://")
-
-
-class RemoteError(KafkaChaosError, RuntimeError):
-    """A URL that cannot be used: no file system for its scheme, nothing there, or a Hadoop
-    I/O error (the message names the URL and the Java exception)."""
 
 
 def is_url(location: Any) -> bool:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from kafka_chaos.analysis.spark import (CONF_DIR, CONNECT_PORT, JVM_ENV, driver_settings,
                                         heap_settings, local_threads)
-from kafka_chaos.errors import BadInput, KafkaChaosError
+from kafka_chaos.errors import ServerBusy, ServerError
 from kafka_chaos.waiting import WaitTimeout, wait_until
 
 #: Spark's class of the Connect server (matched by name in ``SparkSubmit``).
@@ -37,16 +37,6 @@ STOP_TIMEOUT_S = 20.0
 #: Default folder of the server's state and log.
 DEFAULT_DIR = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "kafka-chaos" \
     / "spark-server"
-
-
-class ServerError(KafkaChaosError, RuntimeError):
-    """The server could not start (the message holds its log's tail), a server already runs
-    for the folder, or the port is taken (``ServerBusy``)."""
-
-
-class ServerBusy(ServerError, BadInput):
-    """A server already runs for the folder, or the port is taken: nothing was started, and
-    another folder or port would do."""
 
 
 @dataclass(frozen=True)

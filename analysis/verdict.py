@@ -22,7 +22,7 @@ from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session
 from kafka_chaos.analysis.stats import count_ops
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import AnalysisError
 from kafka_chaos.history import HistoryError, columnar
 
 __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "History", "load",
@@ -30,14 +30,6 @@ __all__ = ["check", "AnalysisError", "HistoryError", "ANOMALIES", "CHECKERS", "H
 
 #: Longest exception text kept in ``unknown_reasons`` (Py4J messages carry whole Java traces).
 _MAX_REASON = 300
-
-
-class AnalysisError(KafkaChaosError, RuntimeError):
-    """Spark failed outside a checker: it could not start, or could not load or count the ops.
-
-    Not raised for bad input (that is ``HistoryError``), nor when a single checker fails (that
-    makes the result ``"unknown"``).
-    """
 
 
 def check(history_path: str | Path, *, spark_master: str = "local[2]",

@@ -136,12 +136,30 @@ class Killable(abc.ABC):
         """SIGKILL the node's Kafka process and wait until it is gone."""
 
 
+#: Seconds ``Pausable.pause`` waits for the process to be frozen before it raises.
+FREEZE_WAIT_S = 5.0
+
+
+def freeze_script(pid: str) -> str:
+    """A POSIX shell script that sends SIGSTOP to ``pid`` (a number or ``$p``) and exits 0
+    once the kernel reports the process stopped (``State: T`` in ``/proc/PID/status``), or 1
+    after ``FREEZE_WAIT_S`` when it never is (a zombie, a pid that is gone, a process whose
+    threads do not all stop): ``pause`` over SSH means what it means on the local backend."""
+    tenths = int(FREEZE_WAIT_S * 10)
+    return (f'kill -STOP {pid} || exit 1; n=0; while ! grep -q "^State:.T" /proc/{pid}/status '
+            f"2>/dev/null; do [ $n -ge {tenths} ] && exit 1; sleep 0.1; n=$((n+1)); done; "
+            "exit 0")
+
+
 class Pausable(abc.ABC):
     """Ability: freeze and thaw a node's process (Jepsen ``db/Pause``)."""
 
     @abc.abstractmethod
     def pause(self, node: Node) -> None:
-        """SIGSTOP the node's Kafka process."""
+        """SIGSTOP the node's Kafka process and return once it is frozen (``is_paused``);
+        nothing when it is not running. Raises ``ClusterError`` when it is still not frozen
+        after ``FREEZE_WAIT_S`` (the pause op then ends ``info``: it may have taken effect
+        later), never returns as if it had paused."""
 
     @abc.abstractmethod
     def resume(self, node: Node) -> None:

@@ -93,9 +93,17 @@ class ContainerControl(Killable, Pausable):
             container.unpause()
 
     def pause(self, node: Node) -> None:
+        import docker.errors
+
         c = self._container(node)
         if c is not None and self.is_running(node):
-            c.pause()  # cgroup freezer
+            try:
+                c.pause()  # the cgroup freezer: dockerd answers once the cgroup is frozen
+            except docker.errors.APIError as exc:
+                raise ClusterError(f"pausing {node.name}: {exc}") from None
+            if not self.is_paused(node):
+                raise ClusterError(f"pausing {node.name}: dockerd answered, but the container "
+                                   "is not paused")
 
     def resume(self, node: Node) -> None:
         c = self._container(node)

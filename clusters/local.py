@@ -17,8 +17,8 @@ import uuid
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime, kafka_cds, lossymount, netns
-from kafka_chaos.clusters.base import (Cluster, ExecResult, Killable, LosesUnsynced, Node, Pausable,
-                           Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, Killable, LosesUnsynced,
+                                       Node, Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
@@ -284,9 +284,10 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
             # the stop reaches every thread of the JVM a moment later: pause returns once the
             # process is frozen, so what follows sees it so
             try:
-                wait_until(lambda: self.is_paused(node), 5.0, 0.01, f"{node.name} frozen")
-            except WaitTimeout:
-                pass  # is_paused says so to whoever checks
+                wait_until(lambda: self.is_paused(node), FREEZE_WAIT_S, 0.01,
+                           f"{node.name} frozen")
+            except WaitTimeout as exc:
+                raise ClusterError(f"pausing {node.name}: SIGSTOP sent, but {exc}") from None
 
     def resume(self, node: Node) -> None:
         if self.is_running(node):

@@ -27,17 +27,12 @@ import urllib.parse
 import urllib.request
 
 from kafka_chaos.clusters.security import ClientSecurity
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import OAuthError
 
 #: Seconds before a token's expiry when it is fetched anew.
 MARGIN_S = 30.0
 _TOKENS: dict[tuple, tuple[str, float]] = {}
 _LOCK = threading.Lock()
-
-
-class OAuthError(KafkaChaosError, RuntimeError):
-    """No token: the token endpoint refused or did not answer, or the configuration names
-    no principal."""
 
 
 def _b64(data: dict) -> str:

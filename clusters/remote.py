@@ -19,16 +19,12 @@ from pathlib import Path
 import paramiko
 
 from kafka_chaos.clusters.base import ExecResult
-from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.clusters.inventory import SshHost
+from kafka_chaos.errors import SshError
 
 log = logging.getLogger("kafka_chaos.ssh")
 
 CONNECT_TIMEOUT_S = 10.0
-
-
-class SshError(ClusterError):
-    """A host cannot be reached, refuses our key, or its host key is unknown or changed."""
 
 
 class _Policy(paramiko.MissingHostKeyPolicy):

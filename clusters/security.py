@@ -24,8 +24,7 @@ import os
 import re
 from pathlib import Path
 
-from kafka_chaos.clusters.errors import ClusterError
-from kafka_chaos.errors import BadInput
+from kafka_chaos.errors import SecurityError
 
 #: ``security.protocol`` values (librdkafka and the Java client spell them alike).
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -48,11 +47,6 @@ KEYS = frozenset({"security.protocol", "sasl.mechanism", "sasl.username", "sasl.
                  | OAUTHBEARER_KEYS)
 JAVA_NAMES = {"sasl.mechanisms": "sasl.mechanism"}
 _REFERENCE = re.compile(r"\$\{(env|file|dir):([^}]*)\}")
-
-
-class SecurityError(ClusterError, BadInput):
-    """A client properties file that cannot be used: the message names the file, the line
-    and the key (never a secret's value)."""
 
 
 @dataclasses.dataclass(frozen=True)

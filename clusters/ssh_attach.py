@@ -16,7 +16,8 @@ import shlex
 from pathlib import Path
 
 from kafka_chaos.clusters import attach_inventory, external
-from kafka_chaos.clusters.base import Cluster, ExecResult, Killable, Node, Pausable, Partitionable
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, freeze_script, Killable,
+                                       Node, Partitionable, Pausable)
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains
 from kafka_chaos.clusters.remote import Remote
@@ -142,9 +143,8 @@ class AttachedSshCluster(Cluster, Killable, Pausable, Partitionable):
         if pid is None:
             return
         external.spare_last_broker(self, node, "pause")
-        self._run(node, f'kill -STOP {pid} && n=0 && while ! grep -q "^State:.T" '
-                  f'/proc/{pid}/status && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done; true',
-                  "SIGSTOP")
+        self._run(node, freeze_script(str(pid)),
+                  f"SIGSTOP (then State: T within {FREEZE_WAIT_S:g} s)")
 
     def resume(self, node: Node) -> None:
         pid = self._pid(node)

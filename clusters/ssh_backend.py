@@ -23,8 +23,8 @@ import shlex
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime
-from kafka_chaos.clusters.base import (Cluster, ExecResult, Killable, Node, Pausable, Partitionable,
-                           Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, freeze_script, Killable,
+                                       Node, Partitionable, Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java_version
 from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, DistributionError,
                              EnvironmentUnsupported)
@@ -270,8 +270,8 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
 
     def pause(self, node: Node) -> None:
         # returns once the process is frozen (a stop reaches all its threads a moment later)
-        self._pid(node, 'alive && kill -STOP $p && n=0 && while ! grep -q "^State:.T" '
-                  '/proc/$p/status && [ $n -lt 50 ]; do sleep 0.1; n=$((n+1)); done; exit 0')
+        self._check(self._remote(node), self._pid(node, "alive || exit 0; " + freeze_script("$p")),
+                    f"pausing {node.name} (SIGSTOP, then State: T within {FREEZE_WAIT_S:g} s)")
 
     def resume(self, node: Node) -> None:
         self._pid(node, "alive && kill -CONT $p; exit 0")

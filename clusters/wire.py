@@ -43,11 +43,7 @@ import scramp
 
 from kafka_chaos.clusters import oauth
 from kafka_chaos.clusters.security import ClientSecurity
-from kafka_chaos.errors import KafkaChaosError
-
-
-class WireError(KafkaChaosError, RuntimeError):
-    """The node did not answer the request, or the reply could not be read."""
+from kafka_chaos.errors import WireError
 
 
 CLIENT_ID = "kafka-chaos-monitor"

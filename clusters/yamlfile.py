@@ -13,14 +13,9 @@ from typing import TypeVar
 import pydantic
 import yaml
 
-from kafka_chaos.errors import BadInput
+from kafka_chaos.errors import YamlFileError
 
 M = TypeVar("M", bound=pydantic.BaseModel)
-
-
-class YamlFileError(BadInput, ValueError):
-    """A YAML file is unreadable, not YAML, or does not match its model; the message names
-    the file, the line and the key path of the first problem."""
 
 
 def _line_of(root: yaml.Node | None, loc: tuple) -> int | None:

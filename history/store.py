@@ -10,16 +10,12 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
-from kafka_chaos.errors import BadInput
+from kafka_chaos.errors import HistoryError
 from kafka_chaos.history.op import SYSTEM_PROCESSES, Op, OpType
 
 #: The format this version writes (line 1 of the file says so); format 1 has no header.
 FORMAT = 2
 _FIELDS = ("index", "time", "process", "type", "f", "value", "error")
-
-
-class HistoryError(BadInput, ValueError):
-    """A history file or op sequence is malformed; the message names the line or op index."""
 
 
 def _is_int(x: object) -> bool:

@@ -17,17 +17,12 @@ import shutil
 from pathlib import Path
 
 from kafka_chaos.analysis import remote
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import PublishError
 from kafka_chaos.history import HistoryError, columnar
 
 #: The run's files copied beside the history when present (``runner.run``, ``verdict``).
 RUN_FILES = ("config.json", "scenario.json", "command.txt", "run.json", "results.json",
              "junit.xml", "report.html", "live.jsonl")
-
-
-class PublishError(KafkaChaosError, RuntimeError):
-    """The run directory cannot be published: no history, or the destination holds one of
-    that name already (nothing is overwritten); or a URL holds no run directory to fetch."""
 
 
 def publish(run_dir: Path, dest: Path | str) -> Path | str:

@@ -11,14 +11,9 @@ from __future__ import annotations
 import time
 from typing import Callable, TypeVar
 
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import WaitTimeout
 
 T = TypeVar("T")
-
-
-class WaitTimeout(KafkaChaosError, TimeoutError):
-    """``wait_until``'s condition did not hold within its time; the message says what was
-    awaited and for how many seconds."""
 
 
 def wait_until(condition: Callable[[], T], timeout_s: float, every_s: float, what: str,

@@ -15,11 +15,7 @@ import threading
 from typing import Any, Callable
 
 from kafka_chaos.clusters.base import Cluster
-from kafka_chaos.errors import KafkaChaosError
-
-
-class NemesisError(KafkaChaosError, RuntimeError):
-    """The nemesis cannot do what it was asked (e.g. no such ability, unknown ``f``)."""
+from kafka_chaos.errors import NemesisError
 
 
 class Nemesis(abc.ABC):

@@ -85,8 +85,10 @@ class ProcessNemesis(Nemesis):
         if f == "pause":
             nodes = self._targets(value)
             for n in nodes:
-                self.cluster.pause(n)
+                # before the SIGSTOP: a pause that raises may still take effect, and the
+                # heal must thaw it
                 self.paused.add(n.node_id)
+                self.cluster.pause(n)
             return {"paused": [n.name for n in nodes]}
         if f == "resume":
             nodes = [self.cluster.node(i) for i in sorted(self.paused)]

@@ -24,17 +24,13 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import ChildClientError
 from kafka_chaos.workloads.client import Client, Completion, _partial
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
 #: Seconds a child may take to start and create its clients.
 START_S = 60.0
-
-
-class ChildClientError(KafkaChaosError, RuntimeError):
-    """A child process did not start its clients."""
 
 
 class ChildClient:

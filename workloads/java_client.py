@@ -28,7 +28,7 @@ from typing import Any, Callable
 import orjson
 
 from kafka_chaos.clusters import dist
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import JavaClientError
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
@@ -38,10 +38,6 @@ SOURCES = Path(__file__).parent / "java" / "kafkachaos"
 CONF = Path(__file__).parent / "java" / "conf"
 MAIN = "kafkachaos.Worker"
 Completion = tuple[str, Any, str | None]
-
-
-class JavaClientError(KafkaChaosError, RuntimeError):
-    """The Java client driver could not be built or started, or its JVM died."""
 
 
 def build(version: str) -> tuple[Path, dist.KafkaDist]:

@@ -12,6 +12,7 @@ import typer
 
 from kafka_chaos import __version__, verdict
 from kafka_chaos.cli.cluster import cluster_app
+from kafka_chaos.cli.common import Edge
 from kafka_chaos.cli.spark import spark_app
 
 # click (which typer vendors) exits 2 on a usage error (an unknown option, a bad value): the
@@ -20,7 +21,8 @@ from kafka_chaos.cli.spark import spark_app
 _USAGE_ERROR = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
 _USAGE_ERROR.exit_code = verdict.EXIT_BAD_INPUT
 
-app = typer.Typer(no_args_is_help=True,
+# cls: every command's unhandled error becomes its exit code in one place
+app = typer.Typer(cls=Edge, no_args_is_help=True,
                   help="Jepsen-style chaos testing of real Kafka clusters.")
 
 

@@ -10,10 +10,9 @@ import typer
 from rich.console import Console
 
 from kafka_chaos import verdict
-from kafka_chaos.cli.common import console, exit_of, fail
+from kafka_chaos.cli.common import console, fail
 from kafka_chaos.cli.flags import option
 from kafka_chaos.clusters import dist
-from kafka_chaos.clusters.errors import ClusterError
 
 cluster_app = typer.Typer(no_args_is_help=True, help="Start, inspect and remove clusters of any "
                           "backend; build the docker backend's image.")
@@ -27,15 +26,12 @@ def cluster_image(
     the jars from Maven Central; cached by content hash) and print its tag for --image."""
     from kafka_chaos.clusters import backends, docker_image
 
-    try:
-        backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
-        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-        import docker
+    backends.get("docker").check_environment(backends.BackendOptions(), 0, 0)
+    kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
+    import docker
 
-        tag = docker_image.ensure_image(docker.from_env(), kafka,
-                                        log=Console(stderr=True).log)  # stdout: the tag only
-    except ClusterError as exc:
-        fail(str(exc), exit_of(exc))
+    tag = docker_image.ensure_image(docker.from_env(), kafka,
+                                    log=Console(stderr=True).log)  # stdout: the tag only
     console.print(tag)
 
 
@@ -56,13 +52,10 @@ def cluster_up(
     if backend in backends.ATTACHING:
         fail(f"--backend {backend} attaches to a running cluster: there is nothing to bring "
              f"up (choose one of {', '.join(backends.OWN)})")
-    try:
-        chosen = backends.get(backend)
-        options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
-        chosen.check_environment(options, brokers, controllers)
-        kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
-    except ClusterError as exc:
-        fail(str(exc), exit_of(exc))
+    chosen = backends.get(backend)
+    options = backends.BackendOptions(image, inventory, accept_unknown_host_keys)
+    chosen.check_environment(options, brokers, controllers)
+    kafka = dist.resolve(kafka_version) if kafka_version else dist.resolve()
     old = sorted(dir.glob("*/data/meta.properties"))
     if old:  # formatting would refuse it: another cluster id (and it is someone's data)
         fail(f"--dir {dir} holds the data of an earlier cluster ({old[0].parent}); "
@@ -71,10 +64,10 @@ def cluster_up(
         cluster = chosen.create(kafka, dir, brokers, controllers, {}, options)
         cluster.setup()
         admin.wait_ready(cluster.bootstrap_servers, brokers, [], timeout_s=120)
-    except ClusterError as exc:
+    except BaseException:
         if cluster is not None:
             cluster.teardown()  # only what this call created
-        fail(str(exc), exit_of(exc))
+        raise
     console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
 
 
@@ -83,10 +76,7 @@ def cluster_status(backend: str = option("backend")) -> None:
     """Show the recorded cluster and which of its processes are alive."""
     from kafka_chaos.clusters import backends
 
-    try:
-        state = backends.get(backend).status(backends.BackendOptions())
-    except ClusterError as exc:
-        fail(str(exc), exit_of(exc))
+    state = backends.get(backend).status(backends.BackendOptions())
     if state is None:
         console.print(f"no {backend} cluster recorded")
         raise typer.Exit(0)
@@ -114,14 +104,11 @@ def cluster_down(
     from kafka_chaos.analysis.warm import remove_stale
     from kafka_chaos.clusters import backends
 
-    try:
-        removed = backends.get(backend).cleanup(
-            backends.BackendOptions(
-                inventory=inventory, accept_unknown_host_keys=accept_unknown_host_keys,
-                compose_project=compose_project,
-                containers=tuple(c for c in (containers or "").split(",") if c)))
-    except ClusterError as exc:
-        fail(str(exc), exit_of(exc))
+    removed = backends.get(backend).cleanup(
+        backends.BackendOptions(
+            inventory=inventory, accept_unknown_host_keys=accept_unknown_host_keys,
+            compose_project=compose_project,
+            containers=tuple(c for c in (containers or "").split(",") if c)))
     removed += remove_stale()
     for item in removed:
         console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")

@@ -15,10 +15,9 @@ from kafka_chaos import matrix
 from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import console, exit_of, fail, sigterm_as_interrupt
+from kafka_chaos.cli.common import console, fail, sigterm_as_interrupt
 from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters import dist
-from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.compare import core as compare
 from kafka_chaos.compare import outputs
 from kafka_chaos.config import RunConfig
@@ -106,8 +105,8 @@ def _check(configs: list[RunConfig]) -> None:
             seen.add(key)
             try:
                 check_inputs(cfg)
-            except (ValueError, ClusterError) as exc:
-                fail(str(exc), exit_of(exc))
+            except ValueError as exc:
+                fail(str(exc))
 
 
 def _announce(comparison: compare.Comparison) -> None:

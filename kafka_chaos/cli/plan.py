@@ -10,10 +10,11 @@ from rich.console import Console
 
 from kafka_chaos import options as run_options
 from kafka_chaos import plan as plan_file
+from kafka_chaos import verdict
 from kafka_chaos.cli.app import plan_app
-from kafka_chaos.cli.common import exit_of, fail
+from kafka_chaos.cli.common import fail
 from kafka_chaos.cli.run import run_params
-from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.orchestrate import check_inputs
 
 
@@ -48,8 +49,8 @@ def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
             checked.add(key)
             try:
                 check_inputs(c)
-            except (ValueError, ClusterError) as exc:
-                fail(f"--plan {path}: {exc}", exit_of(exc))
+            except (ValueError, KafkaChaosError) as exc:
+                fail(f"--plan {path}: {exc}", getattr(exc, "exit_code", verdict.EXIT_BAD_INPUT))
     shown = {**cfg.model_dump(mode="json"), "fail_on": fail_on}
     if plan.compares:  # what `compare --plan` would run
         shown["compare"] = {"cells": [c.label for c in cells], "repeats": plan.repeats or 1}

@@ -20,9 +20,10 @@ from kafka_chaos import plan as plan_file
 from kafka_chaos import verdict
 from kafka_chaos.check import write_no_verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import FAIL_ON, console, exit_of, fail, sigterm_as_interrupt
+from kafka_chaos.cli.common import FAIL_ON, console, fail, sigterm_as_interrupt
 from kafka_chaos.cli.flags import with_settings
 from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.errors import KafkaChaosError
 from kafka_chaos.orchestrate import check_inputs, execute
 
 
@@ -91,8 +92,8 @@ def run_cmd(
         fail(f"--publish {publish}: not a directory")
     try:
         kafka = check_inputs(cfg)
-    except (ValueError, ClusterError) as exc:
-        fail(str(exc), exit_of(exc))
+    except ValueError as exc:
+        fail(str(exc))
     sigterm_as_interrupt()
     run_dir = new_run_dir(out)
     console.print(f"run directory: {run_dir}")
@@ -105,7 +106,7 @@ def run_cmd(
         raise typer.Exit(verdict.EXIT_UNKNOWN)
     except ClusterError as exc:
         write_no_verdict(run_dir, f"the run failed: {exc}")
-        fail(str(exc), exit_of(exc))
+        fail(str(exc), exc.exit_code)
     except Exception as exc:  # a bug or an unforeseen client error: never "anomalies"
         write_no_verdict(run_dir, f"the run crashed: {type(exc).__name__}: {exc}")
         fail(f"{type(exc).__name__}: {exc} (traceback in {run_dir / 'error.txt'}); "
@@ -139,18 +140,16 @@ def run_params(args: list[str], prog: str) -> tuple[dict[str, Any], set[str]]:
 
 
 def _publish(run_dir: Path, dest: str) -> Path | str:
-    """``publish.publish`` with its errors turned into one message and exit 254 (the
-    destination exists, a malformed history) or 255 (the copy failed)."""
-    from kafka_chaos.analysis.remote import RemoteError, is_url
-    from kafka_chaos.history import HistoryError
-    from kafka_chaos.publish import PublishError, publish
+    """``publish.publish`` with its errors turned into one message and exit 254 (no history,
+    the destination exists, a malformed history) or 255 (the copy failed): a ``typer.Exit``
+    here, so that ``run --publish`` keeps the verdict it has."""
+    from kafka_chaos.analysis.remote import is_url
+    from kafka_chaos.publish import publish
 
     try:
         target = publish(run_dir, dest if is_url(dest) else Path(dest))
-    except (PublishError, HistoryError) as exc:
-        fail(str(exc))
-    except RemoteError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+    except KafkaChaosError as exc:
+        fail(str(exc), exc.exit_code)
     except OSError as exc:
         fail(f"{exc.filename or dest}: {exc.strerror}", verdict.EXIT_ERROR)
     console.print(f"published: {target} (kafka-chaos analyze {target} --spark-master URL)")

@@ -8,11 +8,9 @@ from pathlib import Path
 
 import typer
 
-from kafka_chaos import verdict
 from kafka_chaos.cli.app import app
-from kafka_chaos.cli.common import console, exit_of, fail
+from kafka_chaos.cli.common import console
 from kafka_chaos.clusters import dist
-from kafka_chaos.clusters.errors import ClusterError
 
 
 @app.command("report")
@@ -22,16 +20,9 @@ def report_cmd(
 ) -> None:
     """Rebuild report.html of a run directory from its history.jsonl and results.json (no
     analysis; exit 254 naming the file when one is missing or malformed)."""
-    from kafka_chaos.history import HistoryError
     from kafka_chaos.report import html as html_report
 
-    try:
-        path = html_report.write(run_dir)
-    except (html_report.ReportError, HistoryError) as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"{exc.filename or run_dir}: {exc.strerror}", verdict.EXIT_ERROR)
-    console.print(f"report: {path}")
+    console.print(f"report: {html_report.write(run_dir)}")
 
 
 @app.command("fetch-kafka")
@@ -43,16 +34,13 @@ def fetch_kafka(versions: list[str] = typer.Argument(
     from kafka_chaos.clusters import kafka_cds, local
     from kafka_chaos.workloads import java_client
 
-    try:
-        java = dist.check_java()
-        for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
-            kafka = dist.resolve(version)
-            console.print(f"Kafka {kafka.version}: {kafka.libs}")
-            kafka_cds.ensure(kafka, java, local.JVM_OPTIONS, local.kafka_uuid(), console.print)
-            classes, _ = java_client.build(version)
-            console.print(f"Java client driver (kafka-clients {version}): {classes}")
-    except (ClusterError, java_client.JavaClientError) as exc:
-        fail(str(exc), exit_of(exc))
+    java = dist.check_java()
+    for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
+        kafka = dist.resolve(version)
+        console.print(f"Kafka {kafka.version}: {kafka.libs}")
+        kafka_cds.ensure(kafka, java, local.JVM_OPTIONS, local.kafka_uuid(), console.print)
+        classes, _ = java_client.build(version)
+        console.print(f"Java client driver (kafka-clients {version}): {classes}")
 
 
 @app.command("spark-archive")
@@ -72,9 +60,6 @@ def spark_archive(
     if if_missing and existing is not None and existing.is_file():
         console.print(f"class archive: {existing}")
         return
-    try:
-        path = cds.build(master)
-    except cds.CdsError as exc:
-        fail(str(exc), verdict.EXIT_ERROR)
+    path = cds.build(master)
     console.print(f"class archive: {path} ({path.stat().st_size / 2**20:.0f} MiB, "
                   f"{time.monotonic() - started:.1f} s)")

@@ -30,13 +30,9 @@ from kafka_chaos import __version__, options
 from kafka_chaos import verdict
 from kafka_chaos import matrix
 from kafka_chaos.config import RunConfig
-from kafka_chaos.errors import BadInput
+from kafka_chaos.errors import CompareError
 
 MANIFEST = "compare.json"
-
-
-class CompareError(BadInput, ValueError):
-    """A comparison that cannot start or resume; the message names the option, file or cell."""
 
 
 @dataclasses.dataclass

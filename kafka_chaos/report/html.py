@@ -24,7 +24,7 @@ from plotly.offline import get_plotlyjs
 from kafka_chaos import __version__, options
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.config import SETTINGS
-from kafka_chaos.errors import BadInput
+from kafka_chaos.errors import ReportError
 from kafka_chaos.history import HistoryError
 from kafka_chaos.report import figures as report_figures
 from kafka_chaos.report import stats as report_stats
@@ -34,10 +34,6 @@ from kafka_chaos.verdict import banner, exit_code
 #: The configuration shown up front (the settings table's ``report`` ones; the rest is in
 #: the full listing).
 KEY_SETTINGS = tuple(name for name, s in SETTINGS.items() if s.report)
-
-
-class ReportError(BadInput, ValueError):
-    """A run directory the report cannot be built from; the message names the file."""
 
 
 def load_results(run_dir: Path) -> dict[str, Any]:

@@ -21,7 +21,7 @@ import time
 from typing import Any, Callable
 
 from kafka_chaos.clusters.base import Cluster
-from kafka_chaos.errors import KafkaChaosError
+from kafka_chaos.errors import ProxyError
 from kafka_chaos.nemesis.proxy import codec
 from kafka_chaos.nemesis.proxy.faults import Applied, RequestFault, api_name
 
@@ -30,10 +30,6 @@ LOOP_WAIT_S = 10.0
 #: Seconds a connection whose client has gone stays open after a late request (a fault's)
 #: was forwarded on it: the broker is to read it whole and answer it.
 LATE_REPLY_S = 5.0
-
-
-class ProxyError(KafkaChaosError, RuntimeError):
-    """The proxy could not listen, or its loop did not answer."""
 
 
 class KafkaProxy:

@@ -46,7 +46,7 @@ def test_cluster_up_status_down(tmp_path):
         assert all(str(archive) in (b / "maps").read_text() for b in brokers), archive
         # a run must not take over (or tear down) a cluster somebody else started
         clash = kafka_chaos("run", "--time-limit", "1", "--out", str(tmp_path / "runs"))
-        assert clash.returncode == 255 and "already running" in clash.stdout, clash.stdout
+        assert clash.returncode == 255 and "already running" in clash.stderr, clash.stderr
         # a run whose cluster never came up still leaves CI its verdict: unknown
         crashed = tmp_path / "runs" / "latest"
         res = json.loads((crashed / "results.json").read_text())

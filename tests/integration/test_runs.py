@@ -484,7 +484,7 @@ def test_bad_options_are_refused_before_anything_starts(tmp_path):
                         (["--image", "x"], ("--image", "--backend docker"))):
         proc = kafka_chaos("run", *args, "--out", str(tmp_path))
         assert proc.returncode == 254, (args, proc.stdout + proc.stderr)
-        assert all(w in proc.stdout for w in words), (args, proc.stdout)
+        assert all(w in proc.stderr for w in words), (args, proc.stderr)  # errors: stderr
         assert not tmp_path.exists() or not any(tmp_path.iterdir()), args
         assert leftovers() == []
 

@@ -42,7 +42,7 @@ def test_a_warm_spark_connect_server_finds_the_seeded_anomalies(tmp_path: Path) 
     url = f"sc://127.0.0.1:{port}"
     # the precondition: without a server the analysis is refused before it starts
     alone = _kafka_chaos("analyze", run, "--spark-master", url)
-    assert alone.returncode == 254 and "no master answers" in alone.stdout, alone.stdout
+    assert alone.returncode == 254 and "no master answers" in alone.stderr, alone.stderr
     assert not (run / "results.json").exists()
 
     started = _kafka_chaos("spark-server", "start", "--port", port, "--dir", state,
@@ -54,10 +54,10 @@ def test_a_warm_spark_connect_server_finds_the_seeded_anomalies(tmp_path: Path) 
         status = _kafka_chaos("spark-server", "status", "--dir", state)
         assert status.returncode == 0 and f"{url} (pid {pid}" in status.stdout, status.stdout
         twice = _kafka_chaos("spark-server", "start", "--port", port, "--dir", state)
-        assert twice.returncode == 254 and "already runs" in twice.stdout, twice.stdout
+        assert twice.returncode == 254 and "already runs" in twice.stderr, twice.stderr
         other = _kafka_chaos("spark-server", "start", "--port", port, "--dir",
                              tmp_path / "other", "--warm-up", 0)
-        assert other.returncode == 254 and "is taken" in other.stdout, other.stdout
+        assert other.returncode == 254 and "is taken" in other.stderr, other.stderr
 
         proc = _kafka_chaos("analyze", run, "--spark-master", url)
         assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]  # anomalies
@@ -73,4 +73,4 @@ def test_a_warm_spark_connect_server_finds_the_seeded_anomalies(tmp_path: Path) 
     assert _group_running(pid) == []
     assert _kafka_chaos("spark-server", "status", "--dir", state).returncode == 1
     gone = _kafka_chaos("analyze", run, "--spark-master", url)
-    assert gone.returncode == 254 and "no master answers" in gone.stdout, gone.stdout
+    assert gone.returncode == 254 and "no master answers" in gone.stderr, gone.stderr

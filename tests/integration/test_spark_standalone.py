@@ -132,15 +132,16 @@ def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: 
     expected = gen.generate(local, 30_000, anomalies=1, seed=11)
     # the precondition: the executor cannot read the driver's own run directory
     unseen = _kafka_chaos("analyze", str(local), "--spark-master", url)
-    assert unseen.returncode == 255 and "analysis failed" in unseen.stdout, unseen.stdout[-3000:]
-    assert "FileNotFoundException" in unseen.stdout.replace("\n", ""), unseen.stdout[-3000:]
+    # an error goes to stderr (cli.common.fail)
+    assert unseen.returncode == 255 and "analysis failed" in unseen.stderr, unseen.stderr[-3000:]
+    assert "FileNotFoundException" in unseen.stderr.replace("\n", ""), unseen.stderr[-3000:]
     assert not (local / "results.json").exists()
     published = _kafka_chaos("publish", str(local), str(tmp_path / "shared"))
     assert published.returncode == 0, published.stdout
     remote = tmp_path / "shared" / "run-1"
     assert f"published: {remote}" in published.stdout.replace("\n", "")
     again = _kafka_chaos("publish", str(local), str(tmp_path / "shared"))
-    assert again.returncode == 254 and "exists already" in again.stdout  # never overwritten
+    assert again.returncode == 254 and "exists already" in again.stderr  # never overwritten
 
     on_cluster = _analyze(remote, url)
     here = _analyze(local, "local[2]")

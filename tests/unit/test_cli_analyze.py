@@ -157,7 +157,7 @@ def test_a_fresh_analysis_prints_no_jvm_start_up_lines_but_the_jvms_errors(tmp_p
     broken = {**env, "KAFKA_CHAOS_SPARK_CONF":
               f"spark.driver.extraJavaOptions=-javaagent:{tmp_path / 'missing.jar'}"}
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, env=broken)
-    assert done.returncode == 255, done.stdout
+    assert done.returncode == 255, done.stdout + done.stderr
     assert "missing.jar" in done.stderr and "incubator" not in done.stderr
 
 
