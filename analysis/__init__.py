@@ -7,8 +7,8 @@ search, networkx), ``promises`` (configuration -> permitted anomalies), ``stats`
 ``spark`` (the session), ``warm`` (a warm-up check while a short run goes).
 
 The package's face loads nothing: ``check`` and the other names below come from
-``verdict`` when first used (PEP 562), so importing ``kafka_chaos.analysis.names`` (a
-table of constants) loads no pyspark (issue 50; docs/performance.md, "Start-up").
+``verdict`` when first used (PEP 562), so importing ``kafka_chaos.analysis.promises`` (rules
+over the configuration) loads no pyspark (issue 50; docs/performance.md, "Start-up").
 """
 
 from kafka_chaos.lazy import face

@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from kafka_chaos.analysis import evidence, kafka_log, promises
 from kafka_chaos.analysis.checkers.common import MAX_EXAMPLES
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import CYCLE_ANOMALIES, HANGING_TXN
+from kafka_chaos.catalogue.anomalies import CYCLE_ANOMALIES, HANGING_TXN
 from kafka_chaos.analysis.remote import is_url
 from kafka_chaos.history import MONITOR, NEMESIS
 

@@ -26,6 +26,7 @@ import math
 from typing import Any
 
 from kafka_chaos.analysis import evidence as ev
+from kafka_chaos.catalogue.faults import PACKAGES, STOP_OF
 
 #: The anomaly's name in results (``names.HANGING_TXN``).
 NAME = "hanging-transaction"
@@ -38,15 +39,14 @@ SLACK_S = 10.0
 #: The backends that attach to a cluster they did not configure (``clusters.backends``'
 #: ``ATTACHING``; analysis does not import clusters).
 _ATTACHED = ("external", "docker-attach", "ssh-attach")
-#: Nemesis ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any).
-_STOP_OF = {"kill": "start", "stop": "start", "lose-unfsynced": "start", "roll": "start",
-            "pause": "resume", "partition": "heal", "loss": "heal", "clock-bump": "clock-reset",
-            "clock-strobe": "clock-reset", "move-leader": "restore-leader",
-            "request-fault": "request-heal"}
+#: Nemesis ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any): the
+#: fault catalogue's.
+_STOP_OF = STOP_OF
 _STOPS = set(_STOP_OF.values()) | {"heal-all"}
 #: Nemesis ops that change a setting at runtime and stop nothing (``unclean-on`` and
 #: ``unclean-off``): no fault, so they excuse no stuck LSO.
-_SETTINGS = frozenset(("unclean-on", "unclean-off"))
+_SETTINGS = frozenset(f for kind in PACKAGES.values() if kind.setting
+                      for f in (*kind.start, kind.stop))
 #: Events after which a partition's LSO may have gone back (its log truncated).
 _TRUNCATING = (ev.LEADER_CHANGE, ev.UNSEEN, ev.POWER_LOSS, ev.FORCED_UNCLEAN)
 

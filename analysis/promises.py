@@ -39,9 +39,9 @@ from typing import Any, Callable
 from kafka_chaos.analysis import evidence as ev
 from kafka_chaos.analysis import mechanisms as m
 from kafka_chaos.analysis.mechanisms import Case
-from kafka_chaos.analysis.names import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND, HANGING_TXN,
-                                        SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
-                                        SHARE_REDELIVERY)
+from kafka_chaos.catalogue.anomalies import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
+                                             HANGING_TXN, SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
+                                             SHARE_REDELIVERY)
 
 #: Anomalies that follow once a log may be truncated below acknowledged records: the records are
 #: gone (lost-write, unseen), their offsets are reused (inconsistent-offsets, and positions that

@@ -17,7 +17,7 @@ from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, E
                                           versions)
 from kafka_chaos.analysis.checkers.common import summarize
 from kafka_chaos.analysis.checkers.lost import UNJUDGED
-from kafka_chaos.analysis.names import SHARE_UNJUDGED
+from kafka_chaos.catalogue.anomalies import SHARE_UNJUDGED
 from kafka_chaos.analysis.checkers.versions import key_partitions
 from kafka_chaos.analysis.load import History, load
 from kafka_chaos.analysis.spark import SMALL_HISTORY_OPS, cores, is_connect, session

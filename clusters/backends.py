@@ -3,8 +3,9 @@ the ``Cluster`` interface back; nothing else imports a backend module.
 
 A backend is a ``Backend`` record of four callables, each given the user's ``BackendOptions``.
 Adding one means writing its module in ``clusters/``, one entry in ``_BACKENDS`` and its
-name in ``OWN`` or ``ATTACHING``; ``tests/integration/test_conformance.py`` then runs the
-shared conformance checks against each of ``OWN``. An attaching backend makes and removes
+name in ``OWN`` or ``ATTACHING`` (``kafka_chaos.catalogue.backends``, named here too);
+``tests/integration/test_conformance.py`` then runs the shared conformance checks against
+each of ``OWN``. An attaching backend makes and removes
 nothing of the cluster (``Cluster.owned`` false; ``docs/attach.md``).
 """
 
@@ -14,6 +15,7 @@ import dataclasses
 from collections.abc import Callable
 from pathlib import Path
 
+from kafka_chaos.catalogue.backends import ATTACHING, NAMES, OWN  # noqa: F401
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.clusters.errors import EnvironmentUnsupported
@@ -267,15 +269,6 @@ _BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docke
                                                "external": _external,
                                                "docker-attach": _docker_attach,
                                                "ssh-attach": _ssh_attach}
-
-#: Backends that make a cluster of their own and remove it, the embedded default first
-#: (each passes ``tests/integration/test_conformance.py``).
-OWN: tuple[str, ...] = ("local", "docker", "ssh")
-#: Backends that attach to a running cluster the tool did not create (``Cluster.owned``
-#: false): they remove nothing of it.
-ATTACHING: tuple[str, ...] = ("external", "docker-attach", "ssh-attach")
-#: ``--backend`` values, the embedded default first.
-NAMES: tuple[str, ...] = OWN + ATTACHING
 
 
 def get(name: str) -> Backend:

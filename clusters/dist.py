@@ -16,10 +16,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+# the default version is the settings' (a setting's default), named here too
+from kafka_chaos.catalogue.backends import DEFAULT_KAFKA_VERSION
 from kafka_chaos.clusters.errors import DistributionError
 
-#: The default Kafka version: the newest 4.x release on Maven Central when this was pinned.
-DEFAULT_KAFKA_VERSION = "4.4.0"
 #: Kafka 4.x brokers need Java 17 (KIP-1013); 3.9 runs on 11+, but we require one floor.
 MIN_JAVA = 17
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
+from kafka_chaos.admission import faults
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
@@ -130,7 +131,7 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
                 raise Refused(f"topic {topic}: {key} is {got}, not {want} as created: the "
                               "cluster overrides it (a create-topic policy?), and the verdict "
                               "would judge by a promise the cluster does not make")
-    if "unclean-on" in cfg.faults():  # the toggle's permission, by a SET to the same value
+    if "unclean-on" in faults(cfg):  # the toggle's permission, by a SET to the same value
         unclean = "unclean.leader.election.enable"
         admin.set_topic_config(client, keys.base, {unclean: config[unclean]})
 
@@ -187,7 +188,7 @@ def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> Workl
     """The run's workload settings with the cluster's security settings for every client and,
     on an attached cluster, consumer groups and transactional ids named after the run's
     topics (``keys.base``)."""
-    settings = cfg.workload_settings()
+    settings = WorkloadSettings.from_config(cfg)
     if cluster.security is not None:
         settings = dataclasses.replace(
             settings, connection=cluster.security.librdkafka(),

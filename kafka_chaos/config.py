@@ -2,12 +2,15 @@
 the history's header (the verdict judges anomalies against it, ``analysis/promises.py``).
 
 Invalid combinations are refused here, before anything starts, with one message naming the
-option.
+option. The model stands on the ground floor: it imports the catalogues and nothing else of
+the project, so every package can read it; the checks that need a scenario file, a backend or
+the machine are the admission's (``kafka_chaos.admission``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import json
 import re
 from pathlib import Path
@@ -15,14 +18,23 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, model_validator
 
-from kafka_chaos.clusters import backends
-from kafka_chaos.clusters.dist import DEFAULT_KAFKA_VERSION
-from kafka_chaos.analysis.names import ANOMALIES
-from kafka_chaos.nemesis import script
-from kafka_chaos.nemesis.schedule import PACKAGES, parse_packages, parse_targets
+from kafka_chaos.catalogue.anomalies import ANOMALIES
+from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
+from kafka_chaos.catalogue.backends import NAMES as BACKENDS
+from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, REQUEST_KINDS, parse_packages,
+                                          parse_targets)
 from kafka_chaos.settings import Setting, setting, table
 
-SCENARIOS = tuple(script.names())
+
+def _built_in_scenarios() -> tuple[str, ...]:
+    """The built-in scenarios' names (``nemesis/scenarios/<name>.yaml``), found without
+    importing the nemesis package (``nemesis.script.names`` reads the same folder)."""
+    spec = importlib.util.find_spec("kafka_chaos.nemesis")
+    folder = Path(next(iter(spec.submodule_search_locations or []))) / "scenarios"
+    return tuple(sorted(p.stem for p in folder.glob("*.yaml")))
+
+
+SCENARIOS = _built_in_scenarios()
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
 
 
@@ -37,10 +49,7 @@ def parse_range(text: str) -> tuple[int, int]:
 
 _SHARED = "the cells of a comparison share one cluster backend"
 #: Backends that attach to a cluster the tool did not create.
-ATTACHED = backends.ATTACHING
-#: Fault packages an attached cluster does not take: they need what only a cluster of ours
-#: has (libfaketime, the lossy filesystem).
-_NOT_ATTACHED = ("clock", "lose-unfsynced")
+ATTACHED = ATTACHING
 #: Settings holding a file path: absolute in ``config.json``; relative to a plan in a plan.
 PATHS = ("inventory", "kafka_home", "client_properties")
 #: KIP-848 groups' session and heartbeat, set by the broker (Kafka's defaults: 45 s and 5 s,
@@ -55,23 +64,6 @@ _GENERATED_PROPERTIES = frozenset({
     "process.roles", "node.id", "controller.quorum.voters", "controller.listener.names",
     "listener.security.protocol.map", "log.dirs", "listeners", "advertised.listeners",
     "inter.broker.listener.name"})
-
-
-def _starts(package: str) -> list[str]:
-    """The ``f`` values that start a fault of nemesis ``package``."""
-    start = PACKAGES[package]["start"]
-    return [start] if isinstance(start, str) else list(start)
-
-
-def load_scenario(spec: str) -> script.Script:
-    """``--scenario``: a built-in scenario's name, or the path of a schedule file (YAML,
-    ``nemesis.script``). Raises ``ValueError`` naming the choices, or the file, line and key."""
-    if spec in SCENARIOS:
-        return script.built_in(spec)
-    if not spec.endswith((".yaml", ".yml")) and not Path(spec).exists():
-        raise ValueError(f"--scenario {spec!r}: choose from {', '.join(SCENARIOS)}, or give a "
-                         "schedule file (.yaml)")
-    return script.load(Path(spec))
 
 
 def _version(version: str) -> tuple[int, int]:
@@ -350,8 +342,8 @@ class RunConfig(BaseModel):
                 and _version(self.kafka_version) < (4, 0)):
             raise ValueError(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "
                              f"not --kafka-version {self.kafka_version}")
-        if self.backend not in backends.NAMES:
-            raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(backends.NAMES)}")
+        if self.backend not in BACKENDS:
+            raise ValueError(f"--backend {self.backend!r}: choose from {', '.join(BACKENDS)}")
         if self.image is not None and self.backend != "docker":
             raise ValueError("--image needs --backend docker")
         if (self.inventory is not None) != (self.backend in ("ssh", "ssh-attach")):
@@ -424,19 +416,12 @@ class RunConfig(BaseModel):
             raise ValueError("--nemesis request: request faults happen in the Kafka protocol "
                              "proxy; add --proxy")
         if self.proxy_fault is not None:
-            from kafka_chaos.nemesis.requests import DEFAULTS
-            if self.proxy_fault not in DEFAULTS:
+            if self.proxy_fault not in REQUEST_KINDS:
                 raise ValueError(f"--proxy-fault {self.proxy_fault!r}: choose from "
-                                 f"{', '.join(DEFAULTS)}")
+                                 f"{', '.join(REQUEST_KINDS)}")
             if not self.proxy:
                 raise ValueError("--proxy-fault: request faults happen in the Kafka protocol "
                                  "proxy; add --proxy")
-        if self.scenario is not None:
-            faults = {f for step in load_scenario(self.scenario).steps for f in step.do}
-            if "request-fault" in faults and not self.proxy:
-                raise ValueError(f"--scenario {self.scenario}: its request-fault steps happen "
-                                 "in the Kafka protocol proxy; add --proxy (or proxy: true in "
-                                 "its settings)")
         if self.scenario is not None and self.nemesis:
             raise ValueError("--scenario runs its own faults: use it with --nemesis none")
         if self.backend in ATTACHED:
@@ -467,17 +452,14 @@ class RunConfig(BaseModel):
     def _attachable(self) -> None:
         """Refuse faults a cluster the tool did not create must not get: those needing a
         cluster of ours (libfaketime, the lossy filesystem), and any cluster-wide config
-        change: the unclean toggle only on the run's own topics, asked for explicitly."""
-        for name in _NOT_ATTACHED:
-            if set(_starts(name)) & self.faults():
+        change: the unclean toggle only on the run's own topics, asked for explicitly. A
+        scenario's steps are checked on admission (``kafka_chaos.admission``)."""
+        for name in OWN_CLUSTER_ONLY:
+            if name in self.nemesis:
                 raise ValueError(f"the {name} faults need a cluster of the tool's own, not "
                                  f"--backend {self.backend}")
-        if "unclean-on" not in self.faults():
+        if "unclean" not in self.nemesis:
             return
-        if self.scenario:
-            raise ValueError(f"--scenario {self.scenario} toggles unclean elections: not on "
-                             f"--backend {self.backend} (its steps may change cluster-wide "
-                             "configs)")
         if "cluster" in parse_targets(self.nemesis_targets, self.nemesis)["unclean"]:
             raise ValueError(f"--nemesis unclean on --backend {self.backend}: its cluster "
                              "target changes a cluster-wide config of a cluster the tool did "
@@ -493,24 +475,6 @@ class RunConfig(BaseModel):
     def idempotent(self) -> bool:
         """Whether producers are idempotent: ``--idempotence``, or implied by ``--txn``."""
         return bool(self.idempotence) or self.txn
-
-    def backend_options(self):
-        """The ``clusters.backends.BackendOptions`` of this run."""
-        return backends.BackendOptions(
-            image=self.image, inventory=Path(self.inventory) if self.inventory else None,
-            bootstrap_servers=self.bootstrap_servers, compose_project=self.compose_project,
-            fault_last_broker=self.fault_last_broker,
-            containers=tuple(c.strip() for c in (self.containers or "").split(",") if c.strip()),
-            client_properties=Path(self.client_properties) if self.client_properties else None,
-            accept_unknown_host_keys=self.accept_unknown_host_keys,
-            lossy_fs="lose-unfsynced" in self.faults(),
-            clock=bool({"clock-bump", "clock-strobe"} & self.faults()))
-
-    def faults(self) -> set[str]:
-        """Every nemesis ``f`` this run may start: its packages', or its scenario's steps'."""
-        if self.scenario:
-            return {f for step in load_scenario(self.scenario).steps for f in step.do}
-        return {f for name in self.nemesis for f in _starts(name)}
 
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker."""
@@ -539,22 +503,6 @@ class RunConfig(BaseModel):
                 "group.share.min.session.timeout.ms": "6000",
                 "group.share.heartbeat.interval.ms": "2000",
                 "group.share.min.heartbeat.interval.ms": "1000"}
-
-    def workload_settings(self):
-        """The ``workloads.settings.WorkloadSettings`` of this run."""
-        from kafka_chaos.workloads.settings import WorkloadSettings
-
-        return WorkloadSettings(
-            clients=self.clients, rate=self.rate, mops_min=self.ops_per_txn[0],
-            mops_max=self.ops_per_txn[1], poll_p=self.poll_p, sub_via=self.sub_via,
-            sub_p=self.sub_p, group_protocol=self.group_protocol, txn=self.txn,
-            abort_p=self.abort_p, txn_ids=self.txn_ids, share_lock_ms=self.share_lock_ms,
-            crash_interval_s=self.crash_client_interval_s if self.crash_clients else 0.0,
-            client=self.client, client_version=self.client_version or self.kafka_version,
-            acks=self.acks, idempotence=bool(self.idempotence), retries=self.retries,
-            max_in_flight=self.max_in_flight, delivery_timeout_ms=self.delivery_timeout_ms,
-            linger_ms=self.linger_ms, auto_commit=self.auto_commit,
-            auto_offset_reset=self.auto_offset_reset, isolation_level=self.isolation_level)
 
 
 #: Configuration fields that do not make two runs different configurations.

@@ -1,8 +1,8 @@
 """Package faces that load nothing until a name is used (PEP 562).
 
 A package whose ``__init__`` imports its heavy modules makes every importer of any of its
-submodules pay for them: ``kafka_chaos.analysis.names`` (a table of constants) loaded
-pyspark, and the request faults' model loaded kio's protocol types, on every command
+submodules pay for them: the anomaly names (a table of constants, then in ``analysis``)
+loaded pyspark, and the request faults' model loaded kio's protocol types, on every command
 (issue 50; ``docs/performance.md``, "Start-up")."""
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from typing import Annotated, Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from kafka_chaos.catalogue.faults import parse_packages
 from kafka_chaos.config import SETTINGS, RunConfig, parse_range
 
 #: Names users write -> ``RunConfig`` field (after ``.`` and ``-`` become ``_``): each
@@ -48,8 +49,6 @@ def coerce(field: str, value: Any) -> Any:
     """``value`` (text from the command line, or a YAML value) as ``RunConfig`` holds
     ``field``: checked against the field's type and bounds. Raises ``ValueError``."""
     if field == "nemesis":
-        from kafka_chaos.nemesis.schedule import parse_packages
-
         text = "+".join(map(str, value)) if isinstance(value, list) else str(value)
         return parse_packages(text.replace("+", ","))
     if field == "ops_per_txn":

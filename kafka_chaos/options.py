@@ -15,8 +15,9 @@ from typing import Any, Callable
 from pydantic import ValidationError
 
 from kafka_chaos import plan as plan_file
-from kafka_chaos.config import (PATHS, SCENARIOS, SETTINGS, RunConfig, load_scenario,
-                                 parse_range)
+from kafka_chaos.admission import admit, load_scenario
+from kafka_chaos.catalogue.faults import parse_packages
+from kafka_chaos.config import PATHS, SCENARIOS, SETTINGS, RunConfig, parse_range
 from kafka_chaos.verdict import FAIL_ON
 
 #: ``RunConfig`` fields that ``run`` has no flag for (``settings.Setting.flag`` ""): a
@@ -36,8 +37,6 @@ def fields_of(params: dict[str, Any]) -> dict[str, Any]:
     fields are: ``nemesis`` (``--nemesis`` text) parsed into packages, ``ops_per_txn`` into a
     range, paths made absolute; None values left out. Raises ``ValueError`` naming the
     option."""
-    from kafka_chaos.nemesis.schedule import parse_packages
-
     fields = {k: v for k, v in params.items() if k in RunConfig.model_fields}
     try:
         span = parse_range(params["ops_per_txn"])
@@ -83,7 +82,7 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
             if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
                 fields["scenario"] = str(Path(fields["scenario"]).resolve())
             fields["scenario_settings"] = scenario_settings(fields, given, announce)
-        return RunConfig(**fields), fail_on
+        return admit(RunConfig(**fields)), fail_on
     except ValidationError as exc:
         err = exc.errors()[0]
         where = option_of(str(err["loc"][0])) if err["loc"] else ""

@@ -16,6 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
+from kafka_chaos.admission import admit, backend_options
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import RunConfig
@@ -58,19 +59,21 @@ def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
 
 
 def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
-    """Everything checkable before a run starts: Spark master, Kafka jars, the backend's needs
-    (for ``local``: root and network namespaces). Returns the Kafka distribution (jars
+    """Everything checkable before a run starts: its admission (``admission.admit``: the
+    scenario), Spark master, Kafka jars, the backend's needs (for ``local``: root and network
+    namespaces). Returns the Kafka distribution (jars
     downloaded now if missing). Raises ``ValueError`` (``--spark-master ...``) or
     ``ClusterError`` naming the problem."""
     from kafka_chaos.analysis.spark import check_master
     from kafka_chaos.clusters import backends
 
+    admit(cfg)
     try:
         check_master(cfg.spark_master)
     except ValueError as exc:
         raise ValueError(f"--spark-master {exc}") from None
     # before any download or run directory
-    backends.get(cfg.backend).check_environment(cfg.backend_options(), cfg.brokers,
+    backends.get(cfg.backend).check_environment(backend_options(cfg), cfg.brokers,
                                                 cfg.controllers)
     kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
              else dist.resolve(cfg.kafka_version))

@@ -43,7 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 from pydantic.fields import FieldInfo
 
 from kafka_chaos import matrix as matrices
-from kafka_chaos.analysis.names import ANOMALIES
+from kafka_chaos.catalogue.anomalies import ANOMALIES
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.config import PATHS, SETTINGS, RunConfig
 from kafka_chaos.settings import SECTIONS

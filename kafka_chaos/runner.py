@@ -22,7 +22,9 @@ from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__, attach
-from kafka_chaos.config import RunConfig, load_scenario
+from kafka_chaos.admission import backend_options, load_scenario
+from kafka_chaos.catalogue.faults import parse_targets
+from kafka_chaos.config import RunConfig
 from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.clients import ClientNemesis
 from kafka_chaos.nemesis.faults import UncleanElectionNemesis
@@ -30,8 +32,7 @@ from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.proxy import KafkaProxy
 from kafka_chaos.nemesis.requests import RequestNemesis
 from kafka_chaos.nemesis.script import Runner
-from kafka_chaos.nemesis.schedule import (Scheduler, build_nemesis, parse_targets, schedule_rng,
-                              unhealed)
+from kafka_chaos.nemesis.schedule import Scheduler, build_nemesis, schedule_rng, unhealed
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.final_reads import final_reads
 from kafka_chaos.workloads.keys import KeySpace
@@ -111,7 +112,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
                                                cfg.controllers, cfg.broker_config(),
-                                               cfg.backend_options())
+                                               backend_options(cfg))
     # on a cluster that is not ours, the run's topics, groups and transactional ids carry
     # the run's name: never another run's or application's
     keys = KeySpace(TOPIC if cluster.owned else f"{TOPIC}-{run_dir.name}", cfg.keys,

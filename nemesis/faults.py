@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from kafka_chaos.catalogue.faults import PARTITION_TARGETS
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Killable, LosesUnsynced, Node, Partitionable, Pausable
 from kafka_chaos.clusters.errors import ClusterError
@@ -208,12 +209,6 @@ class ProcessNemesis(Nemesis):
 
     def teardown(self) -> Any:
         return {"resume": self.invoke("resume", None), "start": self.invoke("start", None)}
-
-
-#: Partition shapes (Jepsen's grudges, plus Kafka-specific cuts).
-PARTITION_TARGETS = ("isolate-one", "halves", "isolate-leader", "isolate-controller", "bridge",
-                     "majorities-ring", "one-way", "leader-replication", "zombie-leader",
-                     "clients-leader", "clients-one")
 
 
 class PartitionNemesis(Nemesis):

@@ -15,8 +15,6 @@ from kafka_chaos.waiting import WaitTimeout, wait_until
 
 #: How long a move waits for the metadata to show the new leader, seconds.
 MOVE_TIMEOUT_S = 20.0
-#: ``--nemesis-targets`` of the ``leader`` package: whom the leadership moves to.
-LEADER_TARGETS = ("in-sync-follower",)
 
 
 class LeaderNemesis(Nemesis):

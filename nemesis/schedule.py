@@ -1,8 +1,8 @@
-"""Nemesis packages and the seeded scheduler that runs them (Jepsen ``nemesis/combined``).
+"""The seeded scheduler that runs nemesis packages (Jepsen ``nemesis/combined``; the packages
+themselves: ``kafka_chaos.catalogue.faults``), and the nemeses that perform them.
 
-A package names the ``f`` that starts a fault (or several, one drawn each time), the ``f`` that
-ends it, the targets to draw from and a colour for plots. The scheduler alternates: wait
-``interval_s``, start a random fault from the chosen packages, wait ``interval_s``, end it.
+The scheduler alternates: wait ``interval_s``, start a random fault from the chosen packages,
+wait ``interval_s``, end it.
 Every nemesis op is recorded in the history as process ``"nemesis"``; ``finish()`` always
 ends with every fault healed.
 """
@@ -14,101 +14,13 @@ import random
 import threading
 from typing import Any, Callable, Iterator
 
+from kafka_chaos.catalogue.faults import PACKAGES, parse_targets
 from kafka_chaos.clusters.base import Partitionable, Pausable, Skewable
 from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
 from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
-from kafka_chaos.nemesis.leaders import LEADER_TARGETS, LeaderNemesis
-from kafka_chaos.nemesis.faults import PARTITION_TARGETS, PartitionNemesis, ProcessNemesis
-from kafka_chaos.nemesis.proxy.faults import KINDS
-from kafka_chaos.nemesis.targets import (KILL_TARGETS, LAGGING_LEADER, LONE_LEADER,
-                                        POWER_TARGETS, PROCESS_TARGETS)
-
-_PROCESS_DEFAULT = ["one", "leader", "controller", "follower"]
-#: A plain kill of a leader whose followers fetch within milliseconds rarely holds a write
-#: they lack (0 lost writes in 30,448 acknowledged with acks=1, issue 33): kills and power
-#: losses also aim where a loss is possible, so a default schedule can show one.
-_KILL_DEFAULT = [*_PROCESS_DEFAULT, LAGGING_LEADER, LONE_LEADER]
-_POWER_DEFAULT = [*_PROCESS_DEFAULT, LONE_LEADER]
-#: Lossy links where TCP's retransmissions matter: replication, clients, a node, a split.
-LOSS_DEFAULT = ["leader-replication", "clients-leader", "isolate-one", "halves"]
-#: name -> start f, stop f, targets drawn from by default, every target it accepts, plot colour
-#: (Jepsen's package colours where it has the package).
-PACKAGES: dict[str, dict[str, Any]] = {
-    "kill": {"start": "kill", "stop": "start", "targets": _KILL_DEFAULT,
-             "accepts": KILL_TARGETS, "color": "#E9A4A0"},
-    "stop": {"start": "stop", "stop": "start", "targets": _PROCESS_DEFAULT,
-             "accepts": PROCESS_TARGETS, "color": "#E9C3A0"},
-    "pause": {"start": "pause", "stop": "resume", "targets": _PROCESS_DEFAULT,
-              "accepts": PROCESS_TARGETS, "color": "#C5A0E9"},
-    "partition": {"start": "partition", "stop": "heal", "targets": list(PARTITION_TARGETS),
-                  "accepts": PARTITION_TARGETS, "color": "#A0C8E9"},
-    # the same shapes lossy instead of cut: 30 % of their packets dropped (iptables statistic)
-    "loss": {"start": "loss", "stop": "heal", "targets": list(LOSS_DEFAULT),
-             "accepts": PARTITION_TARGETS, "color": "#A0E0E9"},
-    # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
-    "lose-unfsynced": {"start": "lose-unfsynced", "stop": "start", "targets": _POWER_DEFAULT,
-                       "accepts": POWER_TARGETS, "color": "#E9A0C8"},
-    # a rolling restart (clean stops, each node back in every ISR before the next)
-    "roll": {"start": "roll", "stop": "start", "targets": ["all"], "accepts": PROCESS_TARGETS,
-             "color": "#E9D0A0"},
-    # the leadership of partition 0 moved to an in-sync follower, then moved back
-    "leader": {"start": "move-leader", "stop": "restore-leader", "targets": list(LEADER_TARGETS),
-               "accepts": LEADER_TARGETS, "color": "#A0A8E9"},
-    # a node's wall clock bumped or strobed, then reset (libfaketime; local backend)
-    "clock": {"start": ("clock-bump", "clock-strobe"), "stop": "clock-reset",
-              "targets": _PROCESS_DEFAULT, "accepts": PROCESS_TARGETS, "color": "#A0E9C8"},
-    # unclean leader election allowed for a while, on the topic or cluster-wide
-    # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
-    "request": {"start": "request-fault", "stop": "request-heal", "targets": list(KINDS),
-                "accepts": KINDS, "color": "#C8E9A0"},
-    "unclean": {"start": "unclean-on", "stop": "unclean-off", "targets": ["topic", "cluster"],
-                "accepts": ("topic", "cluster"), "color": "#E9E3A0", "stop_at_target": True},
-}
-
-
-def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
-    """``--nemesis-targets "controller,majority,halves,2"`` -> the targets each of
-    ``packages`` draws from: those it accepts (a number is a node id, accepted by process
-    faults), or its defaults when none given is of its kind. ``""`` -> every default.
-
-    Raises ``ValueError`` naming a target that no chosen package accepts.
-    """
-    given: list = [int(t) if t.strip().isdigit() else t.strip()
-                   for t in spec.split(",") if t.strip()]
-
-    def accepts(name: str, t) -> bool:
-        pkg = PACKAGES[name]
-        return t in pkg["accepts"] or (isinstance(t, int) and "one" in pkg["accepts"])
-
-    out = {}
-    for name in packages:
-        mine = [[t] if isinstance(t, int) else t for t in given if accepts(name, t)]
-        out[name] = mine or list(PACKAGES[name]["targets"])
-    for t in given:
-        if not any(accepts(n, t) for n in packages):
-            raise ValueError(f"--nemesis-targets: {t!r} is no target of "
-                             f"{', '.join(packages) or 'the chosen faults (none)'}; process "
-                             f"faults take {', '.join(PROCESS_TARGETS)} or node ids (kill "
-                             f"also lagging-leader, kill and lose-unfsynced also "
-                             f"lone-leader), partitions and losses "
-                             f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
-                             f"leader {', '.join(LEADER_TARGETS)}, request "
-                             f"{', '.join(KINDS)}")
-    return out
-
-
-def parse_packages(spec: str) -> list[str]:
-    """``"kill,partition"`` -> ``["kill", "partition"]``; ``"none"`` or ``""`` -> ``[]``.
-
-    Raises ``ValueError`` naming the unknown package.
-    """
-    names = [s.strip() for s in spec.split(",") if s.strip() and s.strip() != "none"]
-    for name in names:
-        if name not in PACKAGES:
-            raise ValueError(f"--nemesis: unknown fault {name!r}; choose from "
-                             f"{', '.join(PACKAGES)} or none")
-    return names
+from kafka_chaos.nemesis.faults import PartitionNemesis, ProcessNemesis
+from kafka_chaos.nemesis.leaders import LeaderNemesis
 
 
 def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
@@ -124,16 +36,12 @@ def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
         round_ = list(packages)
         rng.shuffle(round_)
         for name in round_:
-            pkg = PACKAGES[name]
-            start = pkg["start"] if isinstance(pkg["start"], str) else rng.choice(pkg["start"])
+            kind = PACKAGES[name]
+            # one start f is no draw: the schedule of a seed stays what it was
+            start = kind.start[0] if len(kind.start) == 1 else rng.choice(kind.start)
             value = {"target": rng.choice(targets[name]), "topic": topic, "partition": 0}
             yield start, value
-            yield pkg["stop"], value if pkg.get("stop_at_target") else None
-
-
-def _starts(package: str, f: str) -> bool:
-    start = PACKAGES[package]["start"]
-    return f == start if isinstance(start, str) else f in start
+            yield kind.stop, value if kind.stop_at_target else None
 
 
 def schedule_rng(seed: int) -> random.Random:
@@ -250,7 +158,7 @@ class Scheduler:
                 self.history.append(NEMESIS, OpType.OK, f, done)
                 said = json.dumps(done)  # a request fault's report lists its requests
                 self.log(f"nemesis {f}: {said if len(said) <= 400 else said[:400] + ' ...'}")
-                self._ran.update(p for p in self.packages if _starts(p, f))
+                self._ran.update(p for p in self.packages if f in PACKAGES[p].start)
             self.after_op(f)
             return done
 

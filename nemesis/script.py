@@ -48,12 +48,10 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from kafka_chaos.catalogue.faults import KILL_TARGETS, LEADER_TARGETS, PARTITION_TARGETS
 from kafka_chaos.clusters import yamlfile
-from kafka_chaos.nemesis.faults import PARTITION_TARGETS
-from kafka_chaos.nemesis.leaders import LEADER_TARGETS
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
 from kafka_chaos.nemesis.proxy.faults import RequestFault
-from kafka_chaos.nemesis.targets import KILL_TARGETS
 
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")

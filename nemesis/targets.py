@@ -7,22 +7,13 @@ to ``nemesis.monitor.PERIOD_S`` old, and the leader may have moved since.
 
 from __future__ import annotations
 
+# the targets' names are the fault catalogue's; named here too for this package's modules
+from kafka_chaos.catalogue.faults import (KILL_TARGETS, LAGGING_LEADER, LONE_LEADER,  # noqa: F401
+                                          POWER_TARGETS, PROCESS_TARGETS)
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.nemesis.base import NemesisError
 
-#: Process targets (besides an explicit list of node ids).
-PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
-#: ``kill`` only: the leader of the fault's partition, SIGKILLed after ``LAG_S`` s with its
-#: replication cut, so that its followers lag yet still count as in sync.
-LAGGING_LEADER = "lagging-leader"
-#: ``kill`` and ``lose-unfsynced``: the leader of the fault's partition, its replication cut
-#: until the metadata shows its ISR shrunk to itself alone (at most ``LONE_WAIT_S`` s), then
-#: killed or powered off: what it acknowledged alone (``min.insync.replicas=1``) is on no
-#: other replica.
-LONE_LEADER = "lone-leader"
-KILL_TARGETS = (*PROCESS_TARGETS, LAGGING_LEADER, LONE_LEADER)
-POWER_TARGETS = (*PROCESS_TARGETS, LONE_LEADER)
 #: Seconds a lagging leader's replication is cut before it is killed: well short of
 #: ``replica.lag.time.max.ms`` (10 s by default here, 30 s in Kafka), so the controller still
 #: elects a follower cleanly, one that never got what the leader acknowledged alone

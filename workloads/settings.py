@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from kafka_chaos.config import RunConfig
+
 
 @dataclasses.dataclass(frozen=True)
 class WorkloadSettings:
@@ -77,6 +79,22 @@ class WorkloadSettings:
     java_system: dict[str, str] = dataclasses.field(default_factory=dict)
     client: str = "librdkafka"
     client_version: str = ""
+
+    @classmethod
+    def from_config(cls, cfg: RunConfig) -> "WorkloadSettings":
+        """The settings of a run's configuration (its own names, ids and connection left at
+        their defaults: ``attach.workload_settings`` sets them for the cluster)."""
+        return cls(
+            clients=cfg.clients, rate=cfg.rate, mops_min=cfg.ops_per_txn[0],
+            mops_max=cfg.ops_per_txn[1], poll_p=cfg.poll_p, sub_via=cfg.sub_via,
+            sub_p=cfg.sub_p, group_protocol=cfg.group_protocol, txn=cfg.txn,
+            abort_p=cfg.abort_p, txn_ids=cfg.txn_ids, share_lock_ms=cfg.share_lock_ms,
+            crash_interval_s=cfg.crash_client_interval_s if cfg.crash_clients else 0.0,
+            client=cfg.client, client_version=cfg.client_version or cfg.kafka_version,
+            acks=cfg.acks, idempotence=bool(cfg.idempotence), retries=cfg.retries,
+            max_in_flight=cfg.max_in_flight, delivery_timeout_ms=cfg.delivery_timeout_ms,
+            linger_ms=cfg.linger_ms, auto_commit=cfg.auto_commit,
+            auto_offset_reset=cfg.auto_offset_reset, isolation_level=cfg.isolation_level)
 
     @property
     def share_group(self) -> str:

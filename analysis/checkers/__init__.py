@@ -15,9 +15,9 @@ from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owne
                                            rewind, sends, share, txn)
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import (ANOMALIES, CONSUMER_SIDE,  # re-exported
-                                        EOS_DUPLICATE, GARBAGE_READ, GROUP_OVERLAP,
-                                        GROUP_REWIND, SHARE, SHARE_UNJUDGED)
+from kafka_chaos.catalogue.anomalies import (ANOMALIES, CONSUMER_SIDE,  # re-exported
+                                             EOS_DUPLICATE, GARBAGE_READ, GROUP_OVERLAP,
+                                             GROUP_REWIND, SHARE, SHARE_UNJUDGED)
 
 #: How ``analysis.check`` runs them: name -> function of ``(History, Versions)`` returning the
 #: cases (``common.cases``) of the anomalies its name lists, joined by "+", so a checker that

@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases, no_cases
 from kafka_chaos.analysis.checkers.versions import Versions
 from kafka_chaos.analysis.load import History, is_f, is_type
-from kafka_chaos.analysis.names import EOS_DUPLICATE, GROUP_REWIND
+from kafka_chaos.catalogue.anomalies import EOS_DUPLICATE, GROUP_REWIND
 
 
 def groups(h: History) -> DataFrame:

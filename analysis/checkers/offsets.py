@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases
 from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions
-from kafka_chaos.analysis.names import GARBAGE_READ
+from kafka_chaos.catalogue.anomalies import GARBAGE_READ
 
 
 def _sorted_set(col: str) -> Column:

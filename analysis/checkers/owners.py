@@ -35,7 +35,7 @@ from pyspark.sql import functions as F
 from kafka_chaos.analysis.checkers.common import at, cases, no_cases
 from kafka_chaos.analysis.checkers.consumer import groups
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import GROUP_OVERLAP
+from kafka_chaos.catalogue.anomalies import GROUP_OVERLAP
 
 _OWNERSHIP = ("assigned", "revoked", "lost")
 #: A commit op's errors that end its member's ownership: the member was no longer in the

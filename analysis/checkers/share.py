@@ -56,9 +56,9 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import at, cases, no_cases
 from kafka_chaos.analysis.load import History
-from kafka_chaos.analysis.names import (SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK,
-                                        SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP, SHARE_LOST,
-                                        SHARE_OVER_LIMIT, SHARE_REDELIVERY, SHARE_UNJUDGED)
+from kafka_chaos.catalogue.anomalies import (SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK,
+                                             SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP, SHARE_LOST,
+                                             SHARE_OVER_LIMIT, SHARE_REDELIVERY, SHARE_UNJUDGED)
 
 _DONE = "records array<array<string>>, acks map<string,string>, drained boolean"
 _SETTLING = ("accept", "reject")

@@ -52,12 +52,12 @@ class ClusterEvent:
 
 def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
     """Pair the nemesis ops into fault windows by the packages' start and stop ``f``s
-    (``nemesis.schedule.PACKAGES``): e.g. ``start`` ends kill and stop, ``resume`` pause,
+    (``catalogue.faults.PACKAGES``): e.g. ``start`` ends kill and stop, ``resume`` pause,
     ``heal`` partition, ``unclean-off`` unclean (at its target), ``heal-all`` everything."""
-    from kafka_chaos.nemesis.schedule import PACKAGES
+    from kafka_chaos.catalogue.faults import PACKAGES
 
-    starts = {f: name for name, p in PACKAGES.items()  # a package may start with any of several
-              for f in ([p["start"]] if isinstance(p["start"], str) else p["start"])}
+    # a package may start with any of several
+    starts = {f: name for name, p in PACKAGES.items() for f in p.start}
     open_: list[tuple[FaultWindow, Any]] = []
     done: list[FaultWindow] = []
     for op in nemesis:
@@ -68,7 +68,7 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
             failed = op.type != "ok" and op.error is not None  # format 1 completes info
             open_.append((FaultWindow(starts[op.f], op.start_s, None, label, failed), target))
             continue
-        ends = {name for name, p in PACKAGES.items() if p["stop"] == op.f}
+        ends = {name for name, p in PACKAGES.items() if p.stop == op.f}
         if op.f == "heal-all":
             ends = set(PACKAGES)
         if not ends:
@@ -76,7 +76,7 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
         stop_target = op.value.get("target") if isinstance(op.value, dict) else None
         still = []
         for window, target in open_:
-            at_target = PACKAGES.get(window.package, {}).get("stop_at_target")
+            at_target = window.package in PACKAGES and PACKAGES[window.package].stop_at_target
             matches = window.package in ends and (
                 not at_target or op.f == "heal-all" or stop_target in (None, target))
             if matches:

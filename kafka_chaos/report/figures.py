@@ -4,7 +4,7 @@ Each function returns a figure as plotly JSON (``{"data": [...], "layout": {...}
 ``plotly.io.to_html``) of bounded size, whatever the
 history's length: the timeline is a grid of at most ``TIMELINE_BINS`` time bins per row, the
 time series have one point per bin (``report.stats``), offset diagrams a few dozen points.
-Fault windows are shaded in their nemesis package's colour (``nemesis.schedule.PACKAGES``).
+Fault windows are shaded in their nemesis package's colour (``catalogue.faults.PACKAGES``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,10 @@ _LAYOUT = dict(template="plotly_white", margin=dict(l=60, r=20, t=40, b=40),
 
 
 def package_colors() -> dict[str, str]:
-    """Nemesis package -> plot colour (Jepsen's, from ``nemesis.schedule.PACKAGES``)."""
-    from kafka_chaos.nemesis.schedule import PACKAGES
+    """Nemesis package -> plot colour (Jepsen's, from ``catalogue.faults.PACKAGES``)."""
+    from kafka_chaos.catalogue.faults import PACKAGES
 
-    return {name: p["color"] for name, p in PACKAGES.items()}
+    return {name: p.color for name, p in PACKAGES.items()}
 
 
 def _shade(fig: go.Figure, windows: list[FaultWindow], end_s: float, opacity: float = 0.3,

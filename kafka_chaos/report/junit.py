@@ -4,7 +4,7 @@ One ``<testsuite>`` per run, named from the run's configuration (``kafka-chaos``
 faults, fingerprint; never the seed), so a nightly job with a new seed each night stays one
 suite of the same tests. Its test cases:
 
-- one per property the checkers check (``analysis.names.PROPERTIES``: lost writes,
+- one per property the checkers check (``catalogue.anomalies.PROPERTIES``: lost writes,
   duplicates, log integrity, ordering, transactions, cycles, consumer delivery, share
   delivery in a share-group run, liveness): a
   ``<failure>`` when anomalies that break it are counted under ``--fail-on`` (its message
@@ -35,7 +35,7 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
-from kafka_chaos.analysis.names import ANOMALIES, PROPERTIES, SHARE
+from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES, SHARE
 from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code, word
 
@@ -108,7 +108,7 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
 
 
 def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
-    """A test case per property of ``analysis.names.PROPERTIES`` (see the module's
+    """A test case per property of ``catalogue.anomalies.PROPERTIES`` (see the module's
     docstring), of class ``classname``. ``share delivery`` only for a run whose consumers
     were share consumers (``share`` ops, or a share anomaly found): in any other run there
     was nothing of it to check, and a passed case would say otherwise."""

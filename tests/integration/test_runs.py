@@ -20,7 +20,8 @@ from junitparser import Error, JUnitXml
 
 from kafka_chaos.clusters import backends, dist
 from kafka_chaos.history import read_header, read_history
-from kafka_chaos.nemesis.schedule import parse_targets, plan, schedule_rng
+from kafka_chaos.catalogue.faults import parse_targets
+from kafka_chaos.nemesis.schedule import plan, schedule_rng
 from kafka_chaos.report import junit
 from tests.markdown_rows import markdown_rows
 from tests.integration.conftest import (INTERRUPTIBLE, ROOT, backend_param, kafka_chaos,

@@ -6,16 +6,17 @@ import random
 
 import pytest
 from confluent_kafka import KafkaError
-from pydantic import ValidationError
 
 from kafka_chaos.clusters import backends
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.clusters.errors import EnvironmentUnsupported
 from kafka_chaos.clusters.kafka_config import server_properties
+from kafka_chaos.admission import admit, backend_options
 from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
-from kafka_chaos.nemesis.schedule import parse_packages
+from kafka_chaos.catalogue.faults import parse_packages
 from kafka_chaos.workloads.outcomes import classify
+from kafka_chaos.workloads.settings import WorkloadSettings
 
 
 @pytest.mark.parametrize("kwargs, message", [
@@ -52,8 +53,9 @@ from kafka_chaos.workloads.outcomes import classify
     ({"sub_via": "share", "share_delivery_limit": 11}, "less than or equal to 10"),
 ])
 def test_invalid_combinations_are_refused(kwargs, message):
-    with pytest.raises(ValidationError, match=message):
-        RunConfig(**kwargs)
+    """By the settings model itself, or on admission (a scenario's file)."""
+    with pytest.raises(ValueError, match=message):
+        admit(RunConfig(**kwargs))
 
 
 def test_share_groups_on_an_attached_cluster_are_asked_of_the_cluster_not_the_version():
@@ -73,9 +75,9 @@ def test_an_unset_idempotence_is_recorded_as_the_client_resolves_it(kwargs, idem
     (KIP-679); what the run records is what the producer ran with, for the verdict."""
     cfg = RunConfig(**kwargs)
     assert cfg.idempotence is idempotent and cfg.model_dump()["idempotence"] is idempotent
-    java = cfg.workload_settings().java_producer_config("b:9092")
-    assert java["enable.idempotence"] is idempotent
-    assert cfg.workload_settings().client_version == (cfg.client_version or cfg.kafka_version)
+    settings = WorkloadSettings.from_config(cfg)
+    assert settings.java_producer_config("b:9092")["enable.idempotence"] is idempotent
+    assert settings.client_version == (cfg.client_version or cfg.kafka_version)
 
 
 def test_ops_per_txn_ranges_parse():
@@ -88,17 +90,17 @@ def test_ops_per_txn_ranges_parse():
 
 
 def test_workload_settings_follow_the_config():
-    s = RunConfig(txn=True, abort_p=0.25, ops_per_txn=(2, 6), crash_clients=True,
-                  crash_client_interval_s=3).workload_settings()
+    s = WorkloadSettings.from_config(RunConfig(txn=True, abort_p=0.25, ops_per_txn=(2, 6),
+                                               crash_clients=True, crash_client_interval_s=3))
     assert (s.txn, s.abort_p, s.mops_min, s.mops_max, s.crash_interval_s) == (True, 0.25, 2, 6, 3)
     conf = s.producer_config("b:9092", "kc-txn-0")
     assert conf["enable.idempotence"] is True and conf["transactional.id"] == "kc-txn-0"
     assert s.consumer_config("b:9092", "g")["enable.auto.commit"] is False
-    assert RunConfig().workload_settings().crash_interval_s == 0.0
+    assert WorkloadSettings.from_config(RunConfig()).crash_interval_s == 0.0
     # a slot's id outlives its processes (KIP-98 fencing); a process's own is never reused
-    assert (s.transactional_id(7, 2), RunConfig(txn=True, txn_ids="process")
-            .workload_settings().transactional_id(7, 2)) == ("kc-txn-2", "kc-txn-7")
-    assert RunConfig().workload_settings().transactional_id(7, 2) is None
+    own = WorkloadSettings.from_config(RunConfig(txn=True, txn_ids="process"))
+    assert (s.transactional_id(7, 2), own.transactional_id(7, 2)) == ("kc-txn-2", "kc-txn-7")
+    assert WorkloadSettings.from_config(RunConfig()).transactional_id(7, 2) is None
 
 
 def test_keys_spread_over_topics_and_map_back():
@@ -274,10 +276,10 @@ def test_only_rejected_commits_are_fail():
 
 
 def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has():
-    assert not RunConfig().backend_options().lossy_fs
-    assert RunConfig(nemesis=["kill", "lose-unfsynced"]).backend_options().lossy_fs
-    assert RunConfig(scenario="last-replica-standing").backend_options().lossy_fs
-    assert not RunConfig(scenario="isr-shrink-unclean").backend_options().lossy_fs
+    assert not backend_options(RunConfig()).lossy_fs
+    assert backend_options(RunConfig(nemesis=["kill", "lose-unfsynced"])).lossy_fs
+    assert backend_options(RunConfig(scenario="last-replica-standing")).lossy_fs
+    assert not backend_options(RunConfig(scenario="isr-shrink-unclean")).lossy_fs
     options = backends.BackendOptions(lossy_fs=True)
     for name in ("docker", "ssh"):
         with pytest.raises(EnvironmentUnsupported, match=f"needs --backend local, not {name}"):
@@ -285,8 +287,8 @@ def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has()
 
 
 def test_clock_faults_ask_for_libfaketime_which_only_local_preloads():
-    assert RunConfig(nemesis=["clock"]).backend_options().clock
-    assert not RunConfig(nemesis=["kill"]).backend_options().clock
+    assert backend_options(RunConfig(nemesis=["clock"])).clock
+    assert not backend_options(RunConfig(nemesis=["kill"])).clock
     with pytest.raises(EnvironmentUnsupported, match="clock faults need --backend local or ssh"):
         backends.get("docker").check_environment(backends.BackendOptions(clock=True), 3, 0)
     with pytest.raises(ValueError, match="unknown fault 'nope'"):
@@ -301,9 +303,9 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
 
     ok = RunConfig(backend="external", bootstrap_servers="h:9092", client_properties="/p",
                    keep_topics=True)
-    assert ok.backend_options().bootstrap_servers == "h:9092"
+    assert backend_options(ok).bootstrap_servers == "h:9092"
     attach = {"backend": "docker-attach", "bootstrap_servers": "h:1", "compose_project": "p"}
-    assert RunConfig(**attach, nemesis=["kill", "partition"]).backend_options() \
+    assert backend_options(RunConfig(**attach, nemesis=["kill", "partition"])) \
         .compose_project == "p"
     RunConfig(**attach, nemesis=["unclean"], nemesis_targets="topic")  # explicit: own topics
     for fields, words in (({"backend": "external"}, "--bootstrap-servers goes with"),
@@ -318,8 +320,8 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
                           ({"backend": "external", "bootstrap_servers": "h:1",
                             "nemesis": ["kill"]}, "cannot fault")):
         with pytest.raises(ValueError, match=words):
-            RunConfig(**fields)
-    s = dataclasses.replace(RunConfig().workload_settings(), ids="kafka-chaos-r1",
+            admit(RunConfig(**fields))
+    s = dataclasses.replace(WorkloadSettings.from_config(RunConfig()), ids="kafka-chaos-r1",
                             connection={"security.protocol": "SSL", "sasl.password": "pw"})
     assert s.producer_config("b:9092", "x")["security.protocol"] == "SSL"
     assert s.consumer_config("b:9092", "g")["sasl.password"] == "pw"

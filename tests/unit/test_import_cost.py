@@ -25,8 +25,8 @@ def test_the_command_line_loads_no_spark_and_no_protocol_types() -> None:
     assert loaded_by("import kafka_chaos.cli") == []
 
 
-def test_the_analysis_names_load_without_spark_until_check_is_used() -> None:
-    assert loaded_by("from kafka_chaos.analysis import names, promises") == []
+def test_the_promises_load_without_spark_until_check_is_used() -> None:
+    assert loaded_by("from kafka_chaos.analysis import promises") == []
     assert "pyspark" in loaded_by("from kafka_chaos.analysis import check")
 
 

@@ -14,6 +14,7 @@ import pytest
 from kafka_chaos.clusters.dist import DEFAULT_KAFKA_VERSION
 from kafka_chaos.config import RunConfig
 from kafka_chaos.workloads.java_client import JavaClient, JavaDriver, build
+from kafka_chaos.workloads.settings import WorkloadSettings
 from kafka_chaos.waiting import wait_until
 from kafka_chaos.workloads.keys import KeySpace
 from tests import procs
@@ -25,7 +26,7 @@ def test_the_driver_reports_its_client_and_fails_loudly_when_its_jvm_dies(tmp_pa
     assert (classes / "kafkachaos" / "Worker.class").is_file()
     assert build(DEFAULT_KAFKA_VERSION)[0] == classes  # cached by source text and version
     start = time.monotonic_ns()
-    settings = RunConfig(client="java", acks="1").workload_settings()
+    settings = WorkloadSettings.from_config(RunConfig(client="java", acks="1"))
     driver = JavaDriver("127.0.0.1:1", settings, KeySpace(keys=2), DEFAULT_KAFKA_VERSION,
                         tmp_path / "java-client.log", lambda: time.monotonic_ns() - start)
     driver.start()

@@ -129,17 +129,15 @@ def test_a_runtime_setting_is_no_fault_and_excuses_no_hang():
 
 
 def test_the_faults_it_knows_end_as_the_nemesis_packages_say():
-    """``liveness`` knows each fault's stop by itself (analysis does not import the nemesis,
-    which imports the cluster backends): for every package, a start is active until its
-    package's stop completes, not only while its own op runs, or a new fault would count as
-    quiet time while it is active."""
-    from kafka_chaos.nemesis.schedule import PACKAGES
+    """For every package of the fault catalogue, a start is active until its package's stop
+    completes, not only while its own op runs, or a new fault would count as quiet time
+    while it is active."""
+    from kafka_chaos.catalogue.faults import PACKAGES
 
     for name, pkg in PACKAGES.items():
-        starts = [pkg["start"]] if isinstance(pkg["start"], str) else pkg["start"]
-        for f in starts:
+        for f in pkg.start:
             # (index, f, invoked ns, completed ns): the start, then its stop much later
-            ops = [(1, f, 10, 11), (2, pkg["stop"], 50, 60)]
+            ops = [(1, f, 10, 11), (2, pkg.stop, 50, 60)]
             # a runtime setting stops nothing: no fault
             expected = [] if name == "unclean" else [(10, 60)]
             assert liveness.disturbed(ops) == expected, (name, f)

@@ -16,7 +16,8 @@ from kafka_chaos.report.terminal import judge_run
 from kafka_chaos.verdict import exit_code
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
-from kafka_chaos.nemesis.schedule import PACKAGES, Scheduler, parse_targets, plan, schedule_rng, unhealed
+from kafka_chaos.catalogue.faults import PACKAGES, parse_targets
+from kafka_chaos.nemesis.schedule import Scheduler, plan, schedule_rng, unhealed
 from kafka_chaos.nemesis.targets import pick
 
 
@@ -341,9 +342,9 @@ def test_process_targets_are_drawn_among_live_nodes():
 def test_targets_option_routes_each_target_to_the_faults_that_take_it():
     out = parse_targets("controller, 2, halves", ["kill", "partition"])
     assert out == {"kill": ["controller", [2]], "partition": ["halves"]}
-    assert parse_targets("", ["pause"])["pause"] == PACKAGES["pause"]["targets"]
+    assert parse_targets("", ["pause"])["pause"] == list(PACKAGES["pause"].targets)
     assert parse_targets("majority", ["kill", "partition"])["partition"] == \
-        PACKAGES["partition"]["targets"]  # none of its kind given: its defaults
+        list(PACKAGES["partition"].targets)  # none of its kind given: its defaults
     with pytest.raises(ValueError, match="'halves' is no target of kill"):
         parse_targets("halves", ["kill"])
     with pytest.raises(ValueError, match="no target of partition"):
@@ -419,8 +420,7 @@ def test_every_fault_asked_for_happens_once_in_each_round():
 
 
 def _package(start: str) -> str:
-    return next(p for p, pkg in PACKAGES.items()
-                if start == pkg["start"] or start in pkg["start"])
+    return next(p for p, pkg in PACKAGES.items() if start in pkg.start)
 
 
 def test_unclean_election_is_turned_off_where_it_was_turned_on():
@@ -524,7 +524,7 @@ def test_a_lagging_leader_is_killed_after_its_replication_was_cut_and_the_cut_he
     assert nemesis.killed == {2}
     # only kill takes it; a schedule of pauses refuses it
     assert parse_targets("lagging-leader", ["kill", "pause"]) == {
-        "kill": ["lagging-leader"], "pause": PACKAGES["pause"]["targets"]}
+        "kill": ["lagging-leader"], "pause": list(PACKAGES["pause"].targets)}
     with pytest.raises(ValueError, match="kill also lagging-leader"):
         parse_targets("lagging-leader", ["pause"])
 
@@ -560,4 +560,4 @@ def test_a_lone_leader_is_killed_only_once_its_isr_is_itself_alone(monkeypatch, 
         assert done["killed"] == [] and done["alone_after_s"] is None and done["isr"] == [2, 3]
     assert parse_targets("lone-leader", ["kill", "lose-unfsynced", "pause"]) == {
         "kill": ["lone-leader"], "lose-unfsynced": ["lone-leader"],
-        "pause": PACKAGES["pause"]["targets"]}
+        "pause": list(PACKAGES["pause"].targets)}

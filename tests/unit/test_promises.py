@@ -203,7 +203,8 @@ def test_a_window_past_the_last_sample_is_unexplained_not_permitted():
 
 
 def test_the_light_name_list_matches_the_checkers():
-    from kafka_chaos.analysis import elle, names
+    from kafka_chaos.analysis import elle
+    from kafka_chaos.catalogue import anomalies as names
 
     assert names.CYCLE_ANOMALIES == elle.CYCLE_ANOMALIES
     assert set(names.ANOMALIES) == set(ANOMALIES) and len(ANOMALIES) == len(set(ANOMALIES))

@@ -215,11 +215,11 @@ def test_a_malformed_line_is_named(tmp_path, line: bytes, expect: str) -> None:
 
 
 def test_a_package_may_start_with_any_of_several_fs(tmp_path, monkeypatch) -> None:
-    from kafka_chaos.nemesis import schedule
+    from kafka_chaos.catalogue import faults
 
-    packages = {**schedule.PACKAGES, "skew": {"start": ("skew-up", "skew-strobe"),
-                                              "stop": "skew-reset", "color": "#123456"}}
-    monkeypatch.setattr(schedule, "PACKAGES", packages)
+    packages = {**faults.PACKAGES, "skew": faults.FaultKind(
+        ("skew-up", "skew-strobe"), "skew-reset", ("one",), ("one",), "#123456")}
+    monkeypatch.setattr(faults, "PACKAGES", packages)
     q = (Q().nemesis("skew-strobe", {"target": "one"}, {"strobed": ["n1"]})
          .nemesis("skew-reset", None, {"reset": ["n1"]})
          .nemesis("skew-up", {"target": "one"}, {"bumped": ["n2"]}))

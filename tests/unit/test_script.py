@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from kafka_chaos.clusters.base import Node
-from kafka_chaos.config import load_scenario
+from kafka_chaos.admission import load_scenario
 from kafka_chaos.nemesis import script
 
 

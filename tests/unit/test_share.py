@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.analysis.explain import explain
-from kafka_chaos.analysis.names import SHARE
+from kafka_chaos.catalogue.anomalies import SHARE
 from tests.unit.test_evidence import P, T, q, sample
 
 SH = {"sub_via": "share", "share_lock_ms": 5000, "share_delivery_limit": 3}

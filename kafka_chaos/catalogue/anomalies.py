@@ -1,5 +1,7 @@
-"""Anomaly names in report order, importable without Spark or networkx (plan files and the CLI
-check ``allow``/``forbid`` lists against them). Names follow Jepsen's Kafka checker and Elle."""
+"""The anomaly catalogue: every anomaly's name in report order, its family and the property
+it breaks (a JUnit test case each). Names follow Jepsen's Kafka checker and Elle. Imports
+nothing: the settings model checks a plan's ``allow``/``forbid`` lists against it, and the
+checkers (``analysis/``) name what they find by it."""
 
 from __future__ import annotations
 

@@ -1,0 +1,158 @@
+"""The fault catalogue: one record per nemesis package (Jepsen ``nemesis/combined``'s
+packages), and the targets a fault may aim at.
+
+A package names the ``f`` that starts a fault (or several, one drawn each time), the ``f``
+that ends it, the targets drawn from by default and every target it accepts, and a colour for
+plots (Jepsen's package colours where it has the package). The nemesis that performs each
+``f`` is chosen in ``nemesis/schedule.build_nemesis``; the scheduler draws from these records
+(``nemesis/schedule.plan``), the settings model checks ``--nemesis`` and
+``--nemesis-targets`` against them, liveness reads which ``f`` ends which, the report shades
+each package's windows in its colour. Imports nothing of the project.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: Process targets (besides an explicit list of node ids).
+PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
+#: ``kill`` only: the leader of the fault's partition, SIGKILLed after ``nemesis.targets.LAG_S``
+#: s with its replication cut, so that its followers lag yet still count as in sync.
+LAGGING_LEADER = "lagging-leader"
+#: ``kill`` and ``lose-unfsynced``: the leader of the fault's partition, its replication cut
+#: until the metadata shows its ISR shrunk to itself alone, then killed or powered off: what
+#: it acknowledged alone (``min.insync.replicas=1``) is on no other replica.
+LONE_LEADER = "lone-leader"
+KILL_TARGETS = (*PROCESS_TARGETS, LAGGING_LEADER, LONE_LEADER)
+POWER_TARGETS = (*PROCESS_TARGETS, LONE_LEADER)
+#: Partition shapes (Jepsen's grudges, plus Kafka-specific cuts).
+PARTITION_TARGETS = ("isolate-one", "halves", "isolate-leader", "isolate-controller", "bridge",
+                     "majorities-ring", "one-way", "leader-replication", "zombie-leader",
+                     "clients-leader", "clients-one")
+#: ``move-leader``: partition 0's leadership given to an in-sync follower.
+LEADER_TARGETS = ("in-sync-follower",)
+#: The request faults of the Kafka-protocol proxy (``nemesis/proxy/faults.py``, docs/proxy.md).
+REQUEST_KINDS = ("delay", "hold", "drop-request", "drop-response", "duplicate", "reorder",
+                 "bandwidth", "forget-leader-epoch")
+
+_PROCESS_DEFAULT = ("one", "leader", "controller", "follower")
+#: A plain kill of a leader whose followers fetch within milliseconds rarely holds a write
+#: they lack (0 lost writes in 30,448 acknowledged with acks=1, issue 33): kills and power
+#: losses also aim where a loss is possible, so a default schedule can show one.
+_KILL_DEFAULT = (*_PROCESS_DEFAULT, LAGGING_LEADER, LONE_LEADER)
+_POWER_DEFAULT = (*_PROCESS_DEFAULT, LONE_LEADER)
+#: Lossy links where TCP's retransmissions matter: replication, clients, a node, a split.
+LOSS_DEFAULT = ("leader-replication", "clients-leader", "isolate-one", "halves")
+
+
+@dataclasses.dataclass(frozen=True)
+class FaultKind:
+    """One nemesis package.
+
+    Attributes:
+        start: the ``f`` values that start the fault (one is drawn per fault).
+        stop: the ``f`` that ends it (``heal-all`` at the final heal ends every one).
+        targets: the targets drawn from when ``--nemesis-targets`` names none of its kind.
+        accepts: every target it takes (a node id too, where it takes ``one``).
+        color: its windows' colour in plots (``#RRGGBB``).
+        stop_at_target: the stop op carries the start's target (it ends that fault only).
+        setting: it changes a setting at runtime and faults nothing (liveness excuses no
+            stuck last stable offset by it).
+    """
+
+    start: tuple[str, ...]
+    stop: str
+    targets: tuple
+    accepts: tuple
+    color: str
+    stop_at_target: bool = False
+    setting: bool = False
+
+
+#: name -> package, in the order ``--help`` lists them.
+PACKAGES: dict[str, FaultKind] = {
+    "kill": FaultKind(("kill",), "start", _KILL_DEFAULT, KILL_TARGETS, "#E9A4A0"),
+    "stop": FaultKind(("stop",), "start", _PROCESS_DEFAULT, PROCESS_TARGETS, "#E9C3A0"),
+    "pause": FaultKind(("pause",), "resume", _PROCESS_DEFAULT, PROCESS_TARGETS, "#C5A0E9"),
+    "partition": FaultKind(("partition",), "heal", PARTITION_TARGETS, PARTITION_TARGETS,
+                           "#A0C8E9"),
+    # the same shapes lossy instead of cut: 30 % of their packets dropped (iptables statistic)
+    "loss": FaultKind(("loss",), "heal", LOSS_DEFAULT, PARTITION_TARGETS, "#A0E0E9"),
+    # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
+    "lose-unfsynced": FaultKind(("lose-unfsynced",), "start", _POWER_DEFAULT, POWER_TARGETS,
+                                "#E9A0C8"),
+    # a rolling restart (clean stops, each node back in every ISR before the next)
+    "roll": FaultKind(("roll",), "start", ("all",), PROCESS_TARGETS, "#E9D0A0"),
+    # the leadership of partition 0 moved to an in-sync follower, then moved back
+    "leader": FaultKind(("move-leader",), "restore-leader", LEADER_TARGETS, LEADER_TARGETS,
+                        "#A0A8E9"),
+    # a node's wall clock bumped or strobed, then reset (libfaketime; local backend)
+    "clock": FaultKind(("clock-bump", "clock-strobe"), "clock-reset", _PROCESS_DEFAULT,
+                       PROCESS_TARGETS, "#A0E9C8"),
+    # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
+    "request": FaultKind(("request-fault",), "request-heal", REQUEST_KINDS, REQUEST_KINDS,
+                         "#C8E9A0"),
+    # unclean leader election allowed for a while, on the topic or cluster-wide
+    "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
+                         ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True),
+}
+#: Fault packages only a cluster of the tool's own takes: they need libfaketime or the lossy
+#: filesystem, which an attached cluster has not.
+OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced")
+#: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
+#: packages that change a setting (``unclean``) are left out: they fault nothing.
+STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}
+
+
+def starts(package: str) -> tuple[str, ...]:
+    """The ``f`` values that start a fault of ``package``."""
+    return PACKAGES[package].start
+
+
+def package_of(f: str) -> str | None:
+    """The package whose fault ``f`` starts, or None."""
+    return next((name for name, kind in PACKAGES.items() if f in kind.start), None)
+
+
+def parse_packages(spec: str) -> list[str]:
+    """``"kill,partition"`` -> ``["kill", "partition"]``; ``"none"`` or ``""`` -> ``[]``.
+
+    Raises ``ValueError`` naming the unknown package.
+    """
+    names = [s.strip() for s in spec.split(",") if s.strip() and s.strip() != "none"]
+    for name in names:
+        if name not in PACKAGES:
+            raise ValueError(f"--nemesis: unknown fault {name!r}; choose from "
+                             f"{', '.join(PACKAGES)} or none")
+    return names
+
+
+def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
+    """``--nemesis-targets "controller,majority,halves,2"`` -> the targets each of
+    ``packages`` draws from: those it accepts (a number is a node id, accepted by process
+    faults), or its defaults when none given is of its kind. ``""`` -> every default.
+
+    Raises ``ValueError`` naming a target that no chosen package accepts.
+    """
+    given: list = [int(t) if t.strip().isdigit() else t.strip()
+                   for t in spec.split(",") if t.strip()]
+
+    def accepts(name: str, t) -> bool:
+        kind = PACKAGES[name]
+        return t in kind.accepts or (isinstance(t, int) and "one" in kind.accepts)
+
+    out = {}
+    for name in packages:
+        mine = [[t] if isinstance(t, int) else t for t in given if accepts(name, t)]
+        out[name] = mine or list(PACKAGES[name].targets)
+    for t in given:
+        if not any(accepts(n, t) for n in packages):
+            raise ValueError(f"--nemesis-targets: {t!r} is no target of "
+                             f"{', '.join(packages) or 'the chosen faults (none)'}; process "
+                             f"faults take {', '.join(PROCESS_TARGETS)} or node ids (kill "
+                             f"also lagging-leader, kill and lose-unfsynced also "
+                             f"lone-leader), partitions and losses "
+                             f"{', '.join(PARTITION_TARGETS)}, unclean topic or cluster, "
+                             f"leader {', '.join(LEADER_TARGETS)}, request "
+                             f"{', '.join(REQUEST_KINDS)}")
+    return out

@@ -1,0 +1,107 @@
+"""The ground floor and its catalogues (``kafka_chaos/catalogue/``, ``config``, ``settings``,
+``errors``): they import nothing of the project above them and nothing heavy, and every
+record of a catalogue is wired where the rest of the house reads it."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+
+from kafka_chaos.catalogue import anomalies, backends, faults
+from tests.unit.test_architecture import import_graph
+
+#: The ground floor's modules.
+FLOOR = ("kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
+         "kafka_chaos.catalogue", "kafka_chaos.catalogue.anomalies",
+         "kafka_chaos.catalogue.backends", "kafka_chaos.catalogue.faults")
+
+
+def test_the_ground_floor_imports_nothing_above_it():
+    graph = import_graph()
+    up = sorted((a, b) for a in FLOOR for b in graph.successors(a) if b not in FLOOR)
+    assert up == []
+    # and the packages above read the settings model from below, none the other way
+    for package in ("clusters", "nemesis", "workloads", "history", "analysis"):
+        assert not any(b.startswith(f"kafka_chaos.{package}") for a in FLOOR
+                       for b in graph.successors(a)), package
+
+
+def test_importing_the_ground_floor_loads_nothing_heavy():
+    code = (f"import json, sys\nimport {', '.join(FLOOR)}\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+            "('pyspark', 'confluent_kafka', 'networkx', 'kio', 'docker', 'paramiko') "
+            "or m.startswith('kafka_chaos.') and m.split('.')[1] in "
+            "('clusters', 'nemesis', 'workloads', 'history', 'analysis'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout
+    assert json.loads(out) == []
+
+
+def test_every_fault_kind_is_performed_scheduled_and_scripted():
+    """A package's start and stop ``f`` are each some nemesis's (``fs``), the schedule's
+    nemesis is built for it (or the runner adds it: the unclean toggle, the proxy's request
+    faults), a scenario step may name them, and the report has its colour."""
+    from kafka_chaos.nemesis import script
+    from kafka_chaos.nemesis.base import Nemesis
+    from kafka_chaos.nemesis.faults import UncleanElectionNemesis
+    from kafka_chaos.nemesis.requests import RequestNemesis
+    from kafka_chaos.nemesis.schedule import build_nemesis, plan
+
+    added_by_runner = {"unclean": UncleanElectionNemesis, "request": RequestNemesis}
+    scripted = script._TARGETED | script._TOPIC_ONLY | script._NO_VALUE | script._REQUEST
+    assert len(faults.PACKAGES) >= 11
+    for name, kind in faults.PACKAGES.items():
+        fs = ({*added_by_runner[name].fs} if name in added_by_runner else
+              {f for part in build_nemesis(object(), [name], random.Random(1)).nemeses
+               for f in part.fs})
+        assert set(kind.start) | {kind.stop} <= fs, name
+        assert set(kind.start) | {kind.stop} <= scripted, name
+        assert kind.color.startswith("#") and len(kind.color) == 7, name
+        assert set(kind.targets) <= set(kind.accepts) and kind.targets, name
+        drawn = plan(random.Random(2), [name], faults.parse_targets("", [name]), "t")
+        start, value = next(drawn)
+        assert start in kind.start and value["target"] in kind.targets, name
+        assert next(drawn)[0] == kind.stop, name
+    every = {f for cls in _subclasses(Nemesis) for f in cls.fs}
+    assert set(faults.STOP_OF) | set(faults.STOP_OF.values()) <= every
+    assert faults.OWN_CLUSTER_ONLY and set(faults.OWN_CLUSTER_ONLY) <= set(faults.PACKAGES)
+
+
+def _subclasses(cls: type) -> set[type]:
+    out = set()
+    for sub in cls.__subclasses__():
+        out |= {sub} | _subclasses(sub)
+    return out
+
+
+def test_the_request_kinds_are_the_proxys_and_the_scenarios_are_the_shipped_files():
+    from kafka_chaos import config
+    from kafka_chaos.nemesis import script
+    from kafka_chaos.nemesis.requests import DEFAULTS
+
+    assert tuple(DEFAULTS) == faults.REQUEST_KINDS
+    assert list(config.SCENARIOS) == script.names() and len(config.SCENARIOS) >= 5
+
+
+def test_the_backend_names_are_the_registrys():
+    from kafka_chaos.clusters import backends as registry
+
+    assert set(registry._BACKENDS) == set(backends.NAMES)
+    assert backends.NAMES[0] == "local"  # the embedded default first
+    assert registry.NAMES == backends.NAMES
+
+
+def test_every_anomaly_has_one_property_and_a_checker():
+    """A checker (``analysis.checkers.CHECKERS``), Elle's cycle search (``elle.ANOMALY_SPECS``)
+    or the liveness check (the hanging transaction) finds each name; the JUnit report gives
+    each one property."""
+    from kafka_chaos.analysis.checkers import CHECKERS
+    from kafka_chaos.analysis.elle import ANOMALY_SPECS
+
+    listed = [n for names in anomalies.PROPERTIES.values() for n in names]
+    assert sorted(listed) == sorted(anomalies.ANOMALIES)
+    found = {n for key in CHECKERS for n in key.split("+")} | set(ANOMALY_SPECS) \
+        | {anomalies.HANGING_TXN}
+    assert set(anomalies.ANOMALIES) <= found, set(anomalies.ANOMALIES) - found
