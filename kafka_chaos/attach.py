@@ -19,6 +19,7 @@ from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
 from kafka_chaos.config import RunConfig
 from kafka_chaos.waiting import WaitTimeout, wait_until
+from kafka_chaos.workloads.drivers import driver_class
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -191,9 +192,7 @@ def workload_settings(cfg: RunConfig, cluster: Cluster, keys: KeySpace) -> Workl
     settings = WorkloadSettings.from_config(cfg)
     if cluster.security is not None:
         settings = dataclasses.replace(
-            settings, connection=cluster.security.librdkafka(),
-            java_connection=cluster.security.java() if settings.client == "java" else {},
-            java_system=cluster.security.java_system() if settings.client == "java" else {})
+            settings, **driver_class(settings.client).connection(cluster.security))
     if not cluster.owned:
         settings = dataclasses.replace(settings, ids=keys.base, group=f"{keys.base}-group")
     return settings

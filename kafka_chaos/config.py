@@ -21,6 +21,7 @@ from pydantic import BaseModel, model_validator
 from kafka_chaos.catalogue.anomalies import ANOMALIES
 from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
 from kafka_chaos.catalogue.backends import NAMES as BACKENDS
+from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS, default_idempotence
 from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, REQUEST_KINDS, parse_packages,
                                           parse_targets)
 from kafka_chaos.settings import Setting, setting, table
@@ -72,13 +73,9 @@ def _version(version: str) -> tuple[int, int]:
     return tuple(int(p) if p.isdigit() else 0 for p in parts)  # type: ignore[return-value]
 
 
-def client_idempotence(client: str, acks: str, retries: int, max_in_flight: int) -> bool:
-    """What ``enable.idempotence`` is when a run leaves it unset: librdkafka's default is
-    off (CONFIGURATION.md); the Java client's is on since 3.0 (KIP-679), and off again
-    where a setting it would conflict with is given (``acks`` not all, ``retries`` 0,
-    ``max.in.flight.requests.per.connection`` over 5: ProducerConfig since 3.2). The Java
-    driver reports what its producer resolved (``JavaDriver.default_idempotence``)."""
-    return client == "java" and acks == "all" and retries > 0 and max_in_flight <= 5
+def _versioned() -> str:
+    """``--client NAME`` of the clients whose version a run chooses, for messages."""
+    return " or ".join(f"--client {n}" for n, kind in CLIENTS.items() if kind.versioned)
 
 
 class RunConfig(BaseModel):
@@ -325,14 +322,16 @@ class RunConfig(BaseModel):
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
         if self.idempotence is None:
-            self.idempotence = client_idempotence(self.client, self.acks, self.retries,
-                                                  self.max_in_flight)
-        if self.client != "java" and self.client_version is not None:
-            raise ValueError("--client-version needs --client java")
-        if self.client == "java" and self.delivery_timeout_ms < self.linger_ms + 3000:
-            raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the Java "
-                             "producer needs at least linger.ms + request.timeout.ms "
-                             f"({self.linger_ms + 3000})")
+            self.idempotence = default_idempotence(self.client, self.acks, self.retries,
+                                                   self.max_in_flight)
+        kind = CLIENTS[self.client]
+        if not kind.versioned and self.client_version is not None:
+            raise ValueError(f"--client-version needs {_versioned()}")
+        least = self.linger_ms + REQUEST_TIMEOUT_MS
+        if kind.checks_delivery_timeout and self.delivery_timeout_ms < least:
+            raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the "
+                             f"{self.client} producer needs at least linger.ms + "
+                             f"request.timeout.ms ({least})")
         if self.sub_via == "share":
             self._share_combinations()
         if self.group_protocol == "consumer" and self.sub_via != "subscribe":
@@ -441,9 +440,10 @@ class RunConfig(BaseModel):
                              "transactions (KIP-932)")
         if self.group_protocol != "classic":
             raise ValueError("--group-protocol is for --sub-via subscribe, not share")
-        if (self.client == "java" and self.client_version is not None
-                and _version(self.client_version) < (4, 2)):
-            raise ValueError(f"--sub-via share with --client java needs kafka-clients 4.2 or "
+        since = CLIENTS[self.client].share_since
+        if since and self.client_version is not None and _version(self.client_version) < since:
+            raise ValueError(f"--sub-via share with --client {self.client} needs "
+                             f"{CLIENTS[self.client].library} {'.'.join(map(str, since))} or "
                              f"later (KIP-932), not --client-version {self.client_version}")
         if self.backend not in ATTACHED and _version(self.kafka_version) < (4, 2):
             raise ValueError(f"--sub-via share needs Kafka 4.2 or later (KIP-932), not "

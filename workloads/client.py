@@ -18,11 +18,11 @@ from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer, Sha
 
 from kafka_chaos.clusters.admin import COORDINATOR_STARTING
 from kafka_chaos.workloads import share
+from kafka_chaos.workloads.base import Completion
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
 from kafka_chaos.workloads.settings import WorkloadSettings
 
-Completion = tuple[str, Any, str | None]
 
 
 class Client:

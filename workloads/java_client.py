@@ -28,8 +28,10 @@ from typing import Any, Callable
 import orjson
 
 from kafka_chaos.clusters import dist
+from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.errors import JavaClientError
 from kafka_chaos.workloads import share
+from kafka_chaos.workloads.base import Completion, Driver
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -37,7 +39,6 @@ SOURCES = Path(__file__).parent / "java" / "kafkachaos"
 #: The log configurations of the driver's JVM (``log4j2.properties``, ``log4j.properties``).
 CONF = Path(__file__).parent / "java" / "conf"
 MAIN = "kafkachaos.Worker"
-Completion = tuple[str, Any, str | None]
 
 
 def build(version: str) -> tuple[Path, dist.KafkaDist]:
@@ -71,18 +72,20 @@ def build(version: str) -> tuple[Path, dist.KafkaDist]:
     return out, kafka
 
 
-class JavaDriver:
-    """The JVM of a run's Java clients.
+class JavaDriver(Driver):
+    """The client driver of kafka-clients (``workloads.drivers``): one JVM runs every process
+    of the run (``java/kafkachaos/*.java``).
 
-    Args:
-        bootstrap, settings, keys: where and how every process connects, and the key map.
-        version: the kafka-clients version (a Kafka release on Maven Central).
-        log: the file the clients' own logs (warnings and errors, at most 2 x 20 MB) go to;
-            the JVM's stderr goes beside it (``.stderr``).
+    Args (``Driver``'s):
+        bootstrap, settings, keys: where and how every process connects, and the key map;
+            ``settings.client_version`` is the kafka-clients version (a Kafka release on
+            Maven Central).
         clock: ns on the history's clock (``HistoryWriter.now_ns``). The JVM's
             ``System.nanoTime`` and Python's ``time.monotonic_ns`` read the same clock on
             Linux (CLOCK_MONOTONIC); ``start`` checks that and keeps the offset that turns a
             delivery report's time into an ``ack_ns`` (None, and no ``ack_ns``, if not).
+        logs: the folder of ``java-client.log``, where the clients' own logs (warnings and
+            errors, at most 2 x 20 MB) go; the JVM's stderr goes beside it (``.stderr``).
 
     ``version`` (kafka-clients' own), ``idempotence`` and ``default_idempotence`` (what the
     producer resolves ``enable.idempotence`` to with and without the run's setting, KIP-679)
@@ -90,9 +93,9 @@ class JavaDriver:
     """
 
     def __init__(self, bootstrap: str, settings: WorkloadSettings, keys: KeySpace,
-                 version: str, log: Path, clock: Callable[[], int]) -> None:
-        self.bootstrap, self.s, self.keys = bootstrap, settings, keys
-        self.wanted, self.log, self.clock = version, log, clock
+                 clock: Callable[[], int], logs: Path) -> None:
+        super().__init__(bootstrap, settings, keys, clock, logs)
+        self.wanted, self.log = settings.client_version, logs / "java-client.log"
         self.version = self.idempotence = self.default_idempotence = None
         self.offset_ns: int | None = None
         self._ids = itertools.count()
@@ -183,6 +186,23 @@ class JavaDriver:
         if "failed" in answer:
             raise JavaClientError(f"Java client {request['op']}: {answer['failed']}")
         return answer
+
+    @classmethod
+    def connection(cls, security: ClientSecurity) -> dict[str, Any]:
+        """Also the same settings as kafka-clients takes them, and the JVM's system
+        properties they need (``ClientSecurity.java``, ``java_system``)."""
+        return {**super().connection(security), "java_connection": security.java(),
+                "java_system": security.java_system()}
+
+    def open(self, process: int, slot: int, rng: random.Random) -> "JavaClient":
+        return JavaClient(self, process, slot, rng)
+
+    def info(self) -> dict[str, Any]:
+        """Also what the producer resolved ``enable.idempotence`` to with and without the
+        run's setting (KIP-679), known after ``start``."""
+        return {"name": "java", "version": self.version, "idempotence": self.idempotence,
+                "default_idempotence": self.default_idempotence,
+                **({"failed": self.failed} if self.failed else {})}
 
     def close(self) -> None:
         """End the JVM: stdin closes, every process left ends (``Proc.end``: share consumers

@@ -14,14 +14,13 @@ import random
 import threading
 import time
 
-import confluent_kafka
 from confluent_kafka import KafkaException, Producer
 
+from kafka_chaos.errors import ClientError
 from kafka_chaos.history import HistoryWriter, OpType
-from kafka_chaos.workloads.child import ChildClient, ChildClientError
-from kafka_chaos.workloads.client import Client
+from kafka_chaos.workloads.base import Driver, ProcessClient
+from kafka_chaos.workloads.drivers import driver
 from kafka_chaos.workloads.generator import Generator
-from kafka_chaos.workloads.java_client import JavaClient, JavaDriver
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.settings import WorkloadSettings
 
@@ -52,34 +51,18 @@ class QueueWorkload:
         self._threads: list[threading.Thread] = []
         self._rng = random.Random(seed)
         self._crash: set[int] = set()
-        self._live: dict[int, Client | JavaClient | ChildClient] = {}
+        self._live: dict[int, ProcessClient] = {}
         self._txn_ids: set[str] = set()  # every transactional.id a process has opened
         self.counts = {"ok": 0, "fail": 0, "info": 0, "acked": 0}
-        self.java: JavaDriver | None = None
-        #: why a process's clients could not be made in a child process (its worker then
-        #: stops): the run's verdict cannot be valid (``judge_run``)
-        self.failed: str | None = None
-        if settings.client == "java":
-            self.java = JavaDriver(bootstrap, settings, keys, settings.client_version,
-                                   history.path.with_name("java-client.log"),
-                                   history.now_ns)
+        #: the client library the processes run on (``settings.client``)
+        self.driver: Driver = driver(bootstrap, settings, keys, history.now_ns,
+                                     history.path.parent)
 
     def client_info(self) -> dict:
-        """``{"name", "version"}`` of the client library the processes run (the Java
-        driver's after ``start``, with what its producer resolved ``enable.idempotence`` to
-        with and without the run's setting, KIP-679, and ``failed`` if the driver failed
-        while the workload ran)."""
-        if self.java is None:
-            info = {"name": "librdkafka", "version": confluent_kafka.libversion()[0]}
-            if self.failed:
-                info["failed"] = self.failed
-            return info
-        info = {"name": "java", "version": self.java.version,
-                "idempotence": self.java.idempotence,
-                "default_idempotence": self.java.default_idempotence}
-        if self.java.failed:
-            info["failed"] = self.java.failed
-        return info
+        """``{"name", "version", ...}`` of the client library the processes run
+        (``Driver.info``, complete after ``start``), with ``failed`` if it failed while the
+        workload ran: the run's verdict cannot be valid then (``judge_run``)."""
+        return self.driver.info()
 
     def start(self) -> None:
         """Start the workers (processes 0..K-1) and, with ``crash_interval_s``, the crasher.
@@ -89,8 +72,7 @@ class QueueWorkload:
         triggered every 700 allocations cost a quarter of the workload's CPU at 100,000+
         sends/s (``bench/workload_bench.py``).
         """
-        if self.java is not None:
-            self.java.start()
+        self.driver.start()
         self._gc_threshold = gc.get_threshold()
         gc.set_threshold(200_000, *self._gc_threshold[1:])
         for slot in range(self.s.clients):
@@ -128,8 +110,7 @@ class QueueWorkload:
         deadline = time.monotonic() + DROP_WAIT_S
         for t in drops:
             t.join(max(0.0, deadline - time.monotonic()))
-        if self.java is not None:
-            self.java.close()
+        self.driver.close()
         if self.s.txn:
             with self._lock:
                 ids = sorted(self._txn_ids)
@@ -178,32 +159,19 @@ class QueueWorkload:
             with self._lock:
                 self._crash.add(rng.randrange(self.s.clients))
 
-    def _client(self, process: int, slot: int, rng: random.Random
-                ) -> Client | JavaClient | ChildClient:
-        if self.java is not None:
-            client: Client | JavaClient | ChildClient = JavaClient(self.java, process, slot, rng)
-        elif (self.s.group_protocol == "consumer" and self.s.crash_interval_s > 0
-              and self.history.start_ns is not None):
-            # a crash of librdkafka's KIP-848 consumer kills its OS process (workloads/child.py)
-            client = ChildClient(process, slot, self.bootstrap, self.s, self.keys,
-                                 rng.randrange(2**32), -self.history.start_ns,
-                                 self.history.path.with_name("client-children.log"))
-        else:
-            client = Client(process, slot, self.bootstrap, self.s, self.keys, rng,
-                            clock=self.history.now_ns)
+    def _start(self, process: int, slot: int, rng: random.Random) -> ProcessClient | None:
+        """The clients of ``process``, or None when they cannot be made (the worker stops,
+        and the driver's ``failed`` says why)."""
+        try:
+            client = self.driver.open(process, slot, rng)
+        except ClientError as exc:
+            self.driver.failed = self.driver.failed or str(exc)
+            return None
         self._live[slot] = client
         if self.s.txn:
             with self._lock:
                 self._txn_ids.add(self.s.transactional_id(process, slot))
         return client
-
-    def _start(self, process: int, slot: int, rng: random.Random
-               ) -> Client | JavaClient | ChildClient | None:
-        try:
-            return self._client(process, slot, rng)
-        except ChildClientError as exc:
-            self.failed = self.failed or str(exc)
-            return None
 
     def _loop(self, slot: int, seed: int) -> None:
         rng = random.Random(seed)

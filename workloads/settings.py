@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
+from kafka_chaos.catalogue.clients import REQUEST_TIMEOUT_MS
 from kafka_chaos.config import RunConfig
 
 
@@ -61,7 +63,7 @@ class WorkloadSettings:
     retries: int = 2147483647
     max_in_flight: int = 5
     delivery_timeout_ms: int = 10000
-    request_timeout_ms: int = 3000
+    request_timeout_ms: int = REQUEST_TIMEOUT_MS
     linger_ms: int = 5
     txn_timeout_ms: int = 10000
     auto_commit: bool = False
@@ -77,7 +79,7 @@ class WorkloadSettings:
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_system: dict[str, str] = dataclasses.field(default_factory=dict)
-    client: str = "librdkafka"
+    client: str = CLIENT_NAMES[0]
     client_version: str = ""
 
     @classmethod

@@ -185,10 +185,13 @@ def test_wire_and_librdkafka_get_in_with_scram_plain_and_mtls_and_not_without(
 def java_send(tmp_path: Path, endpoint: str, sec: security.ClientSecurity) -> tuple:
     """One ``send`` op of the Java client driver to topic ``secure`` through ``endpoint``
     with ``sec``'s settings: its completion type and value."""
-    settings = dataclasses.replace(WorkloadSettings(client="java", delivery_timeout_ms=5000),
-                                   java_connection=sec.java(), java_system=sec.java_system())
-    driver = JavaDriver(endpoint, settings, KeySpace(keys=1, base="secure"), "4.4.0",
-                        tmp_path / f"java-{time.monotonic_ns()}.log", time.monotonic_ns)
+    settings = dataclasses.replace(
+        WorkloadSettings(client="java", client_version="4.4.0", delivery_timeout_ms=5000),
+        **JavaDriver.connection(sec))
+    logs = tmp_path / f"java-{time.monotonic_ns()}"
+    logs.mkdir()
+    driver = JavaDriver(endpoint, settings, KeySpace(keys=1, base="secure"), time.monotonic_ns,
+                        logs)
     try:
         driver.start()
         typ, done, _ = JavaClient(driver, 0, 0, random.Random(0)).invoke(

@@ -9,13 +9,12 @@ import random
 import subprocess
 import sys
 
-from kafka_chaos.catalogue import anomalies, backends, faults
+from kafka_chaos.catalogue import anomalies, backends, clients, faults
 from tests.unit.test_architecture import import_graph
 
-#: The ground floor's modules.
+#: The ground floor's modules: these and every catalogue.
 FLOOR = ("kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
-         "kafka_chaos.catalogue", "kafka_chaos.catalogue.anomalies",
-         "kafka_chaos.catalogue.backends", "kafka_chaos.catalogue.faults")
+         *sorted(m for m in import_graph() if m.startswith("kafka_chaos.catalogue")))
 
 
 def test_the_ground_floor_imports_nothing_above_it():
@@ -91,6 +90,38 @@ def test_the_backend_names_are_the_registrys():
     assert set(registry._BACKENDS) == set(backends.NAMES)
     assert backends.NAMES[0] == "local"  # the embedded default first
     assert registry.NAMES == backends.NAMES
+
+
+def test_the_client_names_are_the_drivers_and_the_settings():
+    import typing
+
+    from kafka_chaos.config import RunConfig
+    from kafka_chaos.workloads import base, drivers
+
+    assert tuple(drivers._DRIVERS) == clients.NAMES and clients.NAMES[0] == "librdkafka"
+    assert typing.get_args(RunConfig.model_fields["client"].annotation) == clients.NAMES
+    for name in clients.NAMES:
+        driver = drivers.driver_class(name)
+        assert issubclass(driver, base.Driver) and driver.open is not base.Driver.open
+
+
+def test_no_client_is_named_outside_its_driver():
+    """The workload, the runner and the attach step name no client library: what differs
+    between them is a driver's (``workloads/drivers.py``) or a record of the catalogue."""
+    import re
+
+    from tests.unit.test_architecture import _modules
+
+    named = re.compile(r"""["'](java|librdkafka)["']""")
+    allowed = {"kafka_chaos.catalogue.clients", "kafka_chaos.workloads.drivers",
+               "kafka_chaos.workloads.java_client", "kafka_chaos.workloads.librdkafka",
+               "kafka_chaos.config"}  # config: the --client setting's choices
+    found = sorted(m for m, path in _modules().items()
+                   if m not in allowed and m.startswith(("kafka_chaos.workloads",
+                                                         "kafka_chaos.attach",
+                                                         "kafka_chaos.runner"))
+                   and named.search(path.read_text()))
+    assert found == []
 
 
 def test_every_anomaly_has_one_property_and_a_checker():

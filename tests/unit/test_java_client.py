@@ -27,8 +27,9 @@ def test_the_driver_reports_its_client_and_fails_loudly_when_its_jvm_dies(tmp_pa
     assert build(DEFAULT_KAFKA_VERSION)[0] == classes  # cached by source text and version
     start = time.monotonic_ns()
     settings = WorkloadSettings.from_config(RunConfig(client="java", acks="1"))
-    driver = JavaDriver("127.0.0.1:1", settings, KeySpace(keys=2), DEFAULT_KAFKA_VERSION,
-                        tmp_path / "java-client.log", lambda: time.monotonic_ns() - start)
+    assert settings.client_version == DEFAULT_KAFKA_VERSION
+    driver = JavaDriver("127.0.0.1:1", settings, KeySpace(keys=2),
+                        lambda: time.monotonic_ns() - start, tmp_path)
     driver.start()
     try:
         assert driver.version == kafka.version
