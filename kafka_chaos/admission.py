@@ -51,7 +51,7 @@ def admit(cfg: RunConfig) -> RunConfig:
             if set(starts(name)) & steps:
                 raise ValueError(f"the {name} faults need a cluster of the tool's own, not "
                                  f"--backend {cfg.backend}")
-        if "unclean-on" in steps:
+        if set(starts("unclean")) & steps:
             raise ValueError(f"--scenario {cfg.scenario} toggles unclean elections: not on "
                              f"--backend {cfg.backend} (its steps may change cluster-wide "
                              "configs)")

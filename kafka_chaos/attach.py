@@ -14,6 +14,7 @@ import dataclasses
 from typing import Callable
 
 from kafka_chaos.admission import faults
+from kafka_chaos.catalogue.faults import starts
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
@@ -132,7 +133,7 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
                 raise Refused(f"topic {topic}: {key} is {got}, not {want} as created: the "
                               "cluster overrides it (a create-topic policy?), and the verdict "
                               "would judge by a promise the cluster does not make")
-    if "unclean-on" in faults(cfg):  # the toggle's permission, by a SET to the same value
+    if set(starts("unclean")) & faults(cfg):  # the toggle's permission: a SET, same value
         unclean = "unclean.leader.election.enable"
         admin.set_topic_config(client, keys.base, {unclean: config[unclean]})
 

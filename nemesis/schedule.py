@@ -75,19 +75,22 @@ def unhealed(cluster, healed: dict[str, Any], proxy=None) -> list[str]:
     return left
 
 
+#: The nemesis that performs each package of the fault catalogue (one instance serves every
+#: package it performs); the runner adds the two that need more than the cluster: the
+#: unclean toggle (the run's topics) and the proxy's request faults.
+PERFORMED_BY: dict[str, type[Nemesis]] = {
+    "kill": ProcessNemesis, "stop": ProcessNemesis, "pause": ProcessNemesis,
+    "lose-unfsynced": ProcessNemesis, "roll": ProcessNemesis, "partition": PartitionNemesis,
+    "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis}
+
+
 def build_nemesis(cluster, packages: list[str], rng: random.Random,
                   extra: tuple[Nemesis, ...] = ()) -> Composed:
     """One composed nemesis able to run ``packages`` (plus ``extra`` nemeses) on ``cluster``."""
-    parts: list[Nemesis] = list(extra)
-    if {"kill", "stop", "pause", "lose-unfsynced", "roll"} & set(packages):
-        parts.append(ProcessNemesis(cluster, rng))
-    if {"partition", "loss"} & set(packages):
-        parts.append(PartitionNemesis(cluster, rng))
-    if "clock" in packages:
-        parts.append(ClockNemesis(cluster, rng))
-    if "leader" in packages:
-        parts.append(LeaderNemesis(cluster, rng))
-    return Composed(parts)
+    needed = {PERFORMED_BY[p] for p in packages if p in PERFORMED_BY}
+    # in one order whatever the packages' (the final heal's order: processes, then network)
+    kinds = [kind for kind in dict.fromkeys(PERFORMED_BY.values()) if kind in needed]
+    return Composed([*extra, *(kind(cluster, rng) for kind in kinds)])
 
 
 class Scheduler:

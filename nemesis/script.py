@@ -48,21 +48,25 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kafka_chaos.catalogue.faults import KILL_TARGETS, LEADER_TARGETS, PARTITION_TARGETS
+from kafka_chaos.catalogue.faults import (KILL_TARGETS, LEADER_TARGETS, PACKAGES,
+                                          PARTITION_TARGETS)
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
 from kafka_chaos.nemesis.proxy.faults import RequestFault
 
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
-#: The fs whose value names a target; the others take the topic (unclean toggles) or nothing.
-_TARGETED = {"kill", "stop", "pause", "partition", "loss", "lose-unfsynced", "clock-bump",
-             "clock-strobe", "roll", "move-leader"}
-_TOPIC_ONLY = {"unclean-on", "unclean-off", "elect-unclean"}
-_NO_VALUE = {"start", "resume", "heal", "clock-reset", "restore-leader", "request-heal",
-             "crash-clients"}
-#: The fs whose value is the step's ``request`` (a fault in the protocol proxy).
-_REQUEST = {"request-fault"}
+#: The fs of scenarios only, besides the packages' (``catalogue.faults``): a forced unclean
+#: election (KIP-460) and a crash of every client process.
+ELECT_UNCLEAN, CRASH_CLIENTS = "elect-unclean", "crash-clients"
+_KINDS = PACKAGES.values()
+#: The fs whose value names a target; the others take the topic (unclean toggles), the step's
+#: ``request`` (a fault in the protocol proxy) or nothing (``FaultKind.takes``).
+_TARGETED = {f for kind in _KINDS if kind.takes == "target" for f in kind.start}
+_TOPIC_ONLY = {f for kind in _KINDS if kind.takes == "topic"
+               for f in (*kind.start, kind.stop)} | {ELECT_UNCLEAN}
+_NO_VALUE = {kind.stop for kind in _KINDS if not kind.stop_at_target} | {CRASH_CLIENTS}
+_REQUEST = {f for kind in _KINDS if kind.takes == "request" for f in kind.start}
 _TARGET_NAMES = (set(KILL_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
                  | set(LEADER_TARGETS))
 

@@ -58,6 +58,9 @@ class FaultKind:
         stop_at_target: the stop op carries the start's target (it ends that fault only).
         setting: it changes a setting at runtime and faults nothing (liveness excuses no
             stuck last stable offset by it).
+        takes: what a scenario step's start op is given (``nemesis.script``): a ``target``,
+            the ``topic`` (or the cluster), or the step's ``request`` (a fault of the proxy);
+            a stop takes nothing, or the start's topic where ``stop_at_target``.
     """
 
     start: tuple[str, ...]
@@ -67,6 +70,7 @@ class FaultKind:
     color: str
     stop_at_target: bool = False
     setting: bool = False
+    takes: str = "target"
 
 
 #: name -> package, in the order ``--help`` lists them.
@@ -91,10 +95,11 @@ PACKAGES: dict[str, FaultKind] = {
                        PROCESS_TARGETS, "#A0E9C8"),
     # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
     "request": FaultKind(("request-fault",), "request-heal", REQUEST_KINDS, REQUEST_KINDS,
-                         "#C8E9A0"),
+                         "#C8E9A0", takes="request"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
-                         ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True),
+                         ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,
+                         takes="topic"),
 }
 #: Fault packages only a cluster of the tool's own takes: they need libfaketime or the lossy
 #: filesystem, which an attached cluster has not.

@@ -46,9 +46,10 @@ def test_every_fault_kind_is_performed_scheduled_and_scripted():
     from kafka_chaos.nemesis.base import Nemesis
     from kafka_chaos.nemesis.faults import UncleanElectionNemesis
     from kafka_chaos.nemesis.requests import RequestNemesis
-    from kafka_chaos.nemesis.schedule import build_nemesis, plan
+    from kafka_chaos.nemesis.schedule import PERFORMED_BY, build_nemesis, plan
 
     added_by_runner = {"unclean": UncleanElectionNemesis, "request": RequestNemesis}
+    assert sorted([*PERFORMED_BY, *added_by_runner]) == sorted(faults.PACKAGES)
     scripted = script._TARGETED | script._TOPIC_ONLY | script._NO_VALUE | script._REQUEST
     assert len(faults.PACKAGES) >= 11
     for name, kind in faults.PACKAGES.items():
