@@ -5,6 +5,8 @@ checkers (``analysis/``) name what they find by it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 #: Elle's cycle anomalies (``analysis.elle.ANOMALY_SPECS`` holds their definitions).
 CYCLE_ANOMALIES = ["G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c-realtime"]
 #: A record in the log that no send wrote, to that key (Elle's "garbage read"; Jepsen's Kafka
@@ -37,27 +39,48 @@ SHARE_REDELIVERY = "share-redelivery"
 SHARE_UNJUDGED = "share-not-judged"
 SHARE = [SHARE_LOST, SHARE_ACCEPTED_TWICE, SHARE_AFTER_ACK, SHARE_COUNT_REGRESS,
          SHARE_OVER_LIMIT, SHARE_LOCK_OVERLAP, SHARE_REDELIVERY]
-#: Anomaly names in report order; the consumer-side ones last.
-ANOMALIES = ["lost-write", "unseen", "duplicate", "inconsistent-offsets", GARBAGE_READ,
-             "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
-             "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll", "G1a",
-             "precommitted-read", *CYCLE_ANOMALIES, HANGING_TXN, "group-skip",
-             "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP, NO_REWIND, *SHARE]
+
+
+@dataclasses.dataclass(frozen=True)
+class Anomaly:
+    """One anomaly a checker may find.
+
+    Attributes:
+        name: its name in results (Jepsen's Kafka checker's error types, Elle's).
+        breaks: the property it breaks (``PROPERTIES``): its JUnit test case and its section
+            of the reports.
+        consumer: it is of a consumer group's delivery (or a share group's), not of the log.
+    """
+
+    name: str
+    breaks: str
+    consumer: bool = False
+
+
+#: Every anomaly, in report order (the consumer-side ones last). Adding one: a record here,
+#: its checker (``analysis/checkers``), its sentence (``analysis/explain.py``), the rules
+#: that may permit it (``analysis/promises.py``): ``tests/unit/test_catalogues.py`` walks it.
+CATALOGUE: tuple[Anomaly, ...] = (
+    Anomaly("lost-write", "lost writes"), Anomaly("unseen", "lost writes"),
+    Anomaly("duplicate", "duplicates"),
+    Anomaly("inconsistent-offsets", "log integrity"), Anomaly(GARBAGE_READ, "log integrity"),
+    *(Anomaly(n, "ordering") for n in (
+        "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
+        "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll")),
+    Anomaly("G1a", "transactions"), Anomaly("precommitted-read", "transactions"),
+    *(Anomaly(n, "cycles") for n in CYCLE_ANOMALIES),
+    Anomaly(HANGING_TXN, "liveness"),
+    *(Anomaly(n, "consumer delivery", consumer=True) for n in (
+        "group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP)),
+    Anomaly(NO_REWIND, "liveness", consumer=True),
+    *(Anomaly(n, "share delivery", consumer=True) for n in SHARE),
+)
+#: Anomaly names in report order.
+ANOMALIES = [a.name for a in CATALOGUE]
 #: Anomalies of a consumer group's delivery, not of the log.
-CONSUMER_SIDE = ("group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP,
-                 NO_REWIND, *SHARE)
-#: The properties a run checks, each with the anomalies that break it (every name of
-#: ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
-PROPERTIES = {
-    "lost writes": ["lost-write", "unseen"],
-    "duplicates": ["duplicate"],
-    "log integrity": ["inconsistent-offsets", GARBAGE_READ],
-    "ordering": ["nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
-                 "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll"],
-    "transactions": ["G1a", "precommitted-read"],
-    "cycles": CYCLE_ANOMALIES,
-    "consumer delivery": ["group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE,
-                          GROUP_OVERLAP],
-    "share delivery": SHARE,
-    "liveness": [HANGING_TXN, NO_REWIND],
-}
+CONSUMER_SIDE = tuple(a.name for a in CATALOGUE if a.consumer)
+#: The properties a run checks, in report order, each with the anomalies that break it
+#: (every name of ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
+PROPERTIES = {prop: [a.name for a in CATALOGUE if a.breaks == prop] for prop in (
+    "lost writes", "duplicates", "log integrity", "ordering", "transactions", "cycles",
+    "consumer delivery", "share delivery", "liveness")}

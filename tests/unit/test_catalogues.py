@@ -125,12 +125,20 @@ def test_no_client_is_named_outside_its_driver():
     assert found == []
 
 
-def test_every_anomaly_has_one_property_and_a_checker():
+def test_every_anomaly_is_found_explained_judged_and_reported():
     """A checker (``analysis.checkers.CHECKERS``), Elle's cycle search (``elle.ANOMALY_SPECS``)
-    or the liveness check (the hanging transaction) finds each name; the JUnit report gives
-    each one property."""
+    or the liveness check (the hanging transaction) finds each name; ``explain`` has its
+    sentence (a cycle's example carries its own); every name a promise rule may permit is one of the catalogue's; the JUnit
+    report gives each one property."""
+    from kafka_chaos.analysis import explain, promises
     from kafka_chaos.analysis.checkers import CHECKERS
     from kafka_chaos.analysis.elle import ANOMALY_SPECS
+
+    assert len(anomalies.CATALOGUE) == len(set(anomalies.ANOMALIES)) >= 30
+    assert set(explain._RENDER) >= set(anomalies.ANOMALIES) - set(anomalies.CYCLE_ANOMALIES), \
+        set(anomalies.ANOMALIES) - set(explain._RENDER)
+    permitted = {n for rule in promises.RULES for n in rule.anomalies}
+    assert permitted <= set(anomalies.ANOMALIES) and len(permitted) >= 10
 
     listed = [n for names in anomalies.PROPERTIES.values() for n in names]
     assert sorted(listed) == sorted(anomalies.ANOMALIES)
