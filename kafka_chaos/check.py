@@ -115,7 +115,7 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
     result["fail_on"] = fail_on
     if facts is None:
         facts = report.run_facts(out) or report.run_facts(run_dir)
-    report.judge_run(result, facts)
+    verdict.judge_run(result, facts)
     code = verdict.exit_code(result, fail_on)
     problem, data = _availability(path, result)
     report.write_results(out, result, facts)

@@ -1,6 +1,6 @@
 """Verdict rendering for the terminal, and ``results.json`` (the analysis merged with the
-run's own facts, ``judge_run``). The verdict's word, banner and exit code are
-``kafka_chaos.verdict``'s.
+run's own facts). The verdict itself (the run's facts judged, its word, banner and exit code)
+is ``kafka_chaos.verdict``'s.
 
 Results are data first (the analysis dict); this module only renders them.
 """
@@ -28,61 +28,6 @@ def run_facts(run_dir: Path) -> dict:
         if facts:
             return facts
     return {}
-
-
-def _share_state(share: dict) -> list[str]:
-    """Why a share group's state after its quiet drain leaves the verdict unknown: the
-    coordinator did not describe it, or a share-partition's start offset (SPSO) stops short
-    of its end (lag above 0: records the broker still counts as in flight or available,
-    which the drain never got and the history cannot name)."""
-    after = share.get("after")
-    if share.get("drain") != "ok":
-        return []  # the checker judges no unsettled record then (share-not-judged)
-    if not isinstance(after, dict):
-        return [f"the share group {share.get('group')} was not described after its drain: "
-                f"{after}"]
-    stuck = {k: s for k, s in sorted(after.items()) if s.get("lag") != 0}
-    if not stuck:
-        return []
-    shown = ", ".join(f"key {k}: start offset {s.get('start_offset')}, lag {s.get('lag')}"
-                      for k, s in list(stuck.items())[:5])
-    return [f"after its quiet drain, share group {share.get('group')} still holds records "
-            f"the history cannot name ({shown})"]
-
-
-def judge_run(result: dict, facts: dict) -> dict:
-    """Merge what the run itself proved into the analysis verdict (Jepsen's ``checker/compose``
-    order, false > unknown > true): a scripted scenario whose precondition was not met
-    (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
-    ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
-    violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
-    that could not be undone, a node not running), and a client driver that failed while
-    the workload ran (``facts["client"]["failed"]``), or a consumer group that did not run
-    the protocol asked for (``facts["group"]``), or a share group whose state after its final
-    drain still holds records (``facts["share"]``). The faults asked for that never ran
-    (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
-    stands: what ran was checked). Returns ``result``, changed in place."""
-    reasons = []
-    if unmet := (facts.get("scenario") or {}).get("unmet"):
-        reasons.append(f"scenario precondition not met: {unmet}")
-    if left := facts.get("heal_left"):
-        reasons.append(f"the final heal did not complete: {'; '.join(left)}")
-    group = facts.get("group") or {}
-    if group.get("asked") == "consumer" and group.get("type") != "consumer":
-        reasons.append(f"--group-protocol consumer asked, but the coordinator describes the "
-                       f"group as {group.get('type')}: the run did not test KIP-848")
-    if share := facts.get("share"):
-        reasons.extend(_share_state(share))
-    if failed := (facts.get("client") or {}).get("failed"):
-        reasons.append(f"the client driver failed while the workload ran: {failed}")
-    if facts.get("faults_not_run"):
-        result["faults_not_run"] = list(facts["faults_not_run"])
-    for reason in reasons:
-        if reason not in result.setdefault("unknown_reasons", []):
-            result["unknown_reasons"].append(reason)
-        if result.get("valid") is True:
-            result["valid"] = "unknown"
-    return result
 
 
 def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:

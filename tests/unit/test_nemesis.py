@@ -12,7 +12,7 @@ import pytest
 
 from kafka_chaos.clusters.base import Killable, Node, Partitionable
 from kafka_chaos.history import HistoryWriter, read_history
-from kafka_chaos.report.terminal import judge_run
+from kafka_chaos.verdict import judge_run
 from kafka_chaos.verdict import exit_code
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
 from kafka_chaos.nemesis.monitor import Monitor, partition_state
