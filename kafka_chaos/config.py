@@ -22,6 +22,7 @@ from kafka_chaos.catalogue.anomalies import ANOMALIES
 from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
 from kafka_chaos.catalogue.backends import NAMES as BACKENDS
 from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS, default_idempotence
+from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
 from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, REQUEST_KINDS, parse_packages,
                                           parse_targets)
 from kafka_chaos.settings import Setting, setting, table
@@ -225,8 +226,8 @@ class RunConfig(BaseModel):
     acks: Literal["0", "1", "all"] = setting("all", section="workload", prop="acks",
                                              shown=True, report=True,
                                              help="Producer acks: 0, 1 or all.")
-    client: Literal["librdkafka", "java"] = setting(
-        "librdkafka", section="workload", shown=True, report=True,
+    client: Literal[CLIENT_NAMES] = setting(  # type: ignore[valid-type]
+        CLIENT_NAMES[0], section="workload", shown=True, report=True,
         help="The client library of the workload's processes: librdkafka (confluent-kafka) "
         "or java (kafka-clients on the JVM, --client-version).")
     client_version: str | None = setting(
