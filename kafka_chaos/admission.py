@@ -1,18 +1,52 @@
 """Admission of a run configuration: what the settings model (``kafka_chaos.config``, on the
-ground floor) cannot check by itself because it needs another package: a scenario's schedule
-file (``nemesis.script``) and what it holds, the faults a run may start, and the backend's
-options (``clusters.backends``). ``options.configure`` admits every configuration it builds
-and ``orchestrate.check_inputs`` every one it is given, so no run starts unadmitted.
+ground floor) cannot check by itself because it needs another package, a scenario's schedule
+file (``nemesis.script``) and what it holds; and what the run then needs, read once: the
+scenario's steps, the faults it may start, the packages and targets its nemesis is built for,
+the backend's options (``clusters.backends``). ``options.configure`` admits every
+configuration it builds, ``orchestrate`` every one it checks or runs, so no run starts
+unadmitted, and the runner reads the ``Admitted`` record instead of the files again.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
-from kafka_chaos.catalogue.faults import OWN_CLUSTER_ONLY, starts
+from kafka_chaos.catalogue.faults import OWN_CLUSTER_ONLY, parse_targets, starts
 from kafka_chaos.clusters import backends
 from kafka_chaos.config import ATTACHED, SCENARIOS, RunConfig
 from kafka_chaos.nemesis import script
+
+#: The packages a scenario's nemesis is built for: any its steps may ask for (the unclean
+#: toggle, the proxy's request faults and the client crash come with every run).
+SCRIPTED = ("kill", "stop", "pause", "partition", "clock", "leader")
+
+
+@dataclasses.dataclass(frozen=True)
+class Admitted:
+    """A run configuration found possible (``admit``), with what its admission read.
+
+    Attributes:
+        cfg: the configuration.
+        scenario: its scenario's steps (``--scenario``), or None.
+        faults: every nemesis ``f`` the run may start: its packages', or its scenario's.
+        packages: the nemesis packages its nemesis is built for (``SCRIPTED`` for a
+            scenario); ``targets``: package -> the targets the schedule draws from.
+        backend: the options of its cluster backend.
+    """
+
+    cfg: RunConfig
+    scenario: script.Script | None
+    faults: frozenset[str]
+    packages: tuple[str, ...]
+    targets: dict[str, list]
+    backend: backends.BackendOptions
+
+    @property
+    def toggles_unclean(self) -> bool:
+        """Whether the run may turn unclean leader election on and off (the ``unclean``
+        package, or a scenario's step)."""
+        return bool(set(starts("unclean")) & self.faults)
 
 
 def load_scenario(spec: str) -> script.Script:
@@ -26,42 +60,39 @@ def load_scenario(spec: str) -> script.Script:
     return script.load(Path(spec))
 
 
-def faults(cfg: RunConfig) -> set[str]:
-    """Every nemesis ``f`` the run may start: its packages' (``catalogue.faults``), or its
-    scenario's steps'. Raises ``ValueError`` as ``load_scenario`` does."""
-    if cfg.scenario:
-        return {f for step in load_scenario(cfg.scenario).steps for f in step.do}
-    return {f for name in cfg.nemesis for f in starts(name)}
-
-
-def admit(cfg: RunConfig) -> RunConfig:
+def admit(cfg: RunConfig) -> Admitted:
     """``cfg`` once what its scenario asks is found possible: the schedule file loads (a
     built-in name, or a file whose first problem is named with its line), its request faults
     have the proxy, and on a cluster the tool did not create it neither needs one of ours
     (libfaketime, the lossy filesystem) nor toggles unclean elections (its steps may change
     cluster-wide configs). Raises ``ValueError`` with one message naming the option."""
-    if cfg.scenario is None:
-        return cfg
-    steps = faults(cfg)
-    if "request-fault" in steps and not cfg.proxy:
-        raise ValueError(f"--scenario {cfg.scenario}: its request-fault steps happen in the "
-                         "Kafka protocol proxy; add --proxy (or proxy: true in its settings)")
-    if cfg.backend in ATTACHED:
-        for name in OWN_CLUSTER_ONLY:
-            if set(starts(name)) & steps:
-                raise ValueError(f"the {name} faults need a cluster of the tool's own, not "
-                                 f"--backend {cfg.backend}")
-        if set(starts("unclean")) & steps:
-            raise ValueError(f"--scenario {cfg.scenario} toggles unclean elections: not on "
-                             f"--backend {cfg.backend} (its steps may change cluster-wide "
-                             "configs)")
-    return cfg
+    scenario = load_scenario(cfg.scenario) if cfg.scenario is not None else None
+    if scenario is None:
+        faults = frozenset(f for name in cfg.nemesis for f in starts(name))
+    else:
+        faults = frozenset(f for step in scenario.steps for f in step.do)
+        if "request-fault" in faults and not cfg.proxy:
+            raise ValueError(f"--scenario {cfg.scenario}: its request-fault steps happen in "
+                             "the Kafka protocol proxy; add --proxy (or proxy: true in its "
+                             "settings)")
+        if cfg.backend in ATTACHED:
+            for name in OWN_CLUSTER_ONLY:
+                if set(starts(name)) & faults:
+                    raise ValueError(f"the {name} faults need a cluster of the tool's own, "
+                                     f"not --backend {cfg.backend}")
+            if set(starts("unclean")) & faults:
+                raise ValueError(f"--scenario {cfg.scenario} toggles unclean elections: not "
+                                 f"on --backend {cfg.backend} (its steps may change "
+                                 "cluster-wide configs)")
+    packages = SCRIPTED if scenario is not None else tuple(cfg.nemesis)
+    return Admitted(cfg, scenario, faults, packages,
+                    parse_targets(cfg.nemesis_targets, list(packages)),
+                    _backend_options(cfg, faults))
 
 
-def backend_options(cfg: RunConfig) -> backends.BackendOptions:
+def _backend_options(cfg: RunConfig, faults: frozenset[str]) -> backends.BackendOptions:
     """The ``clusters.backends.BackendOptions`` of the run: the cluster settings, and what
-    its faults need of a cluster of its own (the lossy filesystem, libfaketime)."""
-    started = faults(cfg)
+    its ``faults`` need of a cluster of its own (the lossy filesystem, libfaketime)."""
     return backends.BackendOptions(
         image=cfg.image, inventory=Path(cfg.inventory) if cfg.inventory else None,
         bootstrap_servers=cfg.bootstrap_servers, compose_project=cfg.compose_project,
@@ -69,5 +100,5 @@ def backend_options(cfg: RunConfig) -> backends.BackendOptions:
         containers=tuple(c.strip() for c in (cfg.containers or "").split(",") if c.strip()),
         client_properties=Path(cfg.client_properties) if cfg.client_properties else None,
         accept_unknown_host_keys=cfg.accept_unknown_host_keys,
-        lossy_fs=bool(set(starts("lose-unfsynced")) & started),
-        clock=bool(set(starts("clock")) & started))
+        lossy_fs=bool(set(starts("lose-unfsynced")) & faults),
+        clock=bool(set(starts("clock")) & faults))

@@ -13,8 +13,6 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable
 
-from kafka_chaos.admission import faults
-from kafka_chaos.catalogue.faults import starts
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.errors import ClusterError, Refused
@@ -93,7 +91,7 @@ def topic_config(cfg: RunConfig) -> dict[str, str]:
 
 
 def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: list[str],
-                  log: Callable[[str], None]) -> None:
+                  log: Callable[[str], None], toggles_unclean: bool = False) -> None:
     """Create the topics of ``keys``, appending each name to ``created`` once it exists
     (what ``drop_topics`` removes, also after a failure half-way).
 
@@ -102,9 +100,9 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
     ``--sub-via share`` where one does not serve KIP-932; sets
     ``topic_config`` on each topic and reads it back (``DescribeConfigs``), so a
     missing permission or a value the cluster overrides (a create-topic policy) is refused
-    here, before the workload; with the unclean toggle among the faults, sets the topic's
-    ``unclean.leader.election.enable`` to its own value (``ALTER_CONFIGS`` refused here, not
-    at the first toggle). ``admin.create_topic`` raises ``Refused`` for a missing
+    here, before the workload; with ``toggles_unclean`` (the toggle among the faults), sets
+    the topic's ``unclean.leader.election.enable`` to its own value (``ALTER_CONFIGS``
+    refused here, not at the first toggle). ``admin.create_topic`` raises ``Refused`` for a missing
     ``CREATE`` permission."""
     config = None
     if not cluster.owned:
@@ -133,7 +131,7 @@ def create_topics(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: lis
                 raise Refused(f"topic {topic}: {key} is {got}, not {want} as created: the "
                               "cluster overrides it (a create-topic policy?), and the verdict "
                               "would judge by a promise the cluster does not make")
-    if set(starts("unclean")) & faults(cfg):  # the toggle's permission: a SET, same value
+    if toggles_unclean:  # the toggle's permission (a fault of the run): a SET, same value
         unclean = "unclean.leader.election.enable"
         admin.set_topic_config(client, keys.base, {unclean: config[unclean]})
 

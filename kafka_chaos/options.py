@@ -82,7 +82,9 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
             if fields["scenario"] not in SCENARIOS and Path(fields["scenario"]).exists():
                 fields["scenario"] = str(Path(fields["scenario"]).resolve())
             fields["scenario_settings"] = scenario_settings(fields, given, announce)
-        return admit(RunConfig(**fields)), fail_on
+        cfg = RunConfig(**fields)
+        admit(cfg)  # refused here, with the option named, when its scenario cannot run
+        return cfg, fail_on
     except ValidationError as exc:
         err = exc.errors()[0]
         where = option_of(str(err["loc"][0])) if err["loc"] else ""

@@ -16,7 +16,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kafka_chaos.admission import admit, backend_options
+from kafka_chaos.admission import admit
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import RunConfig
@@ -67,14 +67,13 @@ def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
     from kafka_chaos.analysis.spark import check_master
     from kafka_chaos.clusters import backends
 
-    admit(cfg)
+    admitted = admit(cfg)
     try:
         check_master(cfg.spark_master)
     except ValueError as exc:
         raise ValueError(f"--spark-master {exc}") from None
     # before any download or run directory
-    backends.get(cfg.backend).check_environment(backend_options(cfg), cfg.brokers,
-                                                cfg.controllers)
+    backends.get(cfg.backend).check_environment(admitted.backend, cfg.brokers, cfg.controllers)
     kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
              else dist.resolve(cfg.kafka_version))
     dist.check_java()
@@ -83,12 +82,15 @@ def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
 
 def execute(cfg: RunConfig, kafka: dist.KafkaDist, run_dir: Path, console: Console,
             command: str | None = None, fail_on: str = "violation") -> dict:
-    """``runner.run`` with a progress bar on ``console``, then the end of the Spark warm-up (at most
-    ``WARM_UP_JOIN_S``); returns the run facts. ``fail_on`` is what a live
-    check counts (``--fail-on``). Exceptions propagate (faults healed, cluster removed); a
-    ``ClusterError`` leaves its message and an unforeseen one its traceback in
-    ``run_dir/error.txt``."""
+    """``runner.run`` of the admitted ``cfg`` (``admission.admit``) with a progress bar on
+    ``console``, then the end of the Spark warm-up (at most ``WARM_UP_JOIN_S``); returns the
+    run facts. ``fail_on`` is what a live check counts (``--fail-on``). Exceptions propagate
+    (faults healed, cluster removed); a ``ClusterError`` leaves its message and an unforeseen
+    one its traceback in ``run_dir/error.txt``. Raises ``ValueError`` before anything starts
+    when ``cfg`` is not admitted."""
     from kafka_chaos.runner import run
+
+    admitted = admit(cfg)
 
     with Progress(TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
                   console=console, transient=True) as bar:
@@ -106,7 +108,7 @@ def execute(cfg: RunConfig, kafka: dist.KafkaDist, run_dir: Path, console: Conso
                 warming.append(thread)
 
         try:
-            facts = run(cfg, kafka, run_dir, log=console.log, progress=progress,
+            facts = run(admitted, kafka, run_dir, log=console.log, progress=progress,
                         on_ready=ready, command=command, fail_on=fail_on)
         except KeyboardInterrupt:
             raise

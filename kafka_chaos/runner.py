@@ -22,8 +22,7 @@ from kafka_chaos.clusters.base import Cluster
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.history import HistoryWriter
 from kafka_chaos import __version__, attach
-from kafka_chaos.admission import backend_options, load_scenario
-from kafka_chaos.catalogue.faults import parse_targets
+from kafka_chaos.admission import Admitted
 from kafka_chaos.config import RunConfig
 from kafka_chaos.live import LiveCheck
 from kafka_chaos.nemesis.clients import ClientNemesis
@@ -31,7 +30,7 @@ from kafka_chaos.nemesis.faults import UncleanElectionNemesis
 from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.proxy import KafkaProxy
 from kafka_chaos.nemesis.requests import RequestNemesis
-from kafka_chaos.nemesis.script import Runner
+from kafka_chaos.nemesis.script import Runner, Script
 from kafka_chaos.nemesis.schedule import Scheduler, build_nemesis, schedule_rng, unhealed
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.final_reads import final_reads
@@ -80,14 +79,15 @@ def _log_tail(cluster: Cluster, lines: int = 15) -> str:
     return "\n".join(parts)
 
 
-def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
+def run(admitted: Admitted, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
         progress: Callable[[float, dict, str], None] | None = None,
         on_ready: Callable[[], None] | None = None, command: str | None = None,
         fail_on: str = "violation") -> dict:
-    """Execute the run described by ``cfg`` with ``kafka`` in ``run_dir``; return run facts
-    (not the verdict). ``on_ready`` is called once the cluster and topics are ready, before
-    the workload starts (it must return at once). ``command`` is the command line that reruns
-    it (default: this process's own). ``progress(fraction done, op counts, live summary)`` is
+    """Execute the run of ``admitted`` (its configuration ``cfg`` and what its admission read:
+    ``admission.Admitted``) with ``kafka`` in ``run_dir``; return run facts (not the
+    verdict). ``on_ready`` is called once the cluster and topics are ready, before the
+    workload starts (it must return at once). ``command`` is the command line that reruns it
+    (default: this process's own). ``progress(fraction done, op counts, live summary)`` is
     called about every 0.5 s of a time-limited workload.
 
     With ``cfg.follows_live`` a ``live.LiveCheck`` checks the history while the workload runs
@@ -102,17 +102,17 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
     which are deleted unless ``--keep-topics`` (``kafka_chaos.attach``; ``run.json`` has
     ``attached`` and ``topics``).
     """
+    cfg = admitted.cfg
     (run_dir / "config.json").write_text(cfg.model_dump_json(indent=2))
-    if cfg.scenario:  # the steps as run, whatever happens to the file later
-        (run_dir / "scenario.json").write_text(load_scenario(cfg.scenario).model_dump_json(
-            indent=2))
+    if admitted.scenario is not None:  # the steps as run, whatever happens to the file later
+        (run_dir / "scenario.json").write_text(admitted.scenario.model_dump_json(indent=2))
     (run_dir / "command.txt").write_text(
         (command or shlex.join(["kafka-chaos", *sys.argv[1:]])) + "\n")
     facts: dict = {"seed": cfg.seed, "kafka_version": kafka.version,
                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}
     cluster = backends.get(cfg.backend).create(kafka, run_dir / "nodes", cfg.brokers,
                                                cfg.controllers, cfg.broker_config(),
-                                               backend_options(cfg))
+                                               admitted.backend)
     # on a cluster that is not ours, the run's topics, groups and transactional ids carry
     # the run's name: never another run's or application's
     keys = KeySpace(TOPIC if cluster.owned else f"{TOPIC}-{run_dir.name}", cfg.keys,
@@ -135,7 +135,7 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
             facts["attached"] = attach.describe(cfg, cluster)
         admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers), [], timeout_s=120,
                          log_tail=lambda: _log_tail(cluster), security=cluster.security)
-        attach.create_topics(cfg, cluster, keys, created, log)
+        attach.create_topics(cfg, cluster, keys, created, log, admitted.toggles_unclean)
         admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers),
                          list(keys.topic_partitions), timeout_s=60,
                          log_tail=lambda: _log_tail(cluster), security=cluster.security)
@@ -155,8 +155,8 @@ def run(cfg: RunConfig, kafka: KafkaDist, run_dir: Path, log: Callable[[str], No
         with HistoryWriter(run_dir / "history.jsonl", start_ns=start_ns,
                            header=header) as history:
             live = _live_check(cfg, run_dir, fail_on, stop, log, facts)
-            facts.update(_run_phases(cfg, cluster, history, keys, rng, stop, log, progress,
-                                     live))
+            facts.update(_run_phases(admitted, cluster, history, keys, rng, stop, log,
+                                     progress, live))
     except KeyboardInterrupt:
         stop.set()
         facts["interrupted"] = True
@@ -186,14 +186,12 @@ def _live_check(cfg: RunConfig, run_dir: Path, fail_on: str, stop: threading.Eve
                      cfg.live_interval_s, cfg.stop_on_violation, on_stop=stop_early, log=log)
 
 
-def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
-                rng: random.Random, stop: threading.Event, log, progress,
+def _run_phases(admitted: Admitted, cluster: Cluster, history: HistoryWriter,
+                keys: KeySpace, rng: random.Random, stop: threading.Event, log, progress,
                 live: LiveCheck | None) -> dict:
     facts: dict = {}
-    packages = list(cfg.nemesis)
-    if cfg.scenario:
-        # any a script may ask for
-        packages = ["kill", "stop", "pause", "partition", "clock", "leader"]
+    cfg = admitted.cfg
+    packages = list(admitted.packages)
     proxy = _proxy(cluster, history, cfg.seed, log) if cfg.proxy else None
     try:
         extra: list = [UncleanElectionNemesis(cluster, rng, keys.base,
@@ -209,13 +207,13 @@ def _run_phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: 
             (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
         scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                               cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
-                              targets=parse_targets(cfg.nemesis_targets, packages), log=log,
+                              targets=admitted.targets, log=log,
                               after_op=lambda f: _sample(monitor, f"after {f}", log),
                               before_op=lambda f: _sample(monitor, f"before {f}", log))
         monitor.start()
         try:
             _phases(cfg, cluster, history, keys, stop, log, progress, monitor, scheduler,
-                    workload, facts, live, proxy)
+                    workload, facts, live, proxy, admitted.scenario)
             facts["client"] = workload.client_info()
         finally:
             # before the history closes: no sample may be left open in it
@@ -241,7 +239,7 @@ def _proxy(cluster: Cluster, history: HistoryWriter, seed: int, log) -> KafkaPro
 def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
             stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
             workload: QueueWorkload, facts: dict, live: LiveCheck | None,
-            proxy: KafkaProxy | None = None) -> None:
+            proxy: KafkaProxy | None = None, scenario: Script | None = None) -> None:
     if cfg.sub_via == "share":
         facts["share_group_config"] = attach.share_group_config(cfg, cluster,
                                                                 workload.s.share_group)
@@ -261,8 +259,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         scheduler.start()
         if live:
             live.start()
-        if cfg.scenario:
-            scenario = load_scenario(cfg.scenario)
+        if scenario is not None:
             log(f"scenario {scenario.name}: {scenario.about}")
             facts["scenario"] = Runner(cluster, scheduler.run_op, monitor, keys.base, stop,
                                        log).run(scenario)

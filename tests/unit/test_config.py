@@ -11,7 +11,7 @@ from kafka_chaos.clusters import backends
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.clusters.errors import EnvironmentUnsupported
 from kafka_chaos.clusters.kafka_config import server_properties
-from kafka_chaos.admission import admit, backend_options
+from kafka_chaos.admission import admit
 from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
 from kafka_chaos.catalogue.faults import parse_packages
@@ -276,10 +276,10 @@ def test_only_rejected_commits_are_fail():
 
 
 def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has():
-    assert not backend_options(RunConfig()).lossy_fs
-    assert backend_options(RunConfig(nemesis=["kill", "lose-unfsynced"])).lossy_fs
-    assert backend_options(RunConfig(scenario="last-replica-standing")).lossy_fs
-    assert not backend_options(RunConfig(scenario="isr-shrink-unclean")).lossy_fs
+    assert not admit(RunConfig()).backend.lossy_fs
+    assert admit(RunConfig(nemesis=["kill", "lose-unfsynced"])).backend.lossy_fs
+    assert admit(RunConfig(scenario="last-replica-standing")).backend.lossy_fs
+    assert not admit(RunConfig(scenario="isr-shrink-unclean")).backend.lossy_fs
     options = backends.BackendOptions(lossy_fs=True)
     for name in ("docker", "ssh"):
         with pytest.raises(EnvironmentUnsupported, match=f"needs --backend local, not {name}"):
@@ -287,8 +287,8 @@ def test_a_power_loss_fault_asks_for_the_lossy_filesystem_which_only_local_has()
 
 
 def test_clock_faults_ask_for_libfaketime_which_only_local_preloads():
-    assert backend_options(RunConfig(nemesis=["clock"])).clock
-    assert not backend_options(RunConfig(nemesis=["kill"])).clock
+    assert admit(RunConfig(nemesis=["clock"])).backend.clock
+    assert not admit(RunConfig(nemesis=["kill"])).backend.clock
     with pytest.raises(EnvironmentUnsupported, match="clock faults need --backend local or ssh"):
         backends.get("docker").check_environment(backends.BackendOptions(clock=True), 3, 0)
     with pytest.raises(ValueError, match="unknown fault 'nope'"):
@@ -303,9 +303,9 @@ def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_p
 
     ok = RunConfig(backend="external", bootstrap_servers="h:9092", client_properties="/p",
                    keep_topics=True)
-    assert backend_options(ok).bootstrap_servers == "h:9092"
+    assert admit(ok).backend.bootstrap_servers == "h:9092"
     attach = {"backend": "docker-attach", "bootstrap_servers": "h:1", "compose_project": "p"}
-    assert backend_options(RunConfig(**attach, nemesis=["kill", "partition"])) \
+    assert admit(RunConfig(**attach, nemesis=["kill", "partition"])).backend \
         .compose_project == "p"
     RunConfig(**attach, nemesis=["unclean"], nemesis_targets="topic")  # explicit: own topics
     for fields, words in (({"backend": "external"}, "--bootstrap-servers goes with"),
@@ -346,3 +346,18 @@ def test_a_share_group_run_sets_the_brokers_lock_and_delivery_limit():
     assert props["group.share.delivery.count.limit"] == "4"
     assert props["group.share.session.timeout.ms"] == "6000"
     assert not any(k.startswith("group.share.") for k in RunConfig().broker_config())
+
+
+def test_admission_reads_once_what_the_run_needs():
+    """The runner takes the scenario's steps, the packages, their targets and the backend's
+    options from the ``Admitted`` record: the scenario file is read once, on admission."""
+    from kafka_chaos.admission import SCRIPTED
+
+    scripted = admit(RunConfig(scenario="isr-shrink-unclean"))
+    assert scripted.scenario is not None and scripted.scenario.name == "isr-shrink-unclean"
+    assert scripted.packages == SCRIPTED and set(scripted.targets) == set(SCRIPTED)
+    assert scripted.toggles_unclean and "unclean-on" in scripted.faults
+    planned = admit(RunConfig(nemesis=["kill", "partition"], nemesis_targets="leader,halves"))
+    assert planned.scenario is None and planned.packages == ("kill", "partition")
+    assert planned.targets == {"kill": ["leader"], "partition": ["halves"]}
+    assert planned.faults == {"kill", "partition"} and not planned.toggles_unclean

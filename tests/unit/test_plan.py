@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from kafka_chaos import plan
 from kafka_chaos.cli import app
-from kafka_chaos.admission import backend_options
+from kafka_chaos.admission import admit
 from kafka_chaos.config import RunConfig
 
 
@@ -120,7 +120,7 @@ def test_every_section_reaches_the_run(tmp_path):
                       "stop_on_violation": True, "live_interval_s": 4}
     fields.pop("fail_on")
     cfg = RunConfig(**fields)
-    assert backend_options(cfg).clock and cfg.follows_live and not cfg.live
+    assert admit(cfg).backend.clock and cfg.follows_live and not cfg.live
     scenario = _plan(tmp_path, "nemesis: {scenario: my.yaml}\n")
     assert plan.run_fields(plan.load(scenario), scenario)["scenario"] == str(
         tmp_path / "plans" / "my.yaml")
