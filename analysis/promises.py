@@ -39,6 +39,7 @@ from typing import Any, Callable
 from kafka_chaos.analysis import evidence as ev
 from kafka_chaos.analysis import mechanisms as m
 from kafka_chaos.analysis.mechanisms import Case
+from kafka_chaos.config import RunConfig
 from kafka_chaos.catalogue.anomalies import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
                                              HANGING_TXN, SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
                                              SHARE_REDELIVERY)
@@ -79,6 +80,11 @@ STRADDLES = ("the event that could explain it lies in a stretch of the record th
 
 #: Every event of the record that explains the case (a rule's own evidence), in index order.
 Evidence = Callable[[ev.Record, Case], "list[ev.Event]"]
+
+
+#: Each run setting's default: what a configuration that omits one (a hand-written history's
+#: header) ran with.
+_DEFAULT = {name: field.default for name, field in RunConfig.model_fields.items()}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -169,7 +175,8 @@ RULES: tuple[Rule, ...] = (
          mechanism="an unclean election while the setting was on, or a forced one",
          also=m.RESUMED_BLIND),
     Rule("min-insync-replicas-1", TRUNCATION,
-         lambda c: str(c.get("acks")) == "all" and int(c.get("min_insync_replicas", 2)) <= 1,
+         lambda c: str(c.get("acks")) == "all"
+         and int(c.get("min_insync_replicas", _DEFAULT["min_insync_replicas"])) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
          "writes; it was the partition's whole ISR, then Kafka elected another broker",
          "Kafka design doc, Availability and Durability Guarantees; topic configs, "

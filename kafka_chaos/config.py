@@ -74,6 +74,11 @@ def _version(version: str) -> tuple[int, int]:
     return tuple(int(p) if p.isdigit() else 0 for p in parts)  # type: ignore[return-value]
 
 
+def _property(value: Any) -> str:
+    """A setting's value as a Kafka properties file writes it (``true``, not ``True``)."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _versioned() -> str:
     """``--client NAME`` of the clients whose version a run chooses, for messages."""
     return " or ".join(f"--client {n}" for n, kind in CLIENTS.items() if kind.versioned)
@@ -478,14 +483,14 @@ class RunConfig(BaseModel):
         return bool(self.idempotence) or self.txn
 
     def broker_config(self) -> dict[str, str]:
-        """Server properties this run sets on every broker."""
+        """Server properties this run sets on every broker: its ``broker_properties``, every
+        ``topics`` setting under its own Kafka property (the settings table's ``prop``: the
+        replication factor, ``min.insync.replicas``, unclean leader election and its interval,
+        ``replica.lag.time.max.ms``), and the group settings its groups need."""
         return {
             **self.broker_properties,
-            "default.replication.factor": str(self.replication_factor),
-            "min.insync.replicas": str(self.min_insync_replicas),
-            "unclean.leader.election.enable": str(self.unclean_leader_election).lower(),
-            "replica.lag.time.max.ms": str(self.replica_lag_time_max_ms),
-            "unclean.leader.election.interval.ms": str(self.unclean_leader_election_interval_ms),
+            **{s.prop: _property(getattr(self, name)) for name, s in SETTINGS.items()
+               if s.section == "topics" and s.prop},
             **(_CONSUMER_GROUPS if _version(self.kafka_version) >= (4, 0) else {}),
             **(self._share_groups() if self.sub_via == "share" else {}),
         }

@@ -4,10 +4,15 @@ they produce."""
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
-from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
 from kafka_chaos.catalogue.clients import REQUEST_TIMEOUT_MS
 from kafka_chaos.config import RunConfig
+
+
+def _default(field: str) -> Any:
+    """The default of the run setting ``field`` (``RunConfig``): one default per setting."""
+    return RunConfig.model_fields[field].default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,57 +51,56 @@ class WorkloadSettings:
     Java client's JVM (``ClientSecurity.java_system``).
     """
 
-    clients: int = 4
-    rate: float = 200.0
-    mops_min: int = 1
-    mops_max: int = 4
-    poll_p: float = 0.25
-    sub_via: str = "assign"
-    sub_p: float = 0.02
-    group_protocol: str = "classic"
-    txn: bool = False
-    txn_ids: str = "slot"
-    abort_p: float = 0.0
+    clients: int = _default("clients")
+    rate: float = _default("rate")
+    mops_min: int = _default("ops_per_txn")[0]
+    mops_max: int = _default("ops_per_txn")[1]
+    poll_p: float = _default("poll_p")
+    sub_via: str = _default("sub_via")
+    sub_p: float = _default("sub_p")
+    group_protocol: str = _default("group_protocol")
+    txn: bool = _default("txn")
+    txn_ids: str = _default("txn_ids")
+    abort_p: float = _default("abort_p")
     crash_interval_s: float = 0.0
-    acks: str = "all"
+    acks: str = _default("acks")
     idempotence: bool = False
-    retries: int = 2147483647
-    max_in_flight: int = 5
-    delivery_timeout_ms: int = 10000
+    retries: int = _default("retries")
+    max_in_flight: int = _default("max_in_flight")
+    delivery_timeout_ms: int = _default("delivery_timeout_ms")
     request_timeout_ms: int = REQUEST_TIMEOUT_MS
-    linger_ms: int = 5
+    linger_ms: int = _default("linger_ms")
     txn_timeout_ms: int = 10000
-    auto_commit: bool = False
-    auto_offset_reset: str = "earliest"
-    isolation_level: str = "read_committed"
+    auto_commit: bool = _default("auto_commit")
+    auto_offset_reset: str = _default("auto_offset_reset")
+    isolation_level: str = _default("isolation_level")
     session_timeout_ms: int = 6000
     max_poll_interval_ms: int = 10000
     poll_max: int = 500
     poll_timeout_ms: int = 100
     group: str = "kc-group"
-    share_lock_ms: int = 5000
+    share_lock_ms: int = _default("share_lock_ms")
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_system: dict[str, str] = dataclasses.field(default_factory=dict)
-    client: str = CLIENT_NAMES[0]
+    client: str = _default("client")
     client_version: str = ""
 
     @classmethod
     def from_config(cls, cfg: RunConfig) -> "WorkloadSettings":
-        """The settings of a run's configuration (its own names, ids and connection left at
-        their defaults: ``attach.workload_settings`` sets them for the cluster)."""
-        return cls(
-            clients=cfg.clients, rate=cfg.rate, mops_min=cfg.ops_per_txn[0],
-            mops_max=cfg.ops_per_txn[1], poll_p=cfg.poll_p, sub_via=cfg.sub_via,
-            sub_p=cfg.sub_p, group_protocol=cfg.group_protocol, txn=cfg.txn,
-            abort_p=cfg.abort_p, txn_ids=cfg.txn_ids, share_lock_ms=cfg.share_lock_ms,
+        """The settings of a run's configuration: every field named as a run setting is that
+        setting (``RunConfig``: one name, one default, one meaning), the rest derived from
+        it; its own names, ids and connection are left at their defaults
+        (``attach.workload_settings`` sets them for the cluster)."""
+        values = {f.name: getattr(cfg, f.name) for f in dataclasses.fields(cls)
+                  if f.name in RunConfig.model_fields}
+        values.update(
+            mops_min=cfg.ops_per_txn[0], mops_max=cfg.ops_per_txn[1],
             crash_interval_s=cfg.crash_client_interval_s if cfg.crash_clients else 0.0,
-            client=cfg.client, client_version=cfg.client_version or cfg.kafka_version,
-            acks=cfg.acks, idempotence=bool(cfg.idempotence), retries=cfg.retries,
-            max_in_flight=cfg.max_in_flight, delivery_timeout_ms=cfg.delivery_timeout_ms,
-            linger_ms=cfg.linger_ms, auto_commit=cfg.auto_commit,
-            auto_offset_reset=cfg.auto_offset_reset, isolation_level=cfg.isolation_level)
+            idempotence=bool(cfg.idempotence),  # as the client resolved it (RunConfig)
+            client_version=cfg.client_version or cfg.kafka_version)
+        return cls(**values)
 
     @property
     def share_group(self) -> str:
