@@ -407,7 +407,8 @@ class RunConfig(BaseModel):
                              f"--brokers {self.brokers}")
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError(f"--min-insync-replicas {self.min_insync_replicas} exceeds the "
-                             f"replication factor {self.replication_factor}: no write could succeed")
+                             f"replication factor {self.replication_factor}: no write could "
+                             "succeed")
         parse_packages(",".join(self.nemesis))  # a plan's nemesis list, checked as --nemesis is
         for key in ("allow", "forbid"):
             unknown = [n for n in getattr(self, key) if n not in ANOMALIES]
