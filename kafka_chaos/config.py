@@ -3,8 +3,9 @@ the history's header (the verdict judges anomalies against it, ``analysis/promis
 
 Invalid combinations are refused here, before anything starts, with one message naming the
 option. The model stands on the ground floor: it imports the catalogues and nothing else of
-the project, so every package can read it; the checks that need a scenario file, a backend or
-the machine are the admission's (``kafka_chaos.admission``).
+the project, so every package can read it. The checks that need a scenario file are the
+admission's (``kafka_chaos.admission``), those that need the machine or a backend the
+orchestration's (``orchestrate.check_inputs``).
 """
 
 from __future__ import annotations

@@ -61,9 +61,9 @@ def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
 def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
     """Everything checkable before a run starts: its admission (``admission.admit``: the
     scenario), Spark master, Kafka jars, the backend's needs (for ``local``: root and network
-    namespaces). Returns the Kafka distribution (jars
-    downloaded now if missing). Raises ``ValueError`` (``--spark-master ...``) or
-    ``ClusterError`` naming the problem."""
+    namespaces). Returns the Kafka distribution (jars downloaded now if missing). Raises
+    ``ValueError`` (``--spark-master ...``, a scenario) or ``ClusterError`` naming the
+    problem."""
     from kafka_chaos.analysis.spark import check_master
     from kafka_chaos.clusters import backends
 
