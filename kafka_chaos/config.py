@@ -24,8 +24,8 @@ from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
 from kafka_chaos.catalogue.backends import NAMES as BACKENDS
 from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS, default_idempotence
 from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
-from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, REQUEST_KINDS, parse_packages,
-                                          parse_targets)
+from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, PACKAGES, REQUEST_KINDS,
+                                          parse_packages, parse_targets)
 from kafka_chaos.settings import Setting, setting, table
 
 
@@ -258,9 +258,9 @@ class RunConfig(BaseModel):
     nemesis: list[str] = setting(
         section="nemesis", key="faults", aliases=("faults",), default_factory=list,
         shown=True, report=True,
-        help="Faults: comma list of kill, stop, pause, roll, partition, loss (packet loss on "
-        "a partition's links), leader, unclean, clock (local, ssh), lose-unfsynced (power "
-        "loss; local), request (--proxy); or none.")
+        help="Faults: comma list of " + ", ".join(
+            f"{name} ({kind.note})" if kind.note else name for name, kind in PACKAGES.items())
+        + "; or none.")
     nemesis_interval_s: float = setting(
         10.0, section="nemesis", key="interval_s", flag="--nemesis-interval",
         label="nemesis_interval", unit="s", report=True, gt=0,

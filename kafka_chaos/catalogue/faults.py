@@ -61,6 +61,7 @@ class FaultKind:
         takes: what a scenario step's start op is given (``nemesis.script``): a ``target``,
             the ``topic`` (or the cluster), or the step's ``request`` (a fault of the proxy);
             a stop takes nothing, or the start's topic where ``stop_at_target``.
+        note: what ``--help`` says of it beside its name (what it is, where it runs).
     """
 
     start: tuple[str, ...]
@@ -71,6 +72,7 @@ class FaultKind:
     stop_at_target: bool = False
     setting: bool = False
     takes: str = "target"
+    note: str = ""
 
 
 #: name -> package, in the order ``--help`` lists them.
@@ -81,10 +83,11 @@ PACKAGES: dict[str, FaultKind] = {
     "partition": FaultKind(("partition",), "heal", PARTITION_TARGETS, PARTITION_TARGETS,
                            "#A0C8E9"),
     # the same shapes lossy instead of cut: 30 % of their packets dropped (iptables statistic)
-    "loss": FaultKind(("loss",), "heal", LOSS_DEFAULT, PARTITION_TARGETS, "#A0E0E9"),
+    "loss": FaultKind(("loss",), "heal", LOSS_DEFAULT, PARTITION_TARGETS, "#A0E0E9",
+                      note="packet loss on a partition's links"),
     # power loss: the node dies and loses what it never fsynced (local backend, FUSE)
     "lose-unfsynced": FaultKind(("lose-unfsynced",), "start", _POWER_DEFAULT, POWER_TARGETS,
-                                "#E9A0C8"),
+                                "#E9A0C8", note="power loss; local"),
     # a rolling restart (clean stops, each node back in every ISR before the next)
     "roll": FaultKind(("roll",), "start", ("all",), PROCESS_TARGETS, "#E9D0A0"),
     # the leadership of partition 0 moved to an in-sync follower, then moved back
@@ -92,10 +95,10 @@ PACKAGES: dict[str, FaultKind] = {
                         "#A0A8E9"),
     # a node's wall clock bumped or strobed, then reset (libfaketime; local backend)
     "clock": FaultKind(("clock-bump", "clock-strobe"), "clock-reset", _PROCESS_DEFAULT,
-                       PROCESS_TARGETS, "#A0E9C8"),
+                       PROCESS_TARGETS, "#A0E9C8", note="local, ssh"),
     # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
     "request": FaultKind(("request-fault",), "request-heal", REQUEST_KINDS, REQUEST_KINDS,
-                         "#C8E9A0", takes="request"),
+                         "#C8E9A0", takes="request", note="--proxy"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
                          ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,
