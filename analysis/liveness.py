@@ -39,10 +39,8 @@ SLACK_S = 10.0
 #: The backends that attach to a cluster they did not configure (``clusters.backends``'
 #: ``ATTACHING``; analysis does not import clusters).
 _ATTACHED = ("external", "docker-attach", "ssh-attach")
-#: Nemesis ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any): the
-#: fault catalogue's.
-_STOP_OF = STOP_OF
-_STOPS = set(_STOP_OF.values()) | {"heal-all"}
+#: The ``f``s that end a fault (``catalogue.faults.STOP_OF``; ``heal-all`` ends any).
+_STOPS = set(STOP_OF.values()) | {"heal-all"}
 #: Nemesis ops that change a setting at runtime and stop nothing (``unclean-on`` and
 #: ``unclean-off``): no fault, so they excuse no stuck LSO.
 _SETTINGS = frozenset(f for kind in PACKAGES.values() if kind.setting
@@ -90,8 +88,8 @@ def disturbed(nemesis: list[tuple[int, str, int, int | None]]) -> list[tuple[flo
     for i, (_, f, invoked, done) in enumerate(ops):
         if f in _STOPS or f in _SETTINGS:
             continue
-        if f in _STOP_OF:
-            stops = (_STOP_OF[f], "heal-all")
+        if f in STOP_OF:
+            stops = (STOP_OF[f], "heal-all")
             end = next((d for _, g, _, d in ops[i + 1:] if g in stops and d is not None),
                        math.inf)
         else:

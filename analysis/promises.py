@@ -82,9 +82,9 @@ STRADDLES = ("the event that could explain it lies in a stretch of the record th
 Evidence = Callable[[ev.Record, Case], "list[ev.Event]"]
 
 
-#: Each run setting's default: what a configuration that omits one (a hand-written history's
-#: header) ran with.
-_DEFAULT = {name: field.default for name, field in RunConfig.model_fields.items()}
+#: ``min.insync.replicas`` of a configuration that omits it (a hand-written history's
+#: header): the setting's default.
+_MIN_ISR = RunConfig.model_fields["min_insync_replicas"].default
 
 
 @dataclasses.dataclass(frozen=True)
@@ -176,7 +176,7 @@ RULES: tuple[Rule, ...] = (
          also=m.RESUMED_BLIND),
     Rule("min-insync-replicas-1", TRUNCATION,
          lambda c: str(c.get("acks")) == "all"
-         and int(c.get("min_insync_replicas", _DEFAULT["min_insync_replicas"])) <= 1,
+         and int(c.get("min_insync_replicas", _MIN_ISR)) <= 1,
          "with min.insync.replicas=1 the leader alone may form the ISR and acknowledge acks=all "
          "writes; it was the partition's whole ISR, then Kafka elected another broker",
          "Kafka design doc, Availability and Durability Guarantees; topic configs, "

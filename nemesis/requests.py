@@ -18,7 +18,8 @@ from pydantic import ValidationError
 
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.proxy import KafkaProxy, ProxyError
-from kafka_chaos.nemesis.proxy.faults import KINDS, RequestFault
+from kafka_chaos.catalogue.faults import REQUEST_KINDS
+from kafka_chaos.nemesis.proxy.faults import RequestFault
 
 #: The requests whose fate decides what a client's write became: produce, commit,
 #: transaction control.
@@ -69,12 +70,12 @@ class RequestNemesis(Nemesis):
         value = value or {}
         if "request" in value:
             given = value["request"]
-        elif value.get("target") in KINDS:
+        elif value.get("target") in REQUEST_KINDS:
             given = {"fault": value["target"], **DEFAULTS[value["target"]]}
         else:
             raise NemesisError(f"request-fault: {value!r} names no fault; give "
                                f"{{'request': {{'fault': ...}}}} or a target of "
-                               f"{', '.join(KINDS)}")
+                               f"{', '.join(REQUEST_KINDS)}")
         try:
             return RequestFault.model_validate(given)
         except ValidationError as exc:

@@ -117,11 +117,6 @@ def starts(package: str) -> tuple[str, ...]:
     return PACKAGES[package].start
 
 
-def package_of(f: str) -> str | None:
-    """The package whose fault ``f`` starts, or None."""
-    return next((name for name, kind in PACKAGES.items() if f in kind.start), None)
-
-
 def parse_packages(spec: str) -> list[str]:
     """``"kill,partition"`` -> ``["kill", "partition"]``; ``"none"`` or ``""`` -> ``[]``.
 

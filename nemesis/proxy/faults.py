@@ -39,10 +39,7 @@ from typing import Any, Literal
 from kio.schema.index import api_key_map
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from kafka_chaos.catalogue.faults import REQUEST_KINDS
 
-#: The kinds of request fault (the catalogue's ``request`` package takes each as a target).
-KINDS = REQUEST_KINDS
 #: ``apis: ["*"]``: every request (shaping a whole link).
 EVERY = "*"
 #: How many of a fault's requests its report lists one by one (every one is counted).

@@ -4,13 +4,11 @@ record of a catalogue is wired where the rest of the house reads it."""
 
 from __future__ import annotations
 
-import json
 import random
-import subprocess
-import sys
 
 from kafka_chaos.catalogue import anomalies, backends, clients, faults
 from tests.unit.test_architecture import import_graph
+from tests.unit.test_import_cost import loaded_by
 
 #: The ground floor's modules: these and every catalogue.
 FLOOR = ("kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
@@ -28,14 +26,10 @@ def test_the_ground_floor_imports_nothing_above_it():
 
 
 def test_importing_the_ground_floor_loads_nothing_heavy():
-    code = (f"import json, sys\nimport {', '.join(FLOOR)}\n"
-            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
-            "('pyspark', 'confluent_kafka', 'networkx', 'kio', 'docker', 'paramiko') "
-            "or m.startswith('kafka_chaos.') and m.split('.')[1] in "
-            "('clusters', 'nemesis', 'workloads', 'history', 'analysis'))))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    assert json.loads(out) == []
+    watched = ("pyspark", "confluent_kafka", "networkx", "kio", "docker", "paramiko",
+               *(f"kafka_chaos.{p}" for p in ("clusters", "nemesis", "workloads", "history",
+                                             "analysis")))
+    assert loaded_by(f"import {', '.join(FLOOR)}", watched) == []
 
 
 def test_every_fault_kind_is_performed_scheduled_and_scripted():
@@ -128,8 +122,8 @@ def test_no_client_is_named_outside_its_driver():
 def test_every_anomaly_is_found_explained_judged_and_reported():
     """A checker (``analysis.checkers.CHECKERS``), Elle's cycle search (``elle.ANOMALY_SPECS``)
     or the liveness check (the hanging transaction) finds each name; ``explain`` has its
-    sentence (a cycle's example carries its own); every name a promise rule may permit is one of the catalogue's; the JUnit
-    report gives each one property."""
+    sentence (a cycle's example carries its own); every name a promise rule may permit is one
+    of the catalogue's; the JUnit report gives each one property."""
     from kafka_chaos.analysis import explain, promises
     from kafka_chaos.analysis.checkers import CHECKERS
     from kafka_chaos.analysis.elle import ANOMALY_SPECS

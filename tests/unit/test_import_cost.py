@@ -12,10 +12,11 @@ import sys
 HEAVY = ("pyspark", "kio.static.primitive", "hypothesis", "pytest", "networkx")
 
 
-def loaded_by(statement: str) -> list[str]:
-    """The modules of ``HEAVY`` that a fresh interpreter has loaded after ``statement``."""
+def loaded_by(statement: str, watched: tuple[str, ...] = HEAVY) -> list[str]:
+    """The modules of ``watched`` (default ``HEAVY``) that a fresh interpreter has loaded
+    after ``statement``."""
     code = (f"import json, sys\n{statement}\n"
-            f"print(json.dumps([m for m in {list(HEAVY)!r} if m in sys.modules]))\n")
+            f"print(json.dumps([m for m in {list(watched)!r} if m in sys.modules]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
     return json.loads(out)
