@@ -68,7 +68,7 @@ def main() -> None:
         lines = sum(1 for _ in iter_history(history))
         read_s = time.perf_counter() - t
         t = time.perf_counter()
-        data = report_data.extract(history, results)
+        data = report_data.extract(history, results["anomalies"])
         extract_s = time.perf_counter() - t
         del data
         t = time.perf_counter()

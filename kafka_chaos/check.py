@@ -24,12 +24,13 @@ from kafka_chaos.report import terminal as report
 
 @dataclasses.dataclass
 class Verdict:
-    """What ``analyze_run`` decided: ``code`` (the exit code), ``results`` (what
-    ``results.json`` now holds, run facts under ``"run"``; None when no verdict was reached)
-    and ``error`` (why not, naming the file or the exception; None otherwise)."""
+    """What ``analyze_run`` decided: ``code`` (the exit code: the verdict's, or 255/2 when
+    its report files could not be written), ``results`` (the verdict ``results.json`` now
+    holds; None when none was reached) and ``error`` (why not, naming the file or the
+    exception; None otherwise)."""
 
     code: int
-    results: dict[str, Any] | None = None
+    results: verdict.RunVerdict | None = None
     error: str | None = None
 
 
@@ -112,18 +113,17 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
     except (Exception, MemoryError) as exc:  # a crash of the analysis: no verdict
         return Verdict(verdict.EXIT_ERROR,
                        error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
-    result["fail_on"] = fail_on
     if facts is None:
         facts = report.run_facts(out) or report.run_facts(run_dir)
-    verdict.judge_run(result, facts)
-    code = verdict.exit_code(result, fail_on)
-    problem, data = _availability(path, result)
-    report.write_results(out, result, facts)
+    problem, data = _read(path, result)
+    decided = verdict.build(result, facts, fail_on,
+                            None if data is None else _summary(data))
+    decided.write(out)
     if console is not None:
-        report.render(result, console, source or run_dir)
-    results = {**result, "run": facts}
+        report.render(decided, console, source or run_dir)
     if problem is None:
-        problem = _write_reports(run_dir, out, results, data, source)
+        problem = _write_reports(run_dir, out, decided, data, source)
+    code = decided.exit_code
     if problem is not None:
         text, interrupted = problem
         if console is not None:
@@ -133,23 +133,20 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
                 code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_ERROR)
     elif console is not None:
         console.print(f"report: {out / 'report.html'} (and junit.xml)")
-    return Verdict(code, results)
+    return Verdict(code, decided)
 
 
 #: What went wrong after the analysis: ``(message, interrupted)``.
 Problem = tuple[str, bool]
 
 
-def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, Any]:
-    """Read the history once for ``report.html`` and put its availability figures
-    (``report_stats.summary``) into ``result``; returns ``(problem or None, the data)``."""
+def _read(path: Path, result: dict[str, Any]) -> tuple[Problem | None, Any]:
+    """Read the history once, for ``report.html`` and the availability figures; returns
+    ``(problem or None, report.data.ReportData or None)``."""
     from kafka_chaos.report import html as html_report
-    from kafka_chaos.report import stats as report_stats
 
     try:
-        data = html_report.read(path, result)
-        result["availability"] = report_stats.summary(data)
-        return None, data
+        return None, html_report.read(path, result.get("anomalies") or {})
     except KeyboardInterrupt:
         return ("interrupted while reading the history for report.html", True), None
     except Exception as exc:
@@ -157,7 +154,13 @@ def _availability(path: Path, result: dict[str, Any]) -> tuple[Problem | None, A
                 f"{str(exc)[:300]}", False), None
 
 
-def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
+def _summary(data: Any) -> dict[str, Any]:
+    from kafka_chaos.report import stats as report_stats
+
+    return report_stats.summary(data)
+
+
+def _write_reports(run_dir: Path, out: Path, decided: verdict.RunVerdict,
                    data: Any, source: str | None = None) -> Problem | None:
     """Write ``junit.xml``, ``summary.md`` and ``report.html`` of ``run_dir`` into ``out``;
     returns what went wrong, or None."""
@@ -167,9 +170,9 @@ def _write_reports(run_dir: Path, out: Path, results: dict[str, Any],
 
     try:
         header = read_header(run_dir / "history.jsonl") or {}
-        junit.write(out, results, header.get("config") or config_of(run_dir))
-        (out / "summary.md").write_text(markdown.run_summary(results))
-        html_report.write(run_dir, results, data, out=out, source=source)
+        junit.write(out, decided, header.get("config") or config_of(run_dir))
+        (out / "summary.md").write_text(markdown.run_summary(decided))
+        html_report.write(run_dir, decided, data, out=out, source=source)
     except KeyboardInterrupt:
         return "interrupted while writing junit.xml and report.html", True
     except Exception as exc:
@@ -190,12 +193,10 @@ def write_no_verdict(run_dir: Path, reason: str, facts: dict | None = None) -> N
     run_dir = Path(run_dir)
     if (run_dir / "results.json").exists():
         return
-    result = {"valid": "unknown", "anomalies": {}, "anomaly_types": [], "violations": [],
-              "permitted": [], "unknown_reasons": [reason]}
     try:
-        facts = facts or report.run_facts(run_dir)
-        report.write_results(run_dir, result, facts)
-        junit.write(run_dir, {**result, "run": facts}, config_of(run_dir))
-        (run_dir / "summary.md").write_text(markdown.run_summary(result))
+        decided = verdict.RunVerdict.unknown(reason, facts or report.run_facts(run_dir))
+        decided.write(run_dir)
+        junit.write(run_dir, decided, config_of(run_dir))
+        (run_dir / "summary.md").write_text(markdown.run_summary(decided))
     except (OSError, ValueError):
         pass

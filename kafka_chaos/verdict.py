@@ -1,6 +1,8 @@
-"""The verdict of a run, for every renderer: the analysis result judged with what the run
-itself proved (``judge_run``), its exit code under ``--fail-on`` and its banner (one kind, one
-headline, the reasons it is unknown). Pure: no I/O.
+"""The verdict of a run, for every renderer: ``RunVerdict``, built once (``build``) from the
+analysis result judged with what the run itself proved (``judge_run``), the availability
+figures and ``--fail-on``; its exit code and its banner (one kind, one headline, the reasons
+it is unknown). ``results.json`` is its JSON form; the terminal, ``summary.md``, JUnit, the
+HTML report and the comparison tables only render it.
 
 Exit codes of every command (``docs/report.md``): 0 valid; 1 anomalies counted under
 ``--fail-on``; 2 the verdict is unknown (the record cannot decide, a precondition was not met,
@@ -12,7 +14,13 @@ could not be written; Jepsen's code for a crash). Never 0 when the analysis fail
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, computed_field, model_validator
+
+from kafka_chaos.errors import ReportError
 
 #: Exit codes (the module's docstring).
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 254, 255
@@ -36,40 +44,6 @@ def exit_code(result: dict, fail_on: str = "violation") -> int:
     if valid is False:
         return EXIT_ANOMALIES
     return EXIT_UNKNOWN
-
-
-def word(results: dict[str, Any]) -> str:
-    """The one word of a verdict: ``valid`` (every anomaly found is permitted, if any),
-    ``violation`` or ``unknown``."""
-    valid = results.get("valid")
-    return "valid" if valid is True else "violation" if valid is False else "unknown"
-
-
-def banner(results: dict[str, Any]) -> dict[str, Any]:
-    """The verdict as every renderer shows it (terminal, report, comparison, trends):
-    ``kind`` (``valid``, ``permitted``, ``violation`` or ``unknown``), a
-    ``headline`` and the ``reasons`` a verdict is unknown."""
-    anomalies = results.get("anomalies") or {}
-
-    def listed(names: list[str]) -> str:
-        return ", ".join(f"{n} ({(anomalies.get(n) or {}).get('count')})" for n in names)
-
-    valid = results.get("valid")
-    permitted = results.get("permitted") or []
-    if valid is False:
-        kind, headline = "violation", f"VIOLATIONS: {listed(results.get('violations') or [])}"
-    elif valid is True and permitted:
-        kind, headline = "permitted", f"VALID, with permitted anomalies: {listed(permitted)}"
-    elif valid is True:
-        kind, headline = "valid", "VALID: no anomaly found"
-    else:
-        kind, headline = "unknown", "UNKNOWN: no verdict"
-    if valid is not True and permitted:
-        headline += f"; permitted: {listed(permitted)}"
-    if results.get("faults_not_run"):
-        headline += f"; never ran: {', '.join(results['faults_not_run'])}"
-    return {"kind": kind, "headline": headline,
-            "reasons": results.get("unknown_reasons") or []}
 
 
 def _share_state(share: dict) -> list[str]:
@@ -125,3 +99,163 @@ def judge_run(result: dict, facts: dict) -> dict:
         if result.get("valid") is True:
             result["valid"] = "unknown"
     return result
+
+
+class RunVerdict(BaseModel):
+    """A run's whole verdict: the content of ``results.json`` (``docs/report.md``) as one
+    record. Built by ``build`` (after a verdict), ``unknown`` (no verdict reached) or
+    ``load`` (an earlier ``results.json``); renderers read it and change nothing.
+
+    The analysis fields are ``analysis.check``'s (its docstring gives their shapes):
+    ``anomalies`` maps every anomaly name to its count, examples and judgement; ``stats``
+    counts ops; ``cycle_search``, ``timings_s`` (s) and ``analysis_time_s`` (s) time the
+    analysis. Beside them: ``valid`` (True, False, or None when unknown: JSON readers need not
+    know the analysis's ``"unknown"``), ``fail_on``, ``faults_not_run`` (``judge_run``),
+    ``availability`` (acknowledged share and unavailable windows, ``report.stats.summary``;
+    empty when the history could not be read for it), ``run`` (the run's own facts:
+    ``runner.run``'s ``run.json``), ``client`` (the library the workload ran, ``{"name",
+    "version"}``) and ``kafka_chaos_version`` (the version that judged it). ``verdict`` (the
+    one word) and ``exit_code`` follow from them. Keys a later version adds are kept."""
+
+    model_config = ConfigDict(extra="allow")
+
+    valid: bool | None = None
+    fail_on: Literal["violation", "any"] = "violation"
+    anomalies: dict[str, dict[str, Any]] = {}
+    anomaly_types: list[str] = []
+    violations: list[str] = []
+    permitted: list[str] = []
+    unexplained: list[str] = []
+    unknown_reasons: list[str] = []
+    faults_not_run: list[str] = []
+    chances: dict[str, int] = {}
+    availability: dict[str, Any] = {}
+    stats: dict[str, Any] = {}
+    cycle_search: dict[str, Any] | None = None
+    format: int | None = None
+    config_known: bool | None = None
+    analysis_time_s: float | None = None
+    timings_s: dict[str, float] = {}
+    run: dict[str, Any] = {}
+    client: dict[str, Any] | None = None
+    kafka_chaos_version: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_json(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            data = {k: v for k, v in data.items() if k not in ("verdict", "exit_code")}
+            if not isinstance(data.get("valid"), bool):
+                data["valid"] = None  # the analysis's "unknown"
+            for key in ("run", "availability"):
+                if data.get(key) is None:
+                    data.pop(key, None)
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def verdict(self) -> str:
+        """The one word: ``valid`` (every anomaly found is permitted, if any),
+        ``violation`` or ``unknown``."""
+        return {True: "valid", False: "violation"}.get(self.valid, "unknown")
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def exit_code(self) -> int:
+        """The exit code of this verdict under ``fail_on`` (``exit_code``)."""
+        return exit_code({"valid": self.valid, "anomaly_types": self.anomaly_types},
+                         self.fail_on)
+
+    def count(self, name: str) -> int | None:
+        """How many findings of anomaly ``name`` (0 when not checked, None when its checker
+        raised)."""
+        return (self.anomalies.get(name) or {"count": 0}).get("count")
+
+    def banner(self) -> dict[str, Any]:
+        """The verdict as every renderer shows it (terminal, report, comparison, trends):
+        ``kind`` (``valid``, ``permitted``, ``violation`` or ``unknown``), a ``headline``
+        and the ``reasons`` a verdict is unknown."""
+        def listed(names: list[str]) -> str:
+            return ", ".join(f"{n} ({self.count(n)})" for n in names)
+
+        if self.valid is False:
+            kind, headline = "violation", f"VIOLATIONS: {listed(self.violations)}"
+        elif self.valid is True and self.permitted:
+            kind, headline = "permitted", f"VALID, with permitted anomalies: " \
+                                          f"{listed(self.permitted)}"
+        elif self.valid is True:
+            kind, headline = "valid", "VALID: no anomaly found"
+        else:
+            kind, headline = "unknown", "UNKNOWN: no verdict"
+        if self.valid is not True and self.permitted:
+            headline += f"; permitted: {listed(self.permitted)}"
+        if self.faults_not_run:
+            headline += f"; never ran: {', '.join(self.faults_not_run)}"
+        return {"kind": kind, "headline": headline, "reasons": list(self.unknown_reasons)}
+
+    def counted(self) -> list[str]:
+        """The anomalies ``fail_on`` counts: every one found (``any``) or the violations."""
+        return list(self.anomaly_types if self.fail_on == "any" else self.violations)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form (``results.json``'s content)."""
+        return self.model_dump(mode="json")
+
+    def write(self, run_dir: Path) -> Path:
+        """Write ``run_dir/results.json`` atomically; returns its path."""
+        path = Path(run_dir) / "results.json"
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(self.to_json(), indent=2, default=str))
+        tmp.replace(path)
+        return path
+
+    @classmethod
+    def load(cls, run_dir: Path) -> RunVerdict:
+        """``run_dir/results.json``. Raises ``ReportError`` naming the file (and line, or
+        field) when it is missing, not JSON, or not a verdict."""
+        path = Path(run_dir) / "results.json"
+        try:
+            data = json.loads(path.read_text())
+        except FileNotFoundError:
+            raise ReportError(f"{path}: missing (run `kafka-chaos analyze {run_dir}` first)"
+                              ) from None
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})"
+                              ) from None
+        except OSError as exc:
+            raise ReportError(f"{path}: {exc.strerror}") from None
+        if not isinstance(data, dict) or "valid" not in data:
+            raise ReportError(f"{path}: not a verdict (a JSON object with the field valid)")
+        try:
+            return cls.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            field = ".".join(str(x) for x in first["loc"])
+            raise ReportError(f"{path}: field {field}: {first['msg']}") from None
+
+    @classmethod
+    def unknown(cls, reason: str, facts: dict | None = None) -> RunVerdict:
+        """The verdict of a run that reached none (its cluster did not come up, it crashed,
+        it was interrupted, its analysis failed): unknown, ``reason`` the one reason."""
+        from kafka_chaos import __version__
+
+        facts = facts or {}
+        return cls(unknown_reasons=[reason], run=facts, client=facts.get("client"),
+                   kafka_chaos_version=__version__)
+
+
+def build(result: dict[str, Any], facts: dict, fail_on: str,
+          availability: dict[str, Any] | None = None) -> RunVerdict:
+    """The run's verdict, the one place it is finished: ``result`` (``analysis.check``'s
+    dict) judged with the run's ``facts`` (``judge_run``, which changes ``result`` in
+    place), under ``fail_on`` (``FAIL_ON``), with the ``availability`` figures
+    (``report.stats.summary``; None when the history could not be read for them).
+
+    Raises ``pydantic.ValidationError`` when ``result`` is not ``analysis.check``'s shape
+    (a bug, not bad input)."""
+    from kafka_chaos import __version__
+
+    judge_run(result, facts)
+    return RunVerdict.model_validate({
+        **result, "fail_on": fail_on, "availability": availability or {}, "run": facts,
+        "client": facts.get("client"), "kafka_chaos_version": __version__})

@@ -15,6 +15,7 @@ from kafka_chaos.compare import core as compare
 from kafka_chaos.report import html as html_report
 from kafka_chaos import matrix
 from kafka_chaos.report import stats as report_stats
+from kafka_chaos.verdict import RunVerdict
 from kafka_chaos.cli import app
 from tests.verdicts import verdict
 
@@ -36,11 +37,11 @@ def build(tmp_path: Path, html: bool = True) -> compare.Comparison:
 
     fixture = Path(shutil.copytree(FIXTURE, comparison.run_dir(first, 3)))
     results = json.loads((fixture / "results.json").read_text())
-    data = html_report.read(fixture / "history.jsonl", results)
+    data = html_report.read(fixture / "history.jsonl", results["anomalies"])
     results["availability"] = report_stats.summary(data)
     (fixture / "results.json").write_text(json.dumps(results))
     if html:
-        html_report.write(fixture, results, data)
+        html_report.write(fixture, RunVerdict.model_validate(results), data)
     done[comparison.run_id(first, 3)] = {"exit_code": 1, "error": None}
 
     second = comparison.run_dir(first, 4)

@@ -134,14 +134,13 @@ def _executor(comparison: compare.Comparison):
 
 def _analyzer(comparison: compare.Comparison):
     """``analyze(run_dir, facts)`` for ``compare.run_pending``: one line per verdict."""
-    from kafka_chaos.verdict import banner
     from kafka_chaos.check import analyze_run
 
     def analyze(run_dir: Path, facts: dict | None):
         result = analyze_run(run_dir, comparison.manifest["spark_master"],
                              comparison.manifest["fail_on"], facts)
         if result.results is not None:
-            console.print(f"  verdict: {banner(result.results)['headline']} "
+            console.print(f"  verdict: {result.results.banner()['headline']} "
                           f"(exit {result.code})")
         return result
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import csv
 import dataclasses
-import json
 import statistics
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,8 @@ from rich.console import Console
 from rich.table import Table
 
 from kafka_chaos.compare.core import Comparison
+from kafka_chaos.errors import ReportError
+from kafka_chaos.verdict import RunVerdict
 
 #: Anomaly rates shown per cell: name -> the anomalies counted in it.
 RATES = {"lost-write": ("lost-write",), "duplicate": ("duplicate",),
@@ -45,7 +46,7 @@ class RunRow:
     comparison directory, None when absent), ``results`` (its ``results.json``, None without
     a verdict), ``config`` (the cell's run configuration) and ``no_chance`` (the rules of
     its configuration that allow lost writes whose event never happened in a run that lost
-    none: ``results["chances"]``)."""
+    none: ``RunVerdict.chances``)."""
 
     seed: int
     status: str
@@ -62,7 +63,7 @@ class RunRow:
     permitted: list[str] = dataclasses.field(default_factory=list)
     error: str | None = None
     report: str | None = None
-    results: dict[str, Any] | None = None
+    results: RunVerdict | None = None
     config: dict[str, Any] | None = None
     no_chance: list[str] = dataclasses.field(default_factory=list)
 
@@ -138,36 +139,32 @@ def rows(comparison: Comparison) -> list[CellRow]:
 
 def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
     """The ``RunRow`` of ``cell`` with ``seed``, from its run directory."""
-    from kafka_chaos.verdict import banner
-
     done = comparison.manifest["done"].get(comparison.run_id(cell, seed))
     run_dir = comparison.run_dir(cell, seed)
     if done is None:
         return RunRow(seed, "pending")
     try:
-        results = json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        return RunRow(seed, "error", done["exit_code"], error=done.get("error")
-                      or "no results.json")
-    anomalies = results.get("anomalies") or {}
+        results = RunVerdict.load(run_dir)
+    except ReportError as exc:
+        return RunRow(seed, "error", done["exit_code"], error=done.get("error") or str(exc))
     counts: dict[str, int | None] = {}
     for name, members in RATES.items():
-        found = [(anomalies.get(m) or {}).get("count") for m in members]
+        found = [results.count(m) for m in members]
         counts[name] = None if None in found else sum(found)
-    availability = results.get("availability") or {}
+    availability = results.availability
     latency = availability.get("send_latency_ms") or {}
     report = run_dir / "report.html"
-    no_chance = [rule for rule, n in (results.get("chances") or {}).items()
+    no_chance = [rule for rule, n in results.chances.items()
                  if n == 0 and counts.get("lost-write") == 0]
     return RunRow(
-        seed, banner(results)["kind"], done["exit_code"], counts,
-        acked_sends=(results.get("stats") or {}).get("acked_sends") or 0,
+        seed, results.banner()["kind"], done["exit_code"], counts,
+        acked_sends=results.stats.get("acked_sends") or 0,
         sends=availability.get("sends") or 0, acked=availability.get("acked") or 0,
         unavailable_s=availability.get("unavailable_s") or 0.0,
         workload_s=availability.get("workload_s") or 0.0,
         p50_ms=latency.get("p50"), p99_ms=latency.get("p99"),
-        violations=list(results.get("violations") or []),
-        permitted=list(results.get("permitted") or []), error=done.get("error"),
+        violations=list(results.violations),
+        permitted=list(results.permitted), error=done.get("error"),
         report=str(report.relative_to(comparison.dir)) if report.is_file() else None,
         results=results, config=cell.get("config"), no_chance=no_chance)
 
@@ -263,7 +260,7 @@ def write_junit(comparison: Comparison, cells: list[CellRow]) -> Path:
                            else Error(r.error or "no verdict", "unknown")]
             cases.append(case)
         first = next((r for r in cell.runs if r.results is not None), None)
-        props = junit.properties(first.results if first else {}, cell.runs[0].config)
+        props = junit.properties(first.results if first else None, cell.runs[0].config)
         props.pop("seed", None)
         props.pop("valid", None)
         props.update({f"matrix.{k}": v for k, v in cell.settings.items()})

@@ -22,6 +22,8 @@ from rich.table import Table
 
 from kafka_chaos.compare.report import RATES
 from kafka_chaos.config import fingerprint, label
+from kafka_chaos.errors import ReportError
+from kafka_chaos.verdict import RunVerdict
 
 #: One character per verdict kind, oldest run first.
 MARKS = {"valid": ".", "permitted": "p", "violation": "X", "unknown": "?"}
@@ -45,29 +47,23 @@ class RunPoint:
 def scan(root: Path) -> list[RunPoint]:
     """Every run under ``root`` with a readable ``results.json``, oldest first. Unreadable
     ones are skipped (a run cut short has none)."""
-    from kafka_chaos.verdict import banner
-
     points = []
     for path in sorted(Path(root).rglob("results.json")):
         try:
-            results = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(results, dict) or "valid" not in results:
+            results = RunVerdict.load(path.parent)
+        except ReportError:
             continue
         config = _config(path.parent)
-        acked = (results.get("stats") or {}).get("acked_sends") or 0
-        anomalies = results.get("anomalies") or {}
+        acked = results.stats.get("acked_sends") or 0
         rates: dict[str, float | None] = {}
         for name, members in RATES.items():
-            counts = [(anomalies.get(m) or {}).get("count") for m in members]
+            counts = [results.count(m) for m in members]
             rates[name] = (None if None in counts or not acked
                            else round(1e4 * sum(counts) / acked, 3))
-        availability = results.get("availability") or {}
-        share = availability.get("ack_share")
+        share = results.availability.get("ack_share")
         points.append(RunPoint(path.parent, _started(path.parent, results),
-                               fingerprint(config), label(config), banner(results)["kind"],
-                               list(results.get("violations") or []), rates,
+                               fingerprint(config), label(config), results.banner()["kind"],
+                               list(results.violations), rates,
                                None if share is None else round(100 * share, 3)))
     return sorted(points, key=lambda p: (p.started, str(p.path)))
 
@@ -86,10 +82,10 @@ def _config(run_dir: Path) -> dict[str, Any]:
         return {}
 
 
-def _started(run_dir: Path, results: dict[str, Any]) -> datetime:
+def _started(run_dir: Path, results: RunVerdict) -> datetime:
     """When the run started: its facts' ``started``, else its directory's name (a run
     directory is named by its UTC start), else ``history.jsonl``'s modification time."""
-    text = (results.get("run") or {}).get("started")
+    text = results.run.get("started")
     for value, fmt in ((text, None), (run_dir.name[:15], "%Y%m%dT%H%M%S")):
         try:
             parsed = (datetime.fromisoformat(value) if fmt is None

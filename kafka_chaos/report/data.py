@@ -1,10 +1,10 @@
 """What the HTML report shows, read from ``history.jsonl`` in one streaming pass.
 
-``extract(history, results)`` reads the history line by line (``history.iter_history``: every
+``extract(history, anomalies)`` reads the history line by line (``history.iter_history``: every
 line checked, errors name it) and keeps only compact data: per client op a few numbers in
 ``array`` columns (about 40 bytes an op, so a million-op history needs ~40 MB), the nemesis's
 fault windows and the cluster-state monitor's changes (``kafka_chaos.report.cluster``), and
-the offsets around the anomaly examples of ``results.json``. Time series and availability
+the offsets around the verdict's anomaly examples. Time series and availability
 figures are computed from these columns afterwards (``kafka_chaos.report.stats``). No Spark:
 the report must be fast.
 
@@ -120,14 +120,14 @@ class ReportData:
         return {k: v.get("name", k) for k, v in ((self.header or {}).get("nodes") or {}).items()}
 
 
-def example_windows(results: dict[str, Any] | None) -> list[tuple[str, int, int, int, list]]:
+def example_windows(anomalies: dict[str, Any] | None) -> list[tuple[str, int, int, int, list]]:
     """The offset diagrams the report draws: ``(anomaly, key, lo, hi, examples)`` for the
-    examples of ``OFFSET_ANOMALIES`` in ``results``, grouped per key, the examples' offsets
+    examples of ``OFFSET_ANOMALIES`` in ``anomalies`` (``RunVerdict.anomalies``), grouped per key, the examples' offsets
     (``final_end`` when the acknowledgement had no offset) widened by ``OFFSET_SPAN`` each
     side; examples closer than twice that share one diagram."""
     out = []
     for name in OFFSET_ANOMALIES:
-        found = ((results or {}).get("anomalies") or {}).get(name) or {}
+        found = (anomalies or {}).get(name) or {}
         at: dict[int, list[tuple[int, dict]]] = {}
         for ex in found.get("examples") or []:
             offset = ex.get("offset") if ex.get("offset") is not None else ex.get("final_end")
@@ -147,12 +147,13 @@ def example_windows(results: dict[str, Any] | None) -> list[tuple[str, int, int,
     return out
 
 
-def offset_windows(results: dict[str, Any] | None) -> list[tuple[int, int, int]]:
+def offset_windows(anomalies: dict[str, Any] | None) -> list[tuple[int, int, int]]:
     """The distinct ``(key, lo, hi)`` of ``example_windows``, in order."""
-    return list(dict.fromkeys((key, lo, hi) for _, key, lo, hi, _ in example_windows(results)))
+    return list(dict.fromkeys((key, lo, hi) for _, key, lo, hi, _ in
+                              example_windows(anomalies)))
 
 
-def extract(history: Path, results: dict[str, Any] | None = None) -> ReportData:
+def extract(history: Path, anomalies: dict[str, Any] | None = None) -> ReportData:
     """Read ``history`` (format 1 or 2) once and keep what the report shows.
 
     Client ops get a timeline row (lane) when their process first invokes: the lowest row
@@ -160,9 +161,12 @@ def extract(history: Path, results: dict[str, Any] | None = None) -> ReportData:
     so a row is one worker, as Jepsen's timeline has one row per thread. The final reads,
     which no worker runs, share one row of their own after the workers'.
 
+    ``anomalies`` (``RunVerdict.anomalies``) names the offsets to keep for the examples'
+    diagrams (``example_windows``).
+
     Raises ``HistoryError`` naming the line for a malformed line or pairing.
     """
-    extractor = _Extractor(offset_windows(results))
+    extractor = _Extractor(offset_windows(anomalies))
     return extractor.run(Path(history))
 
 

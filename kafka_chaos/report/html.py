@@ -29,39 +29,22 @@ from kafka_chaos.history import HistoryError
 from kafka_chaos.report import figures as report_figures
 from kafka_chaos.report import stats as report_stats
 from kafka_chaos.report.data import ReportData, example_windows, extract
-from kafka_chaos.verdict import banner, exit_code
+from kafka_chaos.verdict import RunVerdict
 
 #: The configuration shown up front (the settings table's ``report`` ones; the rest is in
 #: the full listing).
 KEY_SETTINGS = tuple(name for name, s in SETTINGS.items() if s.report)
 
 
-def load_results(run_dir: Path) -> dict[str, Any]:
-    """``run_dir/results.json`` as a dict; ``ReportError`` naming the file (and line) when it
-    is missing or not a JSON object."""
-    path = Path(run_dir) / "results.json"
-    try:
-        results = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ReportError(f"{path}: missing (run `kafka-chaos analyze {run_dir}` first)") from None
-    except json.JSONDecodeError as exc:
-        raise ReportError(f"{path} line {exc.lineno}: not valid JSON ({exc.msg})") from None
-    except OSError as exc:
-        raise ReportError(f"{path}: {exc.strerror}") from None
-    if not isinstance(results, dict):
-        raise ReportError(f"{path}: expected a JSON object")
-    return results
-
-
-def build(run_dir: Path, results: dict[str, Any] | None = None,
+def build(run_dir: Path, results: RunVerdict | None = None,
           data: ReportData | None = None, source: str | None = None) -> str:
     """The HTML text of the report of ``run_dir``.
 
     Args:
         run_dir: holds ``history.jsonl`` and (unless ``results`` is given) ``results.json``;
             ``config.json`` and ``command.txt`` are used when present.
-        results: the verdict (``results.json``'s content), if already in memory.
-        data: ``report.data.extract(history, results)``, if already read.
+        results: the verdict, if already in memory (else ``RunVerdict.load``).
+        data: ``report.data.extract(history, results.anomalies)``, if already read.
         source: the URL the run directory was fetched from (``kafka-chaos analyze URL``),
             shown instead of ``run_dir``.
 
@@ -73,24 +56,24 @@ def build(run_dir: Path, results: dict[str, Any] | None = None,
     history = run_dir / "history.jsonl"
     if not history.is_file():
         raise ReportError(f"{history}: missing")
-    results = load_results(run_dir) if results is None else results
+    results = RunVerdict.load(run_dir) if results is None else results
     if data is None:
-        data = read(history, results)
+        data = read(history, results.anomalies)
     config = (data.header or {}).get("config") or _json(run_dir / "config.json")
     context = _context(run_dir, data, results, config, source)
     context["build_s"] = round(time.perf_counter() - started, 2)
     return _template().render(**context)
 
 
-def read(history: Path, results: dict[str, Any]) -> ReportData:
+def read(history: Path, anomalies: dict[str, Any]) -> ReportData:
     """``report.data.extract`` with a ``HistoryError`` naming the file."""
     try:
-        return extract(history, results)
+        return extract(history, anomalies)
     except HistoryError as exc:
         raise HistoryError(f"{history}: {exc}") from exc
 
 
-def write(run_dir: Path, results: dict[str, Any] | None = None,
+def write(run_dir: Path, results: RunVerdict | None = None,
           data: ReportData | None = None, out: Path | None = None,
           source: str | None = None) -> Path:
     """Build the report (``build``) and write ``report.html`` atomically into ``out``
@@ -133,13 +116,13 @@ def _div(fig: dict, div_id: str) -> str:
                              validate=False, config={"displaylogo": False, "responsive": True})
 
 
-def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
+def _context(run_dir: Path, data: ReportData, results: RunVerdict,
              config: dict[str, Any] | None, source: str | None = None) -> dict[str, Any]:
-    facts = results.get("run") or {}
-    fail_on = results.get("fail_on") or "violation"
+    facts = results.run
+    # a results.json older than its availability section: the same figures, from the history
+    avail = results.availability or report_stats.summary(data)
     bin_s = report_stats.bin_width_s(data.workload_s[1])
     unavailable = report_stats.unavailability(data)
-    acked, attempted = report_stats.ack_share(data)
     figures = {
         "timeline": _div(report_figures.timeline(data, evidence=evidence_events(results)),
                          "fig-timeline"),
@@ -151,7 +134,7 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
     }
     views = {(v.key, v.lo, v.hi): v for v in data.views}
     diagrams: dict[str, list[str]] = {}
-    for n, (name, key, lo, hi, examples) in enumerate(example_windows(results)):
+    for n, (name, key, lo, hi, examples) in enumerate(example_windows(results.anomalies)):
         fig = report_figures.offsets(name, views[(key, lo, hi)], examples)
         diagrams.setdefault(name, []).append(_div(fig, f"fig-offsets-{n}"))
     name = source.rstrip("/").rpartition("/")[2] if source else run_dir.resolve().name
@@ -162,9 +145,9 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
         "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"),
         "version": __version__,
         "plotly_js": get_plotlyjs(),
-        "verdict": banner(results),
-        "exit_code": exit_code(results, fail_on),
-        "fail_on": fail_on,
+        "verdict": results.banner(),
+        "exit_code": results.exit_code,
+        "fail_on": results.fail_on,
         "facts": _facts(data, results, facts, config),
         "settings": [(SETTINGS[k].label, _show(config[k], SETTINGS[k].unit))
                      for k in KEY_SETTINGS if config and k in config],
@@ -172,28 +155,28 @@ def _context(run_dir: Path, data: ReportData, results: dict[str, Any],
         "rerun": rerun(run_dir, config, facts),
         "figures": figures,
         "availability": {
-            "acked": acked, "attempted": attempted,
-            "share": f"{100 * acked / attempted:.2f} %" if attempted else "n/a",
+            "acked": avail["acked"], "attempted": avail["sends"],
+            "share": f"{100 * avail['ack_share']:.2f} %" if avail["sends"] else "n/a",
             "unavailable": [(a, b, b - a) for a, b in unavailable],
             "min_s": report_stats.UNAVAILABLE_S,
-            "unavailable_s": sum(b - a for a, b in unavailable),
-            "workload_s": data.workload_s[1] - data.workload_s[0],
+            "unavailable_s": avail["unavailable_s"],
+            "workload_s": avail["workload_s"],
             "faults": _fault_rows(data),
-            "outcomes": report_stats.outcome_counts(data)},
+            "outcomes": avail["ops"]},
         "anomalies": _anomalies(results, diagrams),
-        "unknown_reasons": results.get("unknown_reasons") or [],
-        "cycle_search": results.get("cycle_search"),
+        "unknown_reasons": results.unknown_reasons,
+        "cycle_search": results.cycle_search,
         "events": data.events, "events_dropped": data.events_dropped,
         "nodes": data.nodes, "nemesis": data.nemesis, "lines": data.lines,
         "monitor_samples": data.monitor_samples,
     }
 
 
-def evidence_events(results: dict[str, Any]) -> list[dict[str, Any]]:
+def evidence_events(results: RunVerdict) -> list[dict[str, Any]]:
     """The distinct events the examples' permitting evidence names (``analysis.evidence``),
     each once with ``cites``: the anomalies and rules that cite it; in time order."""
     seen: dict[tuple, dict[str, Any]] = {}
-    for name, found in (results.get("anomalies") or {}).items():
+    for name, found in results.anomalies.items():
         for ex in found.get("examples") or []:
             e = ex.get("evidence")
             if not e:
@@ -213,8 +196,8 @@ def _fault_rows(data: ReportData) -> list[dict[str, Any]]:
             for w in data.windows]
 
 
-def _facts(data: ReportData, results: dict, facts: dict, config: dict | None) -> list:
-    stats = results.get("stats") or {}
+def _facts(data: ReportData, results: RunVerdict, facts: dict, config: dict | None) -> list:
+    stats = results.stats
     rows = [("seed", facts.get("seed", (config or {}).get("seed"))),
             ("Kafka", facts.get("kafka_version") or (data.header or {}).get("kafka_version")
              or (config or {}).get("kafka_version")),
@@ -224,16 +207,16 @@ def _facts(data: ReportData, results: dict, facts: dict, config: dict | None) ->
             ("records read", stats.get("records_read")),
             ("monitor samples", data.monitor_samples),
             ("nemesis ops", len(data.nemesis)),
-            ("analysis", f"{results.get('analysis_time_s')} s"
-             if results.get("analysis_time_s") is not None else None),
+            ("analysis", f"{results.analysis_time_s} s"
+             if results.analysis_time_s is not None else None),
             ("run", f"{facts.get('total_s')} s" if facts.get("total_s") else None)]
     return [(k, v) for k, v in rows if v is not None]
 
 
-def _anomalies(results: dict[str, Any], diagrams: dict[str, list[str]]) -> list[dict]:
+def _anomalies(results: RunVerdict, diagrams: dict[str, list[str]]) -> list[dict]:
     """The anomalies found or whose checker failed, each with its explanations."""
     out = []
-    for name, found in (results.get("anomalies") or {}).items():
+    for name, found in results.anomalies.items():
         count = found.get("count")
         if count == 0:
             continue

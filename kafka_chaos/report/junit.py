@@ -17,13 +17,14 @@ suite of the same tests. Its test cases:
 - ``scenario preconditions`` (with a scenario): an ``<error>`` naming the step whose
   precondition was not met; ``final heal``: an ``<error>`` when the heal did not complete.
 
-So the suite has a failure exactly when the exit code is 1 (``verdict.exit_code``), and
+So the suite has a failure exactly when the exit code is 1 (``RunVerdict.exit_code``), and
 an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's
 ``<properties>`` carry the facts that decide what the run may show: seed, Kafka version,
 backend, client, acks, min.insync.replicas, idempotence, transactions, unclean leader
 election, nemesis or scenario, ``fail_on``, ``valid`` and the ``verdict`` word.
 
-Results are data first; this module only renders them (``docs/report.md``).
+The verdict (``verdict.RunVerdict``) is built before; this module only renders it
+(``docs/report.md``).
 """
 
 from __future__ import annotations
@@ -37,14 +38,14 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES, SHARE
 from kafka_chaos.config import fingerprint
-from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, exit_code, word
+from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
 
 SUITE = "kafka-chaos"
 #: Examples explained per anomaly in a failure's body (results keep at most 5).
 EXAMPLES_PER_ANOMALY = 5
 
 
-def case_name(results: dict[str, Any], config: dict[str, Any] | None) -> str:
+def case_name(results: RunVerdict | None, config: dict[str, Any] | None) -> str:
     """The test case's name: workload, faults and the configuration's fingerprint
     (``config.fingerprint``), e.g. ``"queue nemesis=kill,partition config=1a2b3c4d"``. No seed:
     a nightly job with a new seed each night stays one test, so CI systems can follow its
@@ -58,10 +59,10 @@ def case_name(results: dict[str, Any], config: dict[str, Any] | None) -> str:
     return f"{workload} {faults} config={fingerprint(config) if config else 'unknown'}"
 
 
-def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[str, str]:
+def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dict[str, str]:
     """The suite's properties as ``name -> text`` (absent facts are left out)."""
     config = config or {}
-    facts = results.get("run") or {}
+    facts = results.run if results is not None else {}
     props: dict[str, Any] = {
         "seed": _seed(results, config),
         "kafka_version": facts.get("kafka_version") or config.get("kafka_version"),
@@ -79,21 +80,20 @@ def properties(results: dict[str, Any], config: dict[str, Any] | None) -> dict[s
         "unclean_election_at_runtime": "unclean" in (config.get("nemesis") or []) or None,
         "nemesis": ",".join(config.get("nemesis") or []) or None,
         "scenario": config.get("scenario"),
-        "fail_on": results.get("fail_on") or "violation",
-        "valid": results.get("valid") if isinstance(results.get("valid"), bool) else None,
-        "verdict": word(results),
+        "fail_on": results.fail_on if results is not None else "violation",
+        "valid": results.valid if results is not None else None,
+        "verdict": results.verdict if results is not None else "unknown",
     }
     return {name: _text(value) for name, value in props.items() if value is not None}
 
 
-def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
+def build(results: RunVerdict, config: dict[str, Any] | None) -> JUnitXml:
     """The JUnit document of one verdict: one suite, a test case per checked property, per
     fault asked for, for the scenario's preconditions and the final heal (see the module's
     docstring).
 
     Args:
-        results: the content of ``results.json`` (``analysis.check``'s dict plus ``fail_on``
-            and the run facts under ``run``).
+        results: the verdict (``results.json``'s content).
         config: the run configuration (``config.json`` or the history header's), or None
             when unknown (format-1 histories without ``config.json``).
     """
@@ -107,21 +107,18 @@ def build(results: dict[str, Any], config: dict[str, Any] | None) -> JUnitXml:
     return xml
 
 
-def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
+def property_cases(results: RunVerdict, classname: str) -> list[TestCase]:
     """A test case per property of ``catalogue.anomalies.PROPERTIES`` (see the module's
     docstring), of class ``classname``. ``share delivery`` only for a run whose consumers
     were share consumers (``share`` ops, or a share anomaly found): in any other run there
     was nothing of it to check, and a passed case would say otherwise."""
-    fail_on = results.get("fail_on") or "violation"
-    counted = set(_counted(results, fail_on)) if exit_code(results, fail_on) \
-        == EXIT_ANOMALIES else set()
-    reasons = results.get("unknown_reasons") or []
-    unknown = results.get("valid") not in (True, False) or "anomalies" not in results
-    if unknown and not reasons:
+    counted = set(results.counted()) if results.exit_code == EXIT_ANOMALIES else set()
+    reasons = results.unknown_reasons
+    if results.valid is None and not reasons:
         reasons = ["no verdict"]
     cases = []
-    shared = "share" in ((results.get("stats") or {}).get("by_f") or {}) or any(
-        ((results.get("anomalies") or {}).get(n) or {}).get("count") for n in SHARE)
+    shared = "share" in (results.stats.get("by_f") or {}) or any(
+        results.count(n) for n in SHARE)
     for prop, names in PROPERTIES.items():
         if names == SHARE and not shared:
             continue
@@ -130,14 +127,14 @@ def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
         concern = [r for r in reasons if _concerns(r, names)]
         if mine:
             failure = Failure(_summary(results, mine), "violation" if set(mine) & set(
-                results.get("violations") or []) else "anomaly")
+                results.violations) else "anomaly")
             failure.text = _explanations(results, mine)
             case.result = [failure]
         elif concern:
             error = Error("; ".join(concern), "unknown")
             error.text = "\n".join(concern)
             case.result = [error]
-        permitted = [n for n in names if n in (results.get("permitted") or [])]
+        permitted = [n for n in names if n in results.permitted]
         if permitted:
             case.system_out = ("permitted anomalies (the configuration allows them):\n"
                                + _explanations(results, permitted))
@@ -145,13 +142,13 @@ def property_cases(results: dict[str, Any], classname: str) -> list[TestCase]:
     return cases
 
 
-def run_cases(results: dict[str, Any], config: dict[str, Any] | None,
+def run_cases(results: RunVerdict, config: dict[str, Any] | None,
               classname: str) -> list[TestCase]:
     """The test cases of what the run itself had to do: each fault asked for ran, the
     scenario's preconditions held, the final heal completed (from the run's facts,
-    ``results["run"]``; none when the facts do not say)."""
+    ``RunVerdict.run``; none when the facts do not say)."""
     config = config or {}
-    facts = results.get("run") or {}
+    facts = results.run
     cases = []
     if "faults_not_run" in facts:
         for package in config.get("nemesis") or []:
@@ -181,29 +178,28 @@ def _concerns(reason: str, names: list[str]) -> bool:
     return not named or bool(set(named) & set(names))
 
 
-def testcase(results: dict[str, Any], config: dict[str, Any] | None,
+def testcase(results: RunVerdict, config: dict[str, Any] | None,
              name: str | None = None) -> TestCase:
     """The one test case of a whole verdict (named ``case_name`` unless ``name`` is given), as
     a comparison's ``junit.xml`` has one per run: passed, a ``<failure>`` when the exit code
     is 1 (the counted anomalies), an ``<error>`` when it is 2 (the ``unknown_reasons``)."""
-    fail_on = results.get("fail_on") or "violation"
     case = TestCase(name or case_name(results, config), classname=SUITE,
                     time=_duration_s(results))
-    code = exit_code(results, fail_on)
+    code = results.exit_code
     if code == EXIT_ANOMALIES:
-        names = _counted(results, fail_on) or list(results.get("anomaly_types") or [])
+        names = results.counted() or list(results.anomaly_types)
         failure = Failure(_summary(results, names),
-                          "violation" if results.get("violations") else "anomaly")
+                          "violation" if results.violations else "anomaly")
         failure.text = _explanations(results, names)
         case.result = [failure]
     elif code == EXIT_UNKNOWN:
-        reasons = results.get("unknown_reasons") or ["no verdict"]
+        reasons = results.unknown_reasons or ["no verdict"]
         error = Error("; ".join(reasons), "unknown")
         error.text = "\n".join(reasons)
         case.result = [error]
-    if results.get("permitted"):
+    if results.permitted:
         case.system_out = ("permitted anomalies (the configuration allows them):\n"
-                           + _explanations(results, results["permitted"]))
+                           + _explanations(results, results.permitted))
     return case
 
 
@@ -227,7 +223,7 @@ def document(suites: list[TestSuite]) -> JUnitXml:
     return xml
 
 
-def write(run_dir: Path, results: dict[str, Any], config: dict[str, Any] | None) -> Path:
+def write(run_dir: Path, results: RunVerdict, config: dict[str, Any] | None) -> Path:
     """Write ``run_dir/junit.xml`` (atomically) for ``results`` and return its path."""
     path = Path(run_dir) / "junit.xml"
     tmp = path.with_suffix(".xml.tmp")
@@ -236,15 +232,8 @@ def write(run_dir: Path, results: dict[str, Any], config: dict[str, Any] | None)
     return path
 
 
-def _counted(results: dict[str, Any], fail_on: str) -> list[str]:
-    """The anomalies that made the exit code 1: violations, or every one found under any."""
-    if fail_on == "any":
-        return list(results.get("anomaly_types") or [])
-    return list(results.get("violations") or [])
-
-
-def _summary(results: dict[str, Any], names: list[str]) -> str:
-    anomalies = results.get("anomalies") or {}
+def _summary(results: RunVerdict, names: list[str]) -> str:
+    anomalies = results.anomalies
     parts = []
     for name in names:
         found = anomalies.get(name) or {}
@@ -262,8 +251,8 @@ def _summary(results: dict[str, Any], names: list[str]) -> str:
     return f"{kind}: {', '.join(parts)}"
 
 
-def _explanations(results: dict[str, Any], names: list[str]) -> str:
-    anomalies = results.get("anomalies") or {}
+def _explanations(results: RunVerdict, names: list[str]) -> str:
+    anomalies = results.anomalies
     lines = []
     for name in names:
         found = anomalies.get(name) or {}
@@ -276,15 +265,15 @@ def _explanations(results: dict[str, Any], names: list[str]) -> str:
     return "\n".join(lines)
 
 
-def _seed(results: dict[str, Any], config: dict[str, Any]) -> Any:
-    seed = (results.get("run") or {}).get("seed")
+def _seed(results: RunVerdict | None, config: dict[str, Any]) -> Any:
+    seed = results.run.get("seed") if results is not None else None
     return config.get("seed") if seed is None else seed
 
 
-def _duration_s(results: dict[str, Any]) -> float:
+def _duration_s(results: RunVerdict) -> float:
     """Seconds the run took (cluster, workload and teardown) plus the analysis."""
-    total = (results.get("run") or {}).get("total_s") or 0
-    return round(float(total) + float(results.get("analysis_time_s") or 0), 3)
+    total = results.run.get("total_s") or 0
+    return round(float(total) + float(results.analysis_time_s or 0), 3)
 
 
 def _text(value: Any) -> str:

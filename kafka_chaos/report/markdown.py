@@ -2,7 +2,7 @@
 (``$GITHUB_STEP_SUMMARY``), pull-request comments and chat: a run's ``summary.md``, the
 trends of ``kafka-chaos history --format markdown`` and a comparison's ``summary.md``.
 
-Renderers only, from the data the other renderers read (``results.json``, ``trends.Trend``,
+Renderers only, from the data the other renderers read (``verdict.RunVerdict``, ``trends.Trend``,
 ``compare.report.CellRow``); cells are not cut to a terminal's width (an example's
 explanation to 200 characters) and nothing is drawn with box characters.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from kafka_chaos.analysis.explain import explain
-from kafka_chaos.verdict import banner, word
+from kafka_chaos.verdict import RunVerdict
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -28,32 +28,32 @@ def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def run_summary(results: dict[str, Any], title: str = "kafka-chaos") -> str:
+def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
     """A run's verdict: its word and headline (the faults that never ran included), a table
     of the anomalies found (count, how they were judged, rule, first example), the reasons
     it is unknown, and the run's figures."""
-    shown = banner(results)
-    out = [f"## {title}: {word(results)}\n", f"{shown['headline']}\n"]
-    found = [(n, a) for n, a in (results.get("anomalies") or {}).items() if a.get("count")]
+    shown = results.banner()
+    out = [f"## {title}: {results.verdict}\n", f"{shown['headline']}\n"]
+    found = [(n, a) for n, a in results.anomalies.items() if a.get("count")]
     if found:
         out.append(table(("anomaly", "count", "judged", "rule", "first example"), (
             (name, a["count"], _outcomes(a), a.get("rule"),
              explain(name, a["examples"][0])[:200] if a.get("examples") else "")
             for name, a in found)))
-    errors = [n for n, a in (results.get("anomalies") or {}).items() if a.get("count") is None]
+    errors = [n for n, a in results.anomalies.items() if a.get("count") is None]
     if errors:
         out.append(f"Checkers that failed: {', '.join(errors)}\n")
     for reason in shown["reasons"]:
         out.append(f"- unknown: {reason}")
     if shown["reasons"]:
         out.append("")
-    stats, avail = results.get("stats") or {}, results.get("availability") or {}
+    stats, avail = results.stats, results.availability
     if stats:
         out.append(table(("ops", "acknowledged sends", "records read", "no ack, time %",
                           "analysis s"),
                          [(stats.get("ops"), stats.get("acked_sends"),
                            stats.get("records_read"), _pct(avail.get("unavailable_share")),
-                           results.get("analysis_time_s"))]))
+                           results.analysis_time_s)]))
     return "\n".join(out)
 
 

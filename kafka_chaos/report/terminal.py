@@ -1,8 +1,6 @@
-"""Verdict rendering for the terminal, and ``results.json`` (the analysis merged with the
-run's own facts). The verdict itself (the run's facts judged, its word, banner and exit code)
-is ``kafka_chaos.verdict``'s.
-
-Results are data first (the analysis dict); this module only renders them.
+"""Verdict rendering for the terminal. The verdict itself (``verdict.RunVerdict``: the run's
+facts judged, its word, banner and exit code, ``results.json``) is built before; this module
+only renders it.
 """
 
 from __future__ import annotations
@@ -15,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafka_chaos.analysis.explain import explain, explain_evidence
+from kafka_chaos.verdict import RunVerdict
 
 
 def run_facts(run_dir: Path) -> dict:
@@ -28,27 +27,6 @@ def run_facts(run_dir: Path) -> dict:
         if facts:
             return facts
     return {}
-
-
-def write_results(run_dir: Path, result: dict, facts: dict | None = None) -> Path:
-    """Write ``results.json`` atomically: the analysis (``valid`` true, false or null when
-    unknown), its ``verdict`` word (``verdict.word``), the ``kafka_chaos_version`` that judged
-    it, the ``client`` library the workload ran (``{"name", "version"}``, when the run
-    recorded it) and the run's facts under ``run``. Returns its path."""
-    from kafka_chaos import __version__
-    from kafka_chaos.verdict import word
-
-    path = run_dir / "results.json"
-    # a boolean or null: JSON readers need not know the analysis's "unknown"
-    valid = result.get("valid") if isinstance(result.get("valid"), bool) else None
-    payload = {**result, "valid": valid, "verdict": word(result),
-               "kafka_chaos_version": __version__, "run": facts or {}}
-    if (facts or {}).get("client"):
-        payload["client"] = facts["client"]
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(payload, indent=2, default=str))
-    tmp.replace(path)
-    return path
 
 
 def verdict_cell(found: dict) -> str:
@@ -66,18 +44,18 @@ def verdict_cell(found: dict) -> str:
     return ", ".join(f"{n} {label[o]}" for n, o in parts)
 
 
-def no_chance(result: dict) -> list[str]:
+def no_chance(result: RunVerdict) -> list[str]:
     """A sentence for each rule of the configuration under which lost writes are possible
-    whose event never happened in a run that lost none (``results["chances"]``): its "0 lost
+    whose event never happened in a run that lost none (``RunVerdict.chances``): its "0 lost
     writes" says nothing of that promise."""
     from kafka_chaos.analysis.promises import RULES
 
-    if (result.get("anomalies") or {}).get("lost-write", {}).get("count") != 0:
+    if result.count("lost-write") != 0:
         return []
     mechanisms = {r.name: r.mechanism for r in RULES}
     return [f"{rule}: {mechanisms.get(rule) or 'its event'} never happened: the run's 0 "
             "lost writes say nothing about that promise"
-            for rule, n in (result.get("chances") or {}).items() if n == 0]
+            for rule, n in result.chances.items() if n == 0]
 
 
 def _n(x: object) -> str:
@@ -90,19 +68,17 @@ def _by_f(by_f: dict) -> str:
                      for f, types in by_f.items() if any(types.values()))
 
 
-def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
+def render(result: RunVerdict, console: Console, run_dir: Path | None = None) -> None:
     """Print the verdict table: one row per anomaly found with count, how its findings were
     judged (permitted, and by which rule and event; violation; unexplained), and the first
     example; one line names the anomalies checked for and not found."""
-    from kafka_chaos.verdict import word
-
-    colour = {True: "green", False: "red"}.get(result.get("valid"), "yellow")
-    table = Table(title=f"Verdict: [bold {colour}]{word(result)}[/]")
+    colour = {True: "green", False: "red"}.get(result.valid, "yellow")
+    table = Table(title=f"Verdict: [bold {colour}]{result.verdict}[/]")
     for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
                     ("example", {})):
         table.add_column(col, **kw)
     none = []
-    for name, found in (result.get("anomalies") or {}).items():
+    for name, found in result.anomalies.items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
         example = escape(explain(name, found["examples"][0])[:160]) if found.get("examples") \
@@ -118,46 +94,46 @@ def render(result: dict, console: Console, run_dir: Path | None = None) -> None:
     if table.row_count:
         console.print(table)
     else:
-        console.print(f"Verdict: [bold {colour}]{word(result)}[/]: no anomaly found")
+        console.print(f"Verdict: [bold {colour}]{result.verdict}[/]: no anomaly found")
     if none:
         console.print(f"[dim]none found ({len(none)}): {', '.join(none)}[/]")
-    stats = result.get("stats") or {}
+    stats = result.stats
     if stats:
         console.print(f"ops: {_n(stats.get('ops'))} ({_by_f(stats.get('by_f') or {})}); "
                       f"acknowledged sends: {_n(stats.get('acked_sends'))}; records read: "
                       f"{_n(stats.get('records_read'))}; analysis: "
-                      f"{result.get('analysis_time_s')} s")
-    search = result.get("cycle_search")
+                      f"{result.analysis_time_s} s")
+    search = result.cycle_search
     if search:
         console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "
                       f"{search['edges']} edges, {search['components']} cyclic components, "
                       f"{search['time_s']} s")
-    for name in result.get("violations") or []:
-        a = result["anomalies"][name]
+    for name in result.violations:
+        a = result.anomalies[name]
         n = (a.get("outcomes") or {}).get("violation", a.get("count"))
         console.print(f"[red]violation[/]: {name} ({n}): "
                       f"{escape(a.get('violation_because') or a['because'])}")
     by_rule: dict[str, list[str]] = {}
-    for name in result.get("anomaly_types") or []:
-        for rule in (result["anomalies"][name].get("rules") or {}):
+    for name in result.anomaly_types:
+        for rule in (result.anomalies[name].get("rules") or {}):
             by_rule.setdefault(rule, []).append(name)
     for rule, names in by_rule.items():
-        a = next((result["anomalies"][n] for n in names
-                  if result["anomalies"][n]["rule"] == rule), None)
+        a = next((result.anomalies[n] for n in names
+                  if result.anomalies[n]["rule"] == rule), None)
         because = f": {a['because']} ({a['source']})" if a else ""
         console.print(f"[cyan]permitted by {rule}[/]: {', '.join(names)}{escape(because)}")
         for name in names:
-            shown = next((ex for ex in result["anomalies"][name].get("examples") or []
+            shown = next((ex for ex in result.anomalies[name].get("examples") or []
                           if ex.get("rule") == rule and ex.get("evidence")), None)
             if shown is not None:
                 console.print(f"  e.g. {name} by {escape(explain_evidence(shown['evidence']))}")
     for line in no_chance(result):
         console.print(f"[yellow]no chance[/]: {escape(line)}")
-    if result.get("faults_not_run"):
-        console.print(f"[yellow]never ran[/]: {', '.join(result['faults_not_run'])}: asked "
+    if result.faults_not_run:
+        console.print(f"[yellow]never ran[/]: {', '.join(result.faults_not_run)}: asked "
                       "for, but the run ended before they started (or each attempt raised): "
                       "the verdict says nothing about them")
-    for reason in result.get("unknown_reasons") or []:
+    for reason in result.unknown_reasons:
         console.print(f"[yellow]unknown: {escape(reason)}[/]")
     if run_dir is not None:
         console.print(f"run directory: {run_dir}")

@@ -9,7 +9,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped
 
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.report import junit
-from kafka_chaos.verdict import exit_code
+from kafka_chaos.verdict import RunVerdict, exit_code
 from tests.queue_builder import STRICT
 from tests.verdicts import verdict
 
@@ -32,7 +32,7 @@ def parsed(tmp_path: Path, results: dict, cfg: dict | None):
     """The one suite of ``junit.xml`` written for ``results``, its test cases by name and its
     properties."""
     tmp_path.mkdir(exist_ok=True)
-    path = junit.write(tmp_path, results, cfg)
+    path = junit.write(tmp_path, RunVerdict.model_validate(results), cfg)
     assert path == tmp_path / "junit.xml"
     [suite] = list(JUnitXml.fromfile(str(path)))
     cases = {case.name: case for case in suite}

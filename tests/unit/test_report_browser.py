@@ -53,7 +53,7 @@ def test_the_report_renders_every_plot_without_errors(browser, tmp_path) -> None
     page = html_report.write(run_dir)
     browser.get(page.resolve().as_uri())
     divs = browser.find_elements(By.CSS_SELECTOR, "div[id^='fig-']")
-    assert len(divs) == 3 + len(html_report.example_windows(results))
+    assert len(divs) == 3 + len(html_report.example_windows(results["anomalies"]))
 
     def drawn(driver) -> bool:
         plots = driver.find_elements(By.CSS_SELECTOR, ".js-plotly-plot")

@@ -167,14 +167,14 @@ def test_offset_views_around_anomaly_examples(tmp_path) -> None:
         "inconsistent-offsets": {"count": 1, "examples": [{"key": 0, "offset": 1,
                                                            "values": [11, 12]}]},
         "duplicate": {"count": 1, "examples": [{"key": 0, "value": 10, "offsets": [0, 2]}]}}}
-    wanted = example_windows(results)
+    wanted = example_windows(results["anomalies"])
     assert [(n, k, lo, hi) for n, k, lo, hi, _ in wanted] == [
         ("lost-write", 0, 0, 8), ("unseen", 1, 34, 47), ("inconsistent-offsets", 0, 0, 8)]
-    assert offset_windows(results) == [(0, 0, 8), (1, 34, 47)]
+    assert offset_windows(results["anomalies"]) == [(0, 0, 8), (1, 34, 47)]
     q = (Q().send(0, [(0, 10), (0, 11)]).poll(1, {0: [(0, 10), (1, 11)]})
          .send(0, [(0, 12)], offsets=[1]).send(0, [(0, 99)], offsets=[20])
          .final(2, 0, [(0, 10), (1, 12)]))
-    data = extract(q.write(tmp_path / "h.jsonl"), results)
+    data = extract(q.write(tmp_path / "h.jsonl"), results["anomalies"])
     view = next(v for v in data.views if v.key == 0)
     assert sorted((o, v) for o, v, _ in view.acked) == [(0, 10), (1, 11), (1, 12)]  # not 20
     assert view.polled == {0: {10}, 1: {11}} and view.final == {0: {10}, 1: {12}}
@@ -186,7 +186,7 @@ def test_examples_far_apart_get_diagrams_of_their_own() -> None:
     near = {**LOST, "offset": 5, "value": 6}
     results = {"anomalies": {"lost-write": {"examples": [far, LOST, near]}}}
     assert [(lo, hi, [e["value"] for e in ex]) for _, _, lo, hi, ex in
-            example_windows(results)] == [(0, 12, [11, 6]), (94, 107, [5])]
+            example_windows(results["anomalies"])] == [(0, 12, [11, 6]), (94, 107, [5])]
 
 
 def test_format_1_histories_are_read_too(tmp_path) -> None:

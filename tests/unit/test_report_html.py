@@ -14,6 +14,7 @@ from junitparser import JUnitXml
 from typer.testing import CliRunner
 
 from kafka_chaos import __version__, analysis, options
+from kafka_chaos.verdict import RunVerdict
 from kafka_chaos.report import html as html_report
 from kafka_chaos.analysis.explain import explain
 from kafka_chaos.cli import app
@@ -56,7 +57,7 @@ def test_the_report_is_self_contained_and_shows_every_section(run_dir) -> None:
     divs = re.findall(r'<div id="(fig-[a-z0-9-]+)"', page)
     lost = results["anomalies"]["lost-write"]
     assert lost["count"] and not lost["permitted"]  # the fixture's planted violation
-    diagrams = len(html_report.example_windows(results))
+    diagrams = len(html_report.example_windows(results["anomalies"]))
     assert divs[:3] == ["fig-timeline", "fig-throughput", "fig-latency"]
     assert len(divs) == 3 + diagrams and diagrams >= 2
     assert page.count("Plotly.newPlot") == len(divs)
@@ -109,7 +110,7 @@ def test_the_banner_says_the_verdict(tmp_path, results, kind, words) -> None:
     d = tmp_path / "run"
     d.mkdir()
     Q().send(0, [(0, 1)]).read_all(1).write(d / "history.jsonl")
-    page = html_report.build(d, results)
+    page = html_report.build(d, RunVerdict.model_validate(results))
     banner = page[page.index('<div id="verdict"'):]
     banner = banner[:banner.index('<div class="exit">')]
     assert f'class="banner {kind}"' in banner and words in banner
