@@ -216,13 +216,13 @@ class RunConfig(BaseModel):
         "id is never used again, as when the id names a host or pod).")
     isolation_level: Literal["read_committed", "read_uncommitted"] = setting(
         "read_committed", section="workload", prop="isolation.level", label="isolation.level",
-        shown=True, report=True, help="Consumers' isolation.level: read_committed or "
+        role="consumer", shown=True, report=True, help="Consumers' isolation.level: read_committed or "
         "read_uncommitted.")
     auto_commit: bool = setting(
-        False, section="workload", prop="enable.auto.commit", report=True,
+        False, section="workload", prop="enable.auto.commit", role="consumer", report=True,
         help="enable.auto.commit (else a manual commit after polls with --sub-via subscribe).")
     auto_offset_reset: Literal["earliest", "latest"] = setting(
-        "earliest", section="workload", prop="auto.offset.reset",
+        "earliest", section="workload", prop="auto.offset.reset", role="consumer",
         help="auto.offset.reset: earliest or latest.")
     crash_clients: bool = setting(False, section="workload",
                                   help="Drop a client without closing it now and then.")
@@ -230,7 +230,7 @@ class RunConfig(BaseModel):
         10.0, section="workload", flag="--crash-client-interval", unit="s", gt=0,
         help="Seconds between client crashes.")
     acks: Literal["0", "1", "all"] = setting("all", section="workload", prop="acks",
-                                             shown=True, report=True,
+                                             role="producer", shown=True, report=True,
                                              help="Producer acks: 0, 1 or all.")
     client: Literal[CLIENT_NAMES] = setting(  # type: ignore[valid-type]
         CLIENT_NAMES[0], section="workload", shown=True, report=True,
@@ -241,20 +241,22 @@ class RunConfig(BaseModel):
         help="--client java: the kafka-clients version (a Kafka release on Maven Central; "
         "default: --kafka-version's).")
     idempotence: bool | None = setting(
-        None, section="workload", prop="enable.idempotence", shown=True, report=True,
+        None, section="workload", prop="enable.idempotence", role="producer", shown=True,
+        report=True,
         help="enable.idempotence (KIP-98); unset: the client's own default, recorded as "
         "resolved (librdkafka: off; Java client: on unless acks, retries or max.in.flight "
         "conflict, KIP-679).")
-    retries: int = setting(2147483647, section="workload", prop="retries", report=True, ge=0,
-                           help="Producer retries.")
+    retries: int = setting(2147483647, section="workload", prop="retries", role="producer",
+                           report=True, ge=0, help="Producer retries.")
     max_in_flight: int = setting(
-        5, section="workload", prop="max.in.flight.requests.per.connection",
+        5, section="workload", prop="max.in.flight.requests.per.connection", role="producer",
         label="max.in.flight", shown=True, report=True, ge=1,
         help="max.in.flight.requests.per.connection.")
-    linger_ms: int = setting(5, section="workload", prop="linger.ms", unit="ms", ge=0,
-                             help="linger.ms.")
+    linger_ms: int = setting(5, section="workload", prop="linger.ms", role="producer",
+                             unit="ms", ge=0, help="linger.ms.")
     delivery_timeout_ms: int = setting(10000, section="workload", prop="delivery.timeout.ms",
-                                       unit="ms", ge=1000, help="delivery.timeout.ms.")
+                                       role="producer", unit="ms", ge=1000,
+                                       help="delivery.timeout.ms.")
     nemesis: list[str] = setting(
         section="nemesis", key="faults", aliases=("faults",), default_factory=list,
         shown=True, report=True,
@@ -486,13 +488,13 @@ class RunConfig(BaseModel):
 
     def broker_config(self) -> dict[str, str]:
         """Server properties this run sets on every broker: its ``broker_properties``, every
-        ``topics`` setting under its own Kafka property (the settings table's ``prop``: the
+        ``broker`` setting under its own Kafka property (the settings table's ``prop``: the
         replication factor, ``min.insync.replicas``, unclean leader election and its interval,
         ``replica.lag.time.max.ms``), and the group settings its groups need."""
         return {
             **self.broker_properties,
             **{s.prop: _property(getattr(self, name)) for name, s in SETTINGS.items()
-               if s.section == "topics" and s.prop},
+               if s.role == "broker"},
             **(_CONSUMER_GROUPS if _version(self.kafka_version) >= (4, 0) else {}),
             **(self._share_groups() if self.sub_via == "share" else {}),
         }

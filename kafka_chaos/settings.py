@@ -2,12 +2,15 @@
 
 Every field of ``kafka_chaos.config.RunConfig`` is declared with ``setting()``, which keeps
 its default, bounds and help as pydantic does and adds one ``Setting``: its ``run`` flag, its
-plan file section and key, the Kafka property it sets, its label in tables, its unit, the
+plan file section and key, the Kafka property it sets and on which config (broker,
+producer or consumer), its label in tables, its unit, the
 matrix's other names for it and why a comparison may not vary it. From that one table come
 the ``run`` options (``kafka_chaos.cli.flags``), the plan file's sections
 (``kafka_chaos.plan``), the matrix's names (``kafka_chaos.matrix``), the rerun
-command (``kafka_chaos.options.command_of``) and the report's settings
-(``kafka_chaos.report.html``), so a setting is written once.
+command (``kafka_chaos.options.command_of``), the report's settings
+(``kafka_chaos.report.html``) and the brokers' and clients' configurations
+(``RunConfig.broker_config``, ``workloads.settings.WorkloadSettings``), so a setting is
+written once.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from pydantic import Field
 
 #: Plan file sections, in file order; ``""`` is the top level (``seed``).
 SECTIONS = ("cluster", "topics", "workload", "nemesis", "checkers", "")
+#: The configurations a setting's Kafka property goes into as it is (``Setting.role``).
+ROLES = ("broker", "producer", "consumer")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,8 +32,10 @@ class Setting:
 
     ``flag`` is the ``run`` option (``--time-limit``; ``""``: none, the setting comes from a
     plan file or a scenario); ``section`` and ``key`` its place in a plan file (``section``
-    None: not in plan files); ``prop`` the Kafka property (server, producer or consumer
-    config) it sets; ``label`` its name in tables and comparison cells; ``unit`` of its
+    None: not in plan files); ``prop`` the Kafka property it sets, ``role`` on which
+    configuration the run sets it as it is (``ROLES``: ``broker``, the default of a
+    ``topics`` setting; ``producer``; ``consumer``; None: set with care by the code that
+    names it, e.g. a share group's bounds); ``label`` its name in tables and comparison cells; ``unit`` of its
     values (``s``, ``ms``, ``ops/s``); ``aliases`` further names a ``--matrix`` key may use;
     ``fixed`` why a comparison's cells cannot vary it (None: they can); ``shown`` whether a
     configuration's short name (``config.label``) shows it when it differs from the default;
@@ -46,6 +53,7 @@ class Setting:
     fixed: str | None = None
     shown: bool = False
     report: bool = False
+    role: str | None = None
     #: the ``RunConfig`` field (set by ``table()``)
     field: str = ""
 
@@ -60,19 +68,24 @@ class Setting:
 def setting(default: Any = ..., *, help: str, section: str | None, key: str = "",
             flag: str | None = None, prop: str | None = None, label: str = "",
             unit: str | None = None, aliases: tuple[str, ...] = (), fixed: str | None = None,
-            shown: bool = False, report: bool = False, default_factory: Any = None,
-            **bounds: Any) -> Any:
+            shown: bool = False, report: bool = False, role: str | None = None,
+            default_factory: Any = None, **bounds: Any) -> Any:
     """A ``RunConfig`` field: ``pydantic.Field(default, description=help, **bounds)`` that
     also carries its ``Setting`` (see there for the arguments). Raises ``ValueError`` for a
-    section that is not one of ``SECTIONS``."""
+    section that is not one of ``SECTIONS``, a role not one of ``ROLES``, or a role without
+    a Kafka property."""
     if section is not None and section not in SECTIONS:
         raise ValueError(f"section {section!r}: choose from {SECTIONS}")
+    if role is None and section == "topics" and prop:
+        role = "broker"
+    if role is not None and (role not in ROLES or not prop):
+        raise ValueError(f"role {role!r}: choose from {ROLES}, with a prop")
     if default_factory is not None:
         info = Field(default_factory=default_factory, description=help, **bounds)
     else:
         info = Field(default, description=help, **bounds)
     info.metadata.append(Setting(help, section, key, flag, prop, label, unit, aliases, fixed,
-                                 shown, report))
+                                 shown, report, role))
     return info
 
 

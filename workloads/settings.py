@@ -1,5 +1,7 @@
 """Client settings of the queue workload and the librdkafka and Java client configurations
-they produce."""
+they produce: the run settings a client takes as they are come from the settings table
+(``kafka_chaos.settings``: each one's Kafka property and ``role``), the rest is the
+workload's own."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import dataclasses
 from typing import Any
 
 from kafka_chaos.catalogue.clients import REQUEST_TIMEOUT_MS
-from kafka_chaos.config import RunConfig
+from kafka_chaos.config import SETTINGS, RunConfig
 
 
 def _default(field: str) -> Any:
@@ -117,17 +119,21 @@ class WorkloadSettings:
             return None
         return f"{self.ids}-txn-{process if self.txn_ids == 'process' else slot}"
 
+    def properties(self, role: str) -> dict[str, Any]:
+        """The run settings of ``role`` (``producer`` or ``consumer``, ``settings.ROLES``)
+        under their Kafka property (the settings table's ``prop``), with this workload's
+        values: ``{"acks": "all", "linger.ms": 5, ...}``. librdkafka and the Java client
+        name these the same."""
+        return {s.prop: getattr(self, name) for name, s in SETTINGS.items() if s.role == role}
+
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""
         conf = {
             "bootstrap.servers": bootstrap,
-            "acks": self.acks,
+            **self.properties("producer"),
+            # a transactional producer is idempotent whatever was asked (KIP-98)
             "enable.idempotence": self.idempotence or self.txn,
-            "retries": self.retries,
-            "max.in.flight.requests.per.connection": self.max_in_flight,
-            "delivery.timeout.ms": self.delivery_timeout_ms,
             "request.timeout.ms": self.request_timeout_ms,
-            "linger.ms": self.linger_ms,
             "socket.timeout.ms": self.request_timeout_ms,
             "metadata.max.age.ms": 5000,
             "topic.metadata.refresh.interval.ms": 2000,
@@ -144,10 +150,9 @@ class WorkloadSettings:
         return self._group_protocol({
             "bootstrap.servers": bootstrap,
             "group.id": group,
+            **self.properties("consumer"),
             # a transaction commits its offsets itself (send_offsets_to_transaction)
             "enable.auto.commit": self.auto_commit and not self.txn,
-            "auto.offset.reset": self.auto_offset_reset,
-            "isolation.level": self.isolation_level,
             "enable.partition.eof": False,
             "session.timeout.ms": self.session_timeout_ms,
             "heartbeat.interval.ms": max(500, self.session_timeout_ms // 3),
@@ -175,11 +180,9 @@ class WorkloadSettings:
         ``txn_timeout_ms`` as librdkafka's transactional calls are (Java's default, 60 s,
         would hold an op a minute on a metadata or coordinator wait)."""
         conf: dict = {
-            "bootstrap.servers": bootstrap, "acks": self.acks,
-            "enable.idempotence": self.idempotence or self.txn, "retries": self.retries,
-            "max.in.flight.requests.per.connection": self.max_in_flight,
-            "delivery.timeout.ms": self.delivery_timeout_ms,
-            "request.timeout.ms": self.request_timeout_ms, "linger.ms": self.linger_ms,
+            "bootstrap.servers": bootstrap, **self.properties("producer"),
+            "enable.idempotence": self.idempotence or self.txn,
+            "request.timeout.ms": self.request_timeout_ms,
             "metadata.max.age.ms": 5000, "max.block.ms": self.txn_timeout_ms,
             **self.java_connection,
         }
@@ -199,10 +202,8 @@ class WorkloadSettings:
     def java_consumer_config(self, bootstrap: str) -> dict:
         """The Java consumer's configuration (the process adds ``group.id``)."""
         return self._group_protocol({
-            "bootstrap.servers": bootstrap,
+            "bootstrap.servers": bootstrap, **self.properties("consumer"),
             "enable.auto.commit": self.auto_commit and not self.txn,
-            "auto.offset.reset": self.auto_offset_reset,
-            "isolation.level": self.isolation_level,
             "session.timeout.ms": self.session_timeout_ms,
             "heartbeat.interval.ms": max(500, self.session_timeout_ms // 3),
             "max.poll.interval.ms": max(self.max_poll_interval_ms, self.session_timeout_ms),

@@ -1,5 +1,5 @@
 """The ground floor and its catalogues (``kafka_chaos/catalogue/``, ``config``, ``settings``,
-``errors``): they import nothing of the project above them and nothing heavy, and every
+``verdict``, ``errors``): they import nothing of the project above them and nothing heavy, and every
 record of a catalogue is wired where the rest of the house reads it."""
 
 from __future__ import annotations
@@ -11,7 +11,8 @@ from tests.unit.test_architecture import import_graph
 from tests.unit.test_import_cost import loaded_by
 
 #: The ground floor's modules: these and every catalogue.
-FLOOR = ("kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
+FLOOR = ("kafka_chaos", "kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
+         "kafka_chaos.verdict",
          *sorted(m for m in import_graph() if m.startswith("kafka_chaos.catalogue")))
 
 
@@ -139,3 +140,41 @@ def test_every_anomaly_is_found_explained_judged_and_reported():
     found = {n for key in CHECKERS for n in key.split("+")} | set(ANOMALY_SPECS) \
         | {anomalies.HANGING_TXN}
     assert set(anomalies.ANOMALIES) <= found, set(anomalies.ANOMALIES) - found
+
+
+def _another(name: str):
+    """A value of run setting ``name`` other than its default."""
+    import typing
+
+    from kafka_chaos.config import RunConfig
+
+    info = RunConfig.model_fields[name]
+    if typing.get_origin(info.annotation) is typing.Literal:
+        return next(c for c in typing.get_args(info.annotation) if c != info.default)
+    if info.default is None or isinstance(info.default, bool):
+        return not info.default
+    return info.default - 1 if info.default else 1
+
+
+def test_every_setting_with_a_role_reaches_its_kafka_configuration():
+    """A setting whose ``role`` is broker, producer or consumer is set under its Kafka
+    property on that configuration, by every client: changing it changes the property."""
+    from kafka_chaos.config import SETTINGS, RunConfig
+    from kafka_chaos.settings import ROLES
+    from kafka_chaos.workloads.settings import WorkloadSettings
+
+    roles = {name: s.role for name, s in SETTINGS.items() if s.role}
+    assert set(roles.values()) == set(ROLES)
+    for name, role in roles.items():
+        value = _another(name)
+        cfg = RunConfig(**{name: value})
+        prop = SETTINGS[name].prop
+        if role == "broker":
+            assert cfg.broker_config()[prop] == str(value).lower(), name
+            continue
+        w = WorkloadSettings.from_config(cfg)
+        made = ([w.producer_config("b:9092"), w.java_producer_config("b:9092")]
+                if role == "producer" else
+                [w.consumer_config("b:9092", "g"), w.java_consumer_config("b:9092")])
+        for conf in made:
+            assert conf[prop] == value, (name, conf[prop])
