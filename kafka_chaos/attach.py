@@ -48,18 +48,19 @@ def _serves(cluster: Cluster, feature: str, flag: str, what: str) -> None:
                           f"{feature} {level}: {what} is off there")
 
 
-def share_group_config(cfg: RunConfig, cluster: Cluster, group: str) -> dict[str, str]:
-    """Set the run's share group ``group`` to what the share checker judges by (KIP-932 group
-    configs: ``share.record.lock.duration.ms`` = ``--share-lock-ms``,
+def share_group_config(cluster: Cluster, settings: WorkloadSettings) -> dict[str, str]:
+    """Set the workload's share group (``settings.share_group``) to what the share checker
+    judges by (KIP-932 group configs: ``share.record.lock.duration.ms`` = ``--share-lock-ms``,
     ``share.delivery.count.limit`` = ``--share-delivery-limit``), and to start at the
     earliest offset (a new share group starts at the log end), then read them back. On a
     cluster of the tool's own the brokers already have them; on an attached one the group's
     own values override the cluster's. Returns the configs. Raises ``Refused`` when the
     cluster refuses one (out of its brokers' bounds, ``group.share.min.record.lock.
     duration.ms`` of 15 s by default; no ALTER_CONFIGS on the group) or does not apply it."""
+    group = settings.share_group
     want = {"share.auto.offset.reset": "earliest",
-            "share.record.lock.duration.ms": str(cfg.share_lock_ms),
-            "share.delivery.count.limit": str(cfg.share_delivery_limit)}
+            "share.record.lock.duration.ms": str(settings.share_lock_ms),
+            "share.delivery.count.limit": str(settings.share_delivery_limit)}
     client = admin.client(cluster.bootstrap_servers, 10.0, cluster.security)
     try:
         admin.set_group_config(client, group, want)
@@ -159,18 +160,19 @@ def drop_topics(cfg: RunConfig, cluster: Cluster, created: list[str],
     return out
 
 
-def drop_groups(cfg: RunConfig, cluster: Cluster, keys: KeySpace, created: list[str],
+def drop_groups(cfg: RunConfig, cluster: Cluster, keys: KeySpace,
+                settings: WorkloadSettings | None, created: list[str],
                 log: Callable[[str], None]) -> dict:
     """Delete the run's consumer and share groups (named ``<keys.base>-...``, as
-    ``workload_settings`` names them) from an attached cluster, unless ``--keep-topics``
-    keeps them with the topics whose offsets they hold; never raises. A group whose dropped
+    ``workload_settings`` named them in ``settings``; None when the run ended before it had
+    any) from an attached cluster, unless ``--keep-topics`` keeps them with the topics whose
+    offsets they hold; never raises. A group whose dropped
     members' sessions have not ended yet is waited for (``admin.delete_groups``). Returns
     ``{"deleted": [...], "kept": {group: error}, "error": str | None}`` for ``run.json``."""
     out: dict = {"deleted": [], "kept": {}, "error": None}
     if cfg.keep_topics or not created:
         return out
-    shares = (workload_settings(cfg, cluster, keys).share_group,) if cfg.sub_via == "share" \
-        else ()
+    shares = (settings.share_group,) if settings and settings.sub_via == "share" else ()
     try:
         out["deleted"], out["kept"] = admin.delete_groups(
             cluster.bootstrap_servers, f"{keys.base}-", shares, security=cluster.security)

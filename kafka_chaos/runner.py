@@ -36,6 +36,7 @@ from kafka_chaos.workloads import share
 from kafka_chaos.workloads.final_reads import final_reads
 from kafka_chaos.workloads.keys import KeySpace
 from kafka_chaos.workloads.queue import QueueWorkload
+from kafka_chaos.workloads.settings import WorkloadSettings
 
 #: Topic 0 of every run on a cluster of its own (on an attached cluster, the run's name
 #: follows it); faults aimed at "the leader" aim at its partition 0 (key 0).
@@ -119,11 +120,14 @@ def run(admitted: Admitted, kafka: KafkaDist, run_dir: Path, log: Callable[[str]
                     cfg.topics)
     if not cluster.owned:  # no Kafka request tells a broker's version
         facts["kafka_version"] = "unknown (attached)"
+    settings: WorkloadSettings | None = None
     rng = random.Random(cfg.seed)
     stop = threading.Event()
     created: list[str] = []
     t0 = time.monotonic()
     try:
+        # what the clients run with; from here on their settings are read from it, not cfg
+        settings = attach.workload_settings(cfg, cluster, keys)
         if cluster.owned:
             log(f"starting {cfg.brokers} Kafka {kafka.version} brokers"
                 + (f" + {cfg.controllers} controllers" if cfg.controllers
@@ -155,8 +159,8 @@ def run(admitted: Admitted, kafka: KafkaDist, run_dir: Path, log: Callable[[str]
         with HistoryWriter(run_dir / "history.jsonl", start_ns=start_ns,
                            header=header) as history:
             live = _live_check(cfg, run_dir, fail_on, stop, log, facts)
-            facts.update(_run_phases(admitted, cluster, history, keys, rng, stop, log,
-                                     progress, live))
+            facts.update(_run_phases(admitted, cluster, history, keys, settings, rng, stop,
+                                     log, progress, live))
     except KeyboardInterrupt:
         stop.set()
         facts["interrupted"] = True
@@ -165,7 +169,7 @@ def run(admitted: Admitted, kafka: KafkaDist, run_dir: Path, log: Callable[[str]
     finally:
         stop.set()
         if not cluster.owned:
-            facts["groups"] = attach.drop_groups(cfg, cluster, keys, created, log)
+            facts["groups"] = attach.drop_groups(cfg, cluster, keys, settings, created, log)
             facts["topics"] = attach.drop_topics(cfg, cluster, created, log)
         cluster.teardown()
         facts["total_s"] = round(time.monotonic() - t0, 2)
@@ -187,8 +191,8 @@ def _live_check(cfg: RunConfig, run_dir: Path, fail_on: str, stop: threading.Eve
 
 
 def _run_phases(admitted: Admitted, cluster: Cluster, history: HistoryWriter,
-                keys: KeySpace, rng: random.Random, stop: threading.Event, log, progress,
-                live: LiveCheck | None) -> dict:
+                keys: KeySpace, settings: WorkloadSettings, rng: random.Random,
+                stop: threading.Event, log, progress, live: LiveCheck | None) -> dict:
     facts: dict = {}
     cfg = admitted.cfg
     packages = list(admitted.packages)
@@ -198,13 +202,13 @@ def _run_phases(admitted: Admitted, cluster: Cluster, history: HistoryWriter,
                                               cfg.unclean_leader_election)]
         if proxy is not None:
             extra.append(RequestNemesis(cluster, rng, proxy))
-        settings = attach.workload_settings(cfg, cluster, keys)
         workload = QueueWorkload(proxy.bootstrap if proxy else cluster.bootstrap_servers,
                                  history, settings, keys, seed=rng.randrange(2**32))
         extra.append(ClientNemesis(cluster, rng, workload.crash_all))
         nemesis = build_nemesis(cluster, packages, rng, extra=tuple(extra))
         monitor = Monitor(cluster, history, list(keys.topic_partitions), share=(
-            (settings.share_group, keys.topic_partitions) if cfg.sub_via == "share" else None))
+            (settings.share_group, keys.topic_partitions) if settings.sub_via == "share"
+            else None))
         scheduler = Scheduler(nemesis, history, [] if cfg.scenario else packages,
                               cfg.nemesis_interval_s, schedule_rng(cfg.seed), keys.base,
                               targets=admitted.targets, log=log,
@@ -240,12 +244,12 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             stop: threading.Event, log, progress, monitor: Monitor, scheduler: Scheduler,
             workload: QueueWorkload, facts: dict, live: LiveCheck | None,
             proxy: KafkaProxy | None = None, scenario: Script | None = None) -> None:
-    if cfg.sub_via == "share":
-        facts["share_group_config"] = attach.share_group_config(cfg, cluster,
-                                                                workload.s.share_group)
+    s = workload.s  # the clients' and their groups' settings
+    if s.sub_via == "share":
+        facts["share_group_config"] = attach.share_group_config(cluster, s)
     # the workload's group ops would otherwise spend a fresh cluster's first seconds on
     # NOT_COORDINATOR while __consumer_offsets is created: a run shorter by that much
-    group = workload.s.share_group if cfg.sub_via == "share" else workload.s.group
+    group = s.share_group if s.sub_via == "share" else s.group
     facts["group_coordinator_s"] = round(admin.wait_group_coordinator(
         cluster.bootstrap_servers, group, next(iter(keys.topic_partitions)),
         security=cluster.security), 2)
@@ -283,8 +287,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()
     facts["workload_s"] = round(time.monotonic() - start, 2)
-    if cfg.sub_via == "subscribe":
-        facts["group"] = _group_protocol(cfg, cluster, workload.s.group, log)
+    if s.sub_via == "subscribe":
+        facts["group"] = _group_protocol(cluster, s, log)
     facts["ops"] = dict(workload.counts)
     secs = max(facts["workload_s"], 1e-9)
     facts["ops_per_s"] = round((sum(workload.counts.values()) - workload.counts["acked"]) / secs, 1)
@@ -301,17 +305,17 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         log(f"cluster did not fully recover: {exc}")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
-                                       isolation_level=cfg.isolation_level,
-                                       connection=workload.s.connection, ids=workload.s.ids)
-    if cfg.sub_via == "share":
-        facts["share"] = _drain(cfg, cluster, history, keys, workload, monitor, log)
+                                       isolation_level=s.isolation_level,
+                                       connection=s.connection, ids=s.ids)
+    if s.sub_via == "share":
+        facts["share"] = _drain(cluster, history, keys, workload, monitor, log)
     # the record must see the partitions up to the end of the final reads: an election
     # between the last periodic sample and a final read would otherwise go unseen, and the
     # analysis would call that stretch blind (analysis.evidence)
     _sample(monitor, "after final reads", log)
 
 
-def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySpace,
+def _drain(cluster: Cluster, history: HistoryWriter, keys: KeySpace,
            workload: QueueWorkload, monitor: Monitor, log: Callable[[str], None]) -> dict:
     """The share group's final drain (``workloads.share.drain``): ``{"group", "drain": ok |
     info, "s"}`` with the share-partitions' state (``_share_offsets``) ``before`` and
@@ -322,7 +326,8 @@ def _drain(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeySp
     log(f"draining share group {group}")
     try:
         result = share.drain(cluster.bootstrap_servers, history, keys, group,
-                             workload.next_process(), cfg.share_lock_ms, workload.s.connection,
+                             workload.next_process(), workload.s.share_lock_ms,
+                             workload.s.connection,
                              members=lambda: share_state.members(
                                  cluster.bootstrap_servers, group, security=cluster.security))
     except Exception as exc:  # the checker then judges no unsettled record
@@ -374,16 +379,18 @@ def _share_offsets(cluster: Cluster, group: str, keys: KeySpace) -> dict | str:
     return {str(keys.key(t, p)): state for (t, p), state in sorted(found.items())}
 
 
-def _group_protocol(cfg: RunConfig, cluster: Cluster, group: str,
+def _group_protocol(cluster: Cluster, settings: WorkloadSettings,
                     log: Callable[[str], None]) -> dict:
     """``{"asked": --group-protocol, "type": the protocol the coordinator says the group ran}``
-    (``unknown: ...`` when it did not answer): the proof that a KIP-848 run was one."""
+    (``unknown: ...`` when it did not answer) of the workload's consumer group: the proof
+    that a KIP-848 run was one."""
+    group = settings.group
     try:
         found = admin.group_type(cluster.bootstrap_servers, group, security=cluster.security)
     except Exception as exc:  # the verdict then says the precondition is unproven
         found = f"unknown: {exc}"[:200]
-    log(f"consumer group {group}: {found} protocol (asked: {cfg.group_protocol})")
-    return {"asked": cfg.group_protocol, "type": found}
+    log(f"consumer group {group}: {found} protocol (asked: {settings.group_protocol})")
+    return {"asked": settings.group_protocol, "type": found}
 
 
 def _sample(monitor: Monitor, trigger: str, log: Callable[[str], None]) -> None:

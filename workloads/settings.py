@@ -39,7 +39,8 @@ class WorkloadSettings:
     ``subscribe`` clients, ``group_protocol`` its protocol (``classic``, or ``consumer``:
     KIP-848, whose session and heartbeat the brokers set, so the clients may not). With
     ``sub_via="share"`` the consumers are share consumers of ``share_group`` instead
-    (``workloads.share``), whose records stay locked ``share_lock_ms`` after a crash.
+    (``workloads.share``), whose records stay locked ``share_lock_ms`` after a crash and
+    are archived after ``share_delivery_limit`` deliveries (KIP-932).
 
     Client library: ``client`` is ``librdkafka`` (confluent-kafka, ``workloads/client.py``)
     or ``java`` (kafka-clients ``client_version`` on the JVM, ``workloads/java_client.py``);
@@ -82,6 +83,7 @@ class WorkloadSettings:
     poll_timeout_ms: int = 100
     group: str = "kc-group"
     share_lock_ms: int = _default("share_lock_ms")
+    share_delivery_limit: int = _default("share_delivery_limit")
     ids: str = "kc"
     connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
