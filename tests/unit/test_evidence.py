@@ -430,17 +430,18 @@ def test_a_power_loss_with_no_sample_of_the_isr_before_it_is_unexplained(run):
 def test_a_run_that_gave_the_loss_no_chance_says_so(run):
     """acks=1 and no leader change: "0 lost writes" says nothing of the acks=1 promise."""
     from kafka_chaos.report.terminal import no_chance
+    from kafka_chaos.verdict import RunVerdict
 
     x = q(acks="1", idempotence=False)
     sample(x)
     x.send(0, [(0, 100)]).final(30, 0, [(0, 100)]).final(30, 1, []).final(30, 2, [])
     result = run(sample(x))
     assert result["chances"] == {"acks-below-all": 0} and result["valid"] is True
-    [line] = no_chance(result)
+    [line] = no_chance(RunVerdict.model_validate(result))
     assert line.startswith("acks-below-all: a leader change") and "say nothing" in line
     changed = run(lost_one(q(acks="1", idempotence=False),
                            between=lambda y: sample(y, {(T, 1): P(2, 2, [2, 3])})))
-    assert changed["chances"] == {"acks-below-all": 1} and no_chance(changed) == []
+    assert changed["chances"] == {"acks-below-all": 1} and no_chance(RunVerdict.model_validate(changed)) == []
 
 
 def _ack_case(run, *, moved_before_ack: bool) -> dict:
