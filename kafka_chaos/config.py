@@ -216,8 +216,8 @@ class RunConfig(BaseModel):
         "id is never used again, as when the id names a host or pod).")
     isolation_level: Literal["read_committed", "read_uncommitted"] = setting(
         "read_committed", section="workload", prop="isolation.level", label="isolation.level",
-        role="consumer", shown=True, report=True, help="Consumers' isolation.level: read_committed or "
-        "read_uncommitted.")
+        role="consumer", shown=True, report=True,
+        help="Consumers' isolation.level: read_committed or read_uncommitted.")
     auto_commit: bool = setting(
         False, section="workload", prop="enable.auto.commit", role="consumer", report=True,
         help="enable.auto.commit (else a manual commit after polls with --sub-via subscribe).")

@@ -35,11 +35,11 @@ class Setting:
     None: not in plan files); ``prop`` the Kafka property it sets, ``role`` on which
     configuration the run sets it as it is (``ROLES``: ``broker``, the default of a
     ``topics`` setting; ``producer``; ``consumer``; None: set with care by the code that
-    names it, e.g. a share group's bounds); ``label`` its name in tables and comparison cells; ``unit`` of its
-    values (``s``, ``ms``, ``ops/s``); ``aliases`` further names a ``--matrix`` key may use;
-    ``fixed`` why a comparison's cells cannot vary it (None: they can); ``shown`` whether a
-    configuration's short name (``config.label``) shows it when it differs from the default;
-    ``report`` whether the run report's settings table lists it.
+    names it, e.g. a share group's bounds); ``label`` its name in tables and comparison
+    cells; ``unit`` of its values (``s``, ``ms``, ``ops/s``); ``aliases`` further names a
+    ``--matrix`` key may use; ``fixed`` why a comparison's cells cannot vary it (None: they
+    can); ``shown`` whether a configuration's short name (``config.label``) shows it when it
+    differs from the default; ``report`` whether the run report's settings table lists it.
     """
 
     help: str

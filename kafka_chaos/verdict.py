@@ -191,7 +191,65 @@ class RunVerdict(BaseModel):
             headline += f"; permitted: {listed(self.permitted)}"
         if self.faults_not_run:
             headline += f"; never ran: {', '.join(self.faults_not_run)}"
+        if self.valid is True and self.exit_code == EXIT_ANOMALIES:
+            # the word says valid, the exit code says 1: say why where the word is read
+            found = sum(self.count(n) or 0 for n in self.permitted)
+            headline += (f" (exit 1: --fail-on any counts {found} permitted "
+                         f"finding{'s' if found != 1 else ''})")
         return {"kind": kind, "headline": headline, "reasons": list(self.unknown_reasons)}
+
+    def availability_figures(self) -> dict[str, float | int | None]:
+        """The run's availability as every view shows it (terminal, ``summary.md``,
+        ``history``, JUnit), one definition rounded one way, from ``availability``
+        (``report.stats.summary``); empty when it holds no figures:
+
+        ``acked_pct``: % of the sends attempted that were acknowledged (2 decimals);
+        ``no_ack_s`` of ``workload_s``, ``no_ack_pct``: the time inside windows of at least
+        1 s in which no send was acknowledged (s, 1 decimal; % of the workload's time,
+        1 decimal); ``longest_no_ack_s``: the longest such window (s, 1 decimal);
+        ``slowest_recovery_s``: the longest time from a fault's heal to the first
+        acknowledgement of a send invoked after it (s, 1 decimal; None without a recovered
+        fault) and ``unrecovered``: faults healed that no acknowledgement followed."""
+        a = self.availability
+        if not a.get("sends"):
+            return {}
+        waits = [r["first_ack_s"] for r in a.get("recovery") or []]
+        known = [w for w in waits if w is not None]
+        return {"acked_pct": round(100 * a["acked"] / a["sends"], 2),
+                "no_ack_s": round(a.get("unavailable_s") or 0.0, 1),
+                "workload_s": round(a.get("workload_s") or 0.0, 1),
+                "no_ack_pct": round(100 * (a.get("unavailable_share") or 0.0), 1),
+                "longest_no_ack_s": round(a.get("longest_unavailable_s") or 0.0, 1),
+                "slowest_recovery_s": round(max(known), 1) if known else None,
+                "unrecovered": len(waits) - len(known)}
+
+    def availability_shown(self) -> dict[str, str]:
+        """``availability_figures`` as text, each with its own digits (``acked_pct`` 2, the
+        rest 1; ``unrecovered`` a count; ``""`` for None): what every table and property
+        shows, so that the views' figures are equal as written."""
+        def text(key: str, value: Any) -> str:
+            if value is None:
+                return ""
+            return str(value) if key == "unrecovered" else \
+                f"{value:.{2 if key == 'acked_pct' else 1}f}"
+
+        return {k: text(k, v) for k, v in self.availability_figures().items()}
+
+    def availability_line(self) -> str | None:
+        """``availability_shown`` in one sentence (None without figures), e.g. ``95.24 % of
+        2,100 sends acknowledged; no acknowledged send for 14.0 s of 28.0 s (50.0 %), longest
+        9.0 s; slowest recovery after a heal 3.2 s``."""
+        f = self.availability_shown()
+        if not f:
+            return None
+        line = (f"{f['acked_pct']} % of {self.availability['sends']:,} sends acknowledged; "
+                f"no acknowledged send for {f['no_ack_s']} s of {f['workload_s']} s "
+                f"({f['no_ack_pct']} %), longest {f['longest_no_ack_s']} s")
+        if f["slowest_recovery_s"]:
+            line += f"; slowest recovery after a heal {f['slowest_recovery_s']} s"
+        if f["unrecovered"] != "0":
+            line += f"; {f['unrecovered']} healed fault(s) never followed by an acknowledgement"
+        return line
 
     def counted(self) -> list[str]:
         """The anomalies ``fail_on`` counts: every one found (``any``) or the violations."""

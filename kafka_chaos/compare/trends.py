@@ -31,8 +31,10 @@ MARKS = {"valid": ".", "permitted": "p", "violation": "X", "unknown": "?"}
 class RunPoint:
     """One stored run: ``path`` (its directory), ``started`` (UTC), ``group`` (configuration
     key), ``label`` (its settings in short), ``kind`` (``MARKS`` key), ``violations``,
-    ``rates`` (``RATES`` name -> per 10k acknowledged sends, None: unknown) and
-    ``availability_pct`` (None when not recorded)."""
+    ``rates`` (``RATES`` name -> per 10k acknowledged sends, None: unknown),
+    ``availability_pct`` (% of sends acknowledged) and ``no_ack_pct`` (% of the workload's
+    time with no acknowledged send), both ``RunVerdict.availability_figures`` (None when not
+    recorded)."""
 
     path: Path
     started: datetime
@@ -42,6 +44,7 @@ class RunPoint:
     violations: list[str]
     rates: dict[str, float | None]
     availability_pct: float | None
+    no_ack_pct: float | None = None
 
 
 def scan(root: Path) -> list[RunPoint]:
@@ -60,11 +63,11 @@ def scan(root: Path) -> list[RunPoint]:
             counts = [results.count(m) for m in members]
             rates[name] = (None if None in counts or not acked
                            else round(1e4 * sum(counts) / acked, 3))
-        share = results.availability.get("ack_share")
+        figures = results.availability_figures()
         points.append(RunPoint(path.parent, _started(path.parent, results),
                                fingerprint(config), label(config), results.banner()["kind"],
-                               list(results.violations), rates,
-                               None if share is None else round(100 * share, 3)))
+                               list(results.violations), rates, figures.get("acked_pct"),
+                               figures.get("no_ack_pct")))
     return sorted(points, key=lambda p: (p.started, str(p.path)))
 
 
@@ -115,23 +118,27 @@ class Trend:
         return "".join(MARKS.get(p.kind, "?") for p in self.runs)
 
     def series(self, name: str) -> list[float]:
-        """The known values of rate ``name`` (or ``availability``), oldest first."""
+        """The known values of rate ``name`` (or ``availability``, ``no_ack``), oldest
+        first."""
         if name == "availability":
             values = [p.availability_pct for p in self.runs]
+        elif name == "no_ack":
+            values = [p.no_ack_pct for p in self.runs]
         else:
             values = [p.rates.get(name) for p in self.runs]
         return [v for v in values if v is not None]
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-able: group, label, marks, runs (path, started, kind, violations, rates,
-        availability_pct) and per series first/last/mean."""
+        availability_pct, no_ack_pct) and per series first/last/mean."""
         out: dict[str, Any] = {"group": self.group, "label": self.label, "marks": self.marks,
                                "runs": [{"path": str(p.path), "started": p.started.isoformat(),
                                          "verdict": p.kind, "violations": p.violations,
                                          "rates_per_10k": p.rates,
-                                         "availability_pct": p.availability_pct}
+                                         "availability_pct": p.availability_pct,
+                                         "no_ack_pct": p.no_ack_pct}
                                         for p in self.runs]}
-        for name in (*RATES, "availability"):
+        for name in (*RATES, "availability", "no_ack"):
             xs = self.series(name)
             out[name] = ({"first": xs[0], "last": xs[-1], "mean": round(sum(xs) / len(xs), 3)}
                          if xs else None)
@@ -166,14 +173,15 @@ def render(root: Path, groups: list[Trend], console: Console, runs: bool = False
                   "configuration(s); oldest first (. valid, p permitted, X violation, "
                   "? unknown)")
     for col in ("configuration", "runs", "verdicts", "last", *(f"{n} /10k" for n in RATES),
-                "availability %"):
+                "acked %", "no ack, time %"):
         table.add_column(col, justify="right" if col == "runs" else "left")
     colour = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown": "yellow"}
     for t in groups:
         last = t.runs[-1]
         table.add_row(f"{t.label} [dim]{t.group}[/]", str(len(t.runs)), t.marks,
                       f"[{colour[last.kind]}]{last.kind}[/] {last.started:%Y-%m-%d %H:%M}",
-                      *(_trend(t.series(n)) for n in RATES), _trend(t.series("availability")))
+                      *(_trend(t.series(n)) for n in RATES), _trend(t.series("availability")),
+                      _trend(t.series("no_ack"), 1))
     console.print(table)
     if runs:
         for t in groups:

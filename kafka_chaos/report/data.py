@@ -122,9 +122,9 @@ class ReportData:
 
 def example_windows(anomalies: dict[str, Any] | None) -> list[tuple[str, int, int, int, list]]:
     """The offset diagrams the report draws: ``(anomaly, key, lo, hi, examples)`` for the
-    examples of ``OFFSET_ANOMALIES`` in ``anomalies`` (``RunVerdict.anomalies``), grouped per key, the examples' offsets
-    (``final_end`` when the acknowledgement had no offset) widened by ``OFFSET_SPAN`` each
-    side; examples closer than twice that share one diagram."""
+    examples of ``OFFSET_ANOMALIES`` in ``anomalies`` (``RunVerdict.anomalies``), grouped per
+    key, the examples' offsets (``final_end`` when the acknowledgement had no offset) widened
+    by ``OFFSET_SPAN`` each side; examples closer than twice that share one diagram."""
     out = []
     for name in OFFSET_ANOMALIES:
         found = (anomalies or {}).get(name) or {}

@@ -21,7 +21,8 @@ So the suite has a failure exactly when the exit code is 1 (``RunVerdict.exit_co
 an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's
 ``<properties>`` carry the facts that decide what the run may show: seed, Kafka version,
 backend, client, acks, min.insync.replicas, idempotence, transactions, unclean leader
-election, nemesis or scenario, ``fail_on``, ``valid`` and the ``verdict`` word.
+election, nemesis or scenario, ``fail_on``, ``valid``, the ``verdict`` word and the
+availability (``AVAILABILITY``).
 
 The verdict (``verdict.RunVerdict``) is built before; this module only renders it
 (``docs/report.md``).
@@ -41,6 +42,8 @@ from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
 
 SUITE = "kafka-chaos"
+#: The availability figures the suite's properties carry.
+AVAILABILITY = ("acked_pct", "no_ack_pct", "longest_no_ack_s", "slowest_recovery_s")
 #: Examples explained per anomaly in a failure's body (results keep at most 5).
 EXAMPLES_PER_ANOMALY = 5
 
@@ -83,6 +86,9 @@ def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dic
         "fail_on": results.fail_on if results is not None else "violation",
         "valid": results.valid if results is not None else None,
         "verdict": results.verdict if results is not None else "unknown",
+        # the availability as every view shows it (RunVerdict.availability_shown)
+        **{k: v for k, v in (results.availability_shown() if results is not None
+                             else {}).items() if k in AVAILABILITY and v},
     }
     return {name: _text(value) for name, value in props.items() if value is not None}
 

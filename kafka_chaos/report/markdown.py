@@ -47,14 +47,20 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
         out.append(f"- unknown: {reason}")
     if shown["reasons"]:
         out.append("")
-    stats, avail = results.stats, results.availability
+    stats, avail = results.stats, results.availability_shown()
     if stats:
-        out.append(table(("ops", "acknowledged sends", "records read", "no ack, time %",
-                          "analysis s"),
+        out.append(table(("ops", "acknowledged sends", "records read", "analysis s"),
                          [(stats.get("ops"), stats.get("acked_sends"),
-                           stats.get("records_read"), _pct(avail.get("unavailable_share")),
-                           results.analysis_time_s)]))
+                           stats.get("records_read"), results.analysis_time_s)]))
+    if avail:
+        out.append(table(tuple(AVAILABILITY.values()), [[avail[k] for k in AVAILABILITY]]))
     return "\n".join(out)
+
+
+#: The availability figures (``RunVerdict.availability_shown``) a table shows, by heading.
+AVAILABILITY = {"acked_pct": "acked %", "no_ack_pct": "no ack, time %",
+                "longest_no_ack_s": "longest no ack, s",
+                "slowest_recovery_s": "slowest recovery, s", "unrecovered": "unrecovered"}
 
 
 def _outcomes(a: dict[str, Any]) -> str:
@@ -63,20 +69,18 @@ def _outcomes(a: dict[str, Any]) -> str:
     return ", ".join(parts) or ("permitted" if a.get("permitted") else "violation")
 
 
-def _pct(share: float | None) -> str | None:
-    return None if share is None else f"{100 * share:.1f}"
-
-
 def trends_table(groups: Sequence[Any], rates: Sequence[str]) -> str:
     """``kafka-chaos history`` as one table: a row per configuration (``trends.Trend``) with
-    its runs, verdict marks (oldest first), last verdict and the rates' last values."""
-    def last(xs: list[float]) -> str:
-        return f"{xs[-1]:.2f}" if xs else ""
+    its runs, verdict marks (oldest first), last verdict and the last values of the rates
+    and the availability (``RunVerdict.availability_figures``)."""
+    def last(xs: list[float], digits: int = 2) -> str:
+        return f"{xs[-1]:.{digits}f}" if xs else ""
 
-    return table(("configuration", "group", "runs", "verdicts", "last", *(f"{n} /10k"
-                                                                          for n in rates)),
+    return table(("configuration", "group", "runs", "verdicts", "last",
+                  *(f"{n} /10k" for n in rates), "acked %", "no ack, time %"),
                  ((t.label, t.group, len(t.runs), f"`{t.marks}`", t.runs[-1].kind,
-                   *(last(t.series(n)) for n in rates)) for t in groups))
+                   *(last(t.series(n)) for n in rates), last(t.series("availability")),
+                   last(t.series("no_ack"), 1)) for t in groups))
 
 
 def compare_table(cells: Sequence[Any], rates: Sequence[str]) -> str:

@@ -160,8 +160,12 @@ def summary(data: ReportData) -> dict[str, Any]:
     ``UNAVAILABLE_S`` without an acknowledgement, their count and summed seconds),
     ``workload_s`` (first invoke to last completion of the workload, s) and
     ``unavailable_share`` (``unavailable_s / workload_s``: the share of the run's time with no
-    acknowledgement, which the share of sends acknowledged hides), and ``ops`` (workload ops
-    by outcome)."""
+    acknowledgement, which the share of sends acknowledged hides), ``longest_unavailable_s``
+    (the longest of those windows, 0 without any), ``ops`` (workload ops by outcome), and
+    ``recovery``: per fault window that was undone, ``{"fault": package, "label",
+    "healed_s": when it was undone (s since the run's start), "first_ack_s": seconds from
+    there to the first acknowledgement of a send invoked after it (None: none came),
+    "isr_full_s"}`` (``recovery``; OpenChaos's recovery time per fault)."""
     acked, attempted = ack_share(data)
     ops = data.ops
     latencies = sorted((ops.end_s[i] - ops.start_s[i]) * 1e3 for i in _workload(data)
@@ -180,4 +184,13 @@ def summary(data: ReportData) -> dict[str, Any]:
         "unavailable_s": round(down, 3),
         "workload_s": round(span, 3),
         "unavailable_share": round(down / span, 6) if span > 0 else None,
-        "ops": outcome_counts(data)}
+        "longest_unavailable_s": round(max((b - a for a, b in windows), default=0.0), 3),
+        "ops": outcome_counts(data),
+        "recovery": [{"fault": r["window"].package, "label": r["window"].label,
+                      "healed_s": round(r["window"].end_s, 3),
+                      "first_ack_s": _round(r["first_ack_s"]),
+                      "isr_full_s": _round(r["isr_full_s"])} for r in recovery(data)]}
+
+
+def _round(x: float | None) -> float | None:
+    return None if x is None else round(x, 3)

@@ -72,8 +72,8 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
     """Print the verdict table: one row per anomaly found with count, how its findings were
     judged (permitted, and by which rule and event; violation; unexplained), and the first
     example; one line names the anomalies checked for and not found."""
-    colour = {True: "green", False: "red"}.get(result.valid, "yellow")
-    table = Table(title=f"Verdict: [bold {colour}]{result.verdict}[/]")
+    shade = {True: "green", False: "red"}.get(result.valid, "yellow")
+    table = Table(title=f"Verdict: [bold {shade}]{result.verdict}[/]")
     for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
                     ("example", {})):
         table.add_column(col, **kw)
@@ -91,10 +91,9 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
         else:
             colour = "cyan" if found.get("permitted") else "red"
             table.add_row(label, f"[{colour}]{count}[/]", verdict_cell(found), example)
-    if table.row_count:
-        console.print(table)
-    else:
-        console.print(f"Verdict: [bold {colour}]{result.verdict}[/]: no anomaly found")
+    console.print(table if table.row_count else f"Verdict: [bold {shade}]{result.verdict}[/]")
+    # the one headline every view shows: what was found and what decides the exit code
+    console.print(f"[bold {shade}]{escape(result.banner()['headline'])}[/]")
     if none:
         console.print(f"[dim]none found ({len(none)}): {', '.join(none)}[/]")
     stats = result.stats
@@ -103,6 +102,8 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
                       f"acknowledged sends: {_n(stats.get('acked_sends'))}; records read: "
                       f"{_n(stats.get('records_read'))}; analysis: "
                       f"{result.analysis_time_s} s")
+    if line := result.availability_line():
+        console.print(f"availability: {line}")
     search = result.cycle_search
     if search:
         console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "

@@ -133,6 +133,11 @@ def test_unavailability_and_recovery_from_chosen_times(tmp_path) -> None:
     assert rec["window"].package == "kill" and rec["window"].end_s == 2.0
     assert rec["first_ack_s"] == pytest.approx(0.8)
     assert rec["isr_full_s"] == pytest.approx(1.01)
+    summary = report_stats.summary(data)
+    assert summary["longest_unavailable_s"] == pytest.approx(2.2)
+    [kept] = summary["recovery"]
+    assert (kept["fault"], kept["healed_s"]) == ("kill", 2.0)
+    assert kept["first_ack_s"] == pytest.approx(0.8) and kept["isr_full_s"] == pytest.approx(1.01)
 
 
 def test_throughput_and_latency_per_second(tmp_path) -> None:

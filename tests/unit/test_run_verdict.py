@@ -121,3 +121,71 @@ def test_the_report_shows_the_verdicts_availability_figures(tmp_path) -> None:
     page = " ".join(html_report.build(tmp_path, made).split())
     assert "5555 of 7777 (71.43 %)" in page
     assert "11 ok · 22 fail · 33 info" in page and "12.50 s in all" in page
+
+
+def outage(path):
+    """A history whose workload had no acknowledgement for 2.2 of its 2.7 s, around a kill
+    of the leader healed at 2.0 s and followed by an acknowledgement 0.8 s later."""
+    from tests.unit.test_report_data import ALL_UP, sample, write_timed
+
+    q = (Q().send(0, [(0, 1)])
+         .nemesis("kill", {"target": "leader"}, {"killed": ["n1"]})
+         .monitor(sample(-1, [2, 3], {1: False, 2: True, 3: True}))
+         .send(0, [(0, 2)], type="info", acked=[False])
+         .nemesis("start", None, {"started": ["n1"]})
+         .send(1, [(0, 3)])
+         .send(1, [(0, 4), (0, 5)])
+         .monitor(sample(2, [1, 2, 3], ALL_UP, epoch=2)))
+    times = [0.1, 0.2, 0.3, 0.35, 0.36, 0.37, 0.4, 1.4, 1.9, 2.0, 1.5, 2.4, 2.5, 2.8, 3.0, 3.01]
+    order = sorted(range(len(times)), key=times.__getitem__)
+    q.lines = [q.lines[i] for i in order]
+    return write_timed(q, path, sorted(times))
+
+
+def test_the_availability_figures_are_equal_in_every_view(tmp_path, monkeypatch) -> None:
+    runs = tmp_path / "runs"
+    d = runs / "20261130T000000-1"
+    d.mkdir(parents=True)
+    outage(d / "history.jsonl")
+    result = verdict(STRICT, {}, facts={})
+    monkeypatch.setattr(analysis, "check", lambda *a, **k: json.loads(json.dumps(result)))
+    res = CliRunner().invoke(app, ["analyze", str(d)])
+    assert res.exit_code == 0, res.output
+
+    figures = RunVerdict.load(d).availability_figures()
+    assert figures["no_ack_pct"] == 81.5 and figures["longest_no_ack_s"] == 2.2
+    assert figures["slowest_recovery_s"] == 0.8 and figures["unrecovered"] == 0
+    said = " ".join(res.output.split())
+    assert (f"availability: {figures['acked_pct']:.2f} % of "
+            f"{RunVerdict.load(d).availability['sends']:,} sends acknowledged; no acknowledged "
+            "send for 2.2 s of 2.7 s (81.5 %), longest 2.2 s; slowest recovery after a heal "
+            "0.8 s") in said
+    summary = (d / "summary.md").read_text()
+    assert (f"| {figures['acked_pct']:.2f} | 81.5 | 2.2 | 0.8 | 0 |") in summary
+    [suite] = list(JUnitXml.fromfile(str(d / "junit.xml")))
+    props = {p.name: p.value for p in suite.properties()}
+    assert (props["acked_pct"], props["no_ack_pct"], props["longest_no_ack_s"],
+            props["slowest_recovery_s"]) == (f"{figures['acked_pct']:.2f}", "81.5", "2.2", "0.8")
+    history = CliRunner().invoke(app, ["history", str(runs), "--format", "json"])
+    [run] = json.loads(history.output)[0]["runs"]
+    assert (run["availability_pct"], run["no_ack_pct"]) == (figures["acked_pct"], 81.5)
+    table = CliRunner().invoke(app, ["history", str(runs), "--format", "markdown"]).output
+    assert f"| {figures['acked_pct']:.2f} | 81.5 |" in table
+
+
+def test_the_headline_says_why_a_valid_run_exits_1(tmp_path, monkeypatch) -> None:
+    d = tmp_path / "run"
+    d.mkdir()
+    Q().send(0, [(0, 1), (0, 2)]).read_all(1).write(d / "history.jsonl")
+    result = verdict({**STRICT, "idempotence": False},
+                     {"duplicate": (3, [DUPLICATE] * 3)}, facts={})
+    monkeypatch.setattr(analysis, "check", lambda *a, **k: json.loads(json.dumps(result)))
+    res = CliRunner().invoke(app, ["analyze", str(d), "--fail-on", "any"])
+    assert res.exit_code == 1, res.output
+    why = "(exit 1: --fail-on any counts 3 permitted findings)"
+    assert RunVerdict.load(d).banner()["headline"] == (
+        f"VALID, with permitted anomalies: duplicate (3) {why}")
+    assert why in " ".join(res.output.split())
+    assert why in (d / "summary.md").read_text() and why in (d / "report.html").read_text()
+    again = CliRunner().invoke(app, ["analyze", str(d)])  # --fail-on violation: exit 0
+    assert again.exit_code == 0 and "exit 1" not in RunVerdict.load(d).banner()["headline"]
