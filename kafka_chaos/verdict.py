@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, computed_field, model_validator
 
+from kafka_chaos.catalogue.anomalies import CATALOGUE, NEEDED
 from kafka_chaos.errors import ReportError
 
 #: Exit codes (the module's docstring).
@@ -115,7 +116,8 @@ class RunVerdict(BaseModel):
     empty when the history could not be read for it), ``run`` (the run's own facts:
     ``runner.run``'s ``run.json``), ``client`` (the library the workload ran, ``{"name",
     "version"}``) and ``kafka_chaos_version`` (the version that judged it). ``verdict`` (the
-    one word) and ``exit_code`` follow from them. Keys a later version adds are kept."""
+    one word), ``exit_code`` and ``not_applicable`` follow from them. Keys a later version
+    adds are kept."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -144,7 +146,8 @@ class RunVerdict(BaseModel):
     @classmethod
     def _from_json(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            data = {k: v for k, v in data.items() if k not in ("verdict", "exit_code")}
+            data = {k: v for k, v in data.items()
+                if k not in ("verdict", "exit_code", "not_applicable")}
             if not isinstance(data.get("valid"), bool):
                 data["valid"] = None  # the analysis's "unknown"
             for key in ("run", "availability"):
@@ -165,6 +168,32 @@ class RunVerdict(BaseModel):
         """The exit code of this verdict under ``fail_on`` (``exit_code``)."""
         return exit_code({"valid": self.valid, "anomaly_types": self.anomaly_types},
                          self.fail_on)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def not_applicable(self) -> dict[str, list[str]]:
+        """The anomalies whose checker had nothing to check in this run, each with why:
+        none found, and a client op it needs (``catalogue.anomalies.Anomaly.needs``) never
+        completed ``ok`` (``stats["by_f"]``), e.g. ``{"group-skip": ["no consumer group ran
+        (--sub-via subscribe)"]}``. Empty without the op counts (no verdict)."""
+        by_f = self.stats.get("by_f")
+        if not by_f:
+            return {}
+        ran = {f for f, types in by_f.items() if (types or {}).get("ok")}
+        out = {}
+        for a in CATALOGUE:
+            missing = [f for f in a.needs if f not in ran]
+            if missing and self.count(a.name) == 0:
+                out[a.name] = [NEEDED[f] for f in missing]
+        return out
+
+    def not_applicable_by_reason(self) -> dict[str, list[str]]:
+        """``not_applicable`` grouped: reason -> the anomalies it leaves unchecked, in report
+        order."""
+        out: dict[str, list[str]] = {}
+        for name, why in self.not_applicable.items():
+            out.setdefault("; ".join(why), []).append(name)
+        return out
 
     def count(self, name: str) -> int | None:
         """How many findings of anomaly ``name`` (0 when not checked, None when its checker

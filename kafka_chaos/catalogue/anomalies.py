@@ -50,11 +50,24 @@ class Anomaly:
         breaks: the property it breaks (``PROPERTIES``): its JUnit test case and its section
             of the reports.
         consumer: it is of a consumer group's delivery (or a share group's), not of the log.
+        needs: the client ops (``f``) of which the history must hold one that completed
+            ``ok`` each, for its checker to have anything to check (the checker's own
+            gate: no transaction, no consumer group or no share group, nothing to scan);
+            empty: every run has something. Without them it is *not applicable*
+            (``NEEDED`` says why), which the reports show and JUnit skips, never "passed".
     """
 
     name: str
     breaks: str
     consumer: bool = False
+    needs: tuple[str, ...] = ()
+
+
+#: Why an anomaly that needs a client op (``Anomaly.needs``) had nothing to check without it.
+NEEDED = {"txn": "no transaction ran (--txn)",
+          "subscribe": "no consumer group ran (--sub-via subscribe)",
+          "share": "no share group ran (--sub-via share)"}
+TXN, GROUP, SHARES = ("txn",), ("subscribe",), ("share",)
 
 
 #: Every anomaly, in report order (the consumer-side ones last). Adding one: a record here,
@@ -67,13 +80,16 @@ CATALOGUE: tuple[Anomaly, ...] = (
     *(Anomaly(n, "ordering") for n in (
         "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
         "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll")),
-    Anomaly("G1a", "transactions"), Anomaly("precommitted-read", "transactions"),
+    # a failed send read back is G1a with or without transactions (Jepsen's g1a-cases)
+    Anomaly("G1a", "transactions"), Anomaly("precommitted-read", "transactions", needs=TXN),
     *(Anomaly(n, "cycles") for n in CYCLE_ANOMALIES),
-    Anomaly(HANGING_TXN, "liveness"),
-    *(Anomaly(n, "consumer delivery", consumer=True) for n in (
-        "group-skip", "group-redelivery", GROUP_REWIND, EOS_DUPLICATE, GROUP_OVERLAP)),
-    Anomaly(NO_REWIND, "liveness", consumer=True),
-    *(Anomaly(n, "share delivery", consumer=True) for n in SHARE),
+    Anomaly(HANGING_TXN, "liveness", needs=TXN),
+    *(Anomaly(n, "consumer delivery", consumer=True, needs=GROUP) for n in (
+        "group-skip", "group-redelivery", GROUP_REWIND)),
+    Anomaly(EOS_DUPLICATE, "consumer delivery", consumer=True, needs=TXN + GROUP),
+    Anomaly(GROUP_OVERLAP, "consumer delivery", consumer=True, needs=GROUP),
+    Anomaly(NO_REWIND, "liveness", consumer=True, needs=TXN),
+    *(Anomaly(n, "share delivery", consumer=True, needs=SHARES) for n in SHARE),
 )
 #: Anomaly names in report order.
 ANOMALIES = [a.name for a in CATALOGUE]

@@ -6,12 +6,13 @@ suite of the same tests. Its test cases:
 
 - one per property the checkers check (``catalogue.anomalies.PROPERTIES``: lost writes,
   duplicates, log integrity, ordering, transactions, cycles, consumer delivery, share
-  delivery in a share-group run, liveness): a
-  ``<failure>`` when anomalies that break it are counted under ``--fail-on`` (its message
-  lists them with their counts, its body explains the first examples, ``analysis.explain``);
-  else an ``<error type="unknown">`` when one of the ``unknown_reasons`` concerns it (a
-  reason naming none of the anomalies concerns every property: a crashed run's); else it
-  passes, its permitted anomalies listed in ``system-out``;
+  delivery, liveness): a ``<failure>`` when anomalies that break it are counted under
+  ``--fail-on`` (its message lists them with their counts, its body explains the first
+  examples, ``analysis.explain``); else ``<skipped>`` when none of its anomalies had anything
+  to check in the run (``RunVerdict.not_applicable``: consumer delivery without a consumer
+  group, ...); else an ``<error type="unknown">`` when one of the ``unknown_reasons``
+  concerns it (a reason naming none of the anomalies concerns every property: a crashed
+  run's); else it passes, its permitted anomalies listed in ``system-out``;
 - one per fault asked for (``fault kill``): passes when it ran, ``<skipped>`` when it never
   did (the run did not test it; ``faults_not_run``);
 - ``scenario preconditions`` (with a scenario): an ``<error>`` naming the step whose
@@ -37,7 +38,7 @@ from typing import Any
 from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 
 from kafka_chaos.analysis.explain import explain_judged
-from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES, SHARE
+from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES
 from kafka_chaos.config import fingerprint
 from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
 
@@ -115,19 +116,16 @@ def build(results: RunVerdict, config: dict[str, Any] | None) -> JUnitXml:
 
 def property_cases(results: RunVerdict, classname: str) -> list[TestCase]:
     """A test case per property of ``catalogue.anomalies.PROPERTIES`` (see the module's
-    docstring), of class ``classname``. ``share delivery`` only for a run whose consumers
-    were share consumers (``share`` ops, or a share anomaly found): in any other run there
-    was nothing of it to check, and a passed case would say otherwise."""
+    docstring), of class ``classname``. A property none of whose anomalies had anything to
+    check (``RunVerdict.not_applicable``: no transaction, consumer group or share group ran)
+    is ``<skipped>`` with why: a passed case would say it was checked."""
     counted = set(results.counted()) if results.exit_code == EXIT_ANOMALIES else set()
     reasons = results.unknown_reasons
     if results.valid is None and not reasons:
         reasons = ["no verdict"]
     cases = []
-    shared = "share" in (results.stats.get("by_f") or {}) or any(
-        results.count(n) for n in SHARE)
+    unchecked = results.not_applicable
     for prop, names in PROPERTIES.items():
-        if names == SHARE and not shared:
-            continue
         case = TestCase(prop, classname=classname)
         mine = [n for n in names if n in counted]
         concern = [r for r in reasons if _concerns(r, names)]
@@ -136,6 +134,12 @@ def property_cases(results: RunVerdict, classname: str) -> list[TestCase]:
                 results.violations) else "anomaly")
             failure.text = _explanations(results, mine)
             case.result = [failure]
+        elif all(n in unchecked for n in names):
+            # the reasons every one of them shares say it best (no group: no eos-duplicate)
+            shared = set.intersection(*(set(unchecked[n]) for n in names))
+            why = "; ".join(r for r in dict.fromkeys(r for n in names for r in unchecked[n])
+                            if not shared or r in shared)
+            case.result = [Skipped(f"not applicable: {why}")]
         elif concern:
             error = Error("; ".join(concern), "unknown")
             error.text = "\n".join(concern)

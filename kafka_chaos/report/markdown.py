@@ -40,6 +40,8 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
             (name, a["count"], _outcomes(a), a.get("rule"),
              explain(name, a["examples"][0])[:200] if a.get("examples") else "")
             for name, a in found)))
+    for why, names in results.not_applicable_by_reason().items():
+        out.append(f"Not applicable, {why}: {', '.join(names)}\n")
     errors = [n for n, a in results.anomalies.items() if a.get("count") is None]
     if errors:
         out.append(f"Checkers that failed: {', '.join(errors)}\n")

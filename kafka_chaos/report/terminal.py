@@ -87,7 +87,8 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
                           found.get("error", "")[:90])
         elif not count:
-            none.append(name)
+            if name not in result.not_applicable:  # listed apart, with why
+                none.append(name)
         else:
             colour = "cyan" if found.get("permitted") else "red"
             table.add_row(label, f"[{colour}]{count}[/]", verdict_cell(found), example)
@@ -96,6 +97,8 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
     console.print(f"[bold {shade}]{escape(result.banner()['headline'])}[/]")
     if none:
         console.print(f"[dim]none found ({len(none)}): {', '.join(none)}[/]")
+    for why, names in result.not_applicable_by_reason().items():
+        console.print(f"[dim]not applicable, {escape(why)}: {', '.join(names)}[/]")
     stats = result.stats
     if stats:
         console.print(f"ops: {_n(stats.get('ops'))} ({_by_f(stats.get('by_f') or {})}); "

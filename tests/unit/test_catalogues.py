@@ -178,3 +178,16 @@ def test_every_setting_with_a_role_reaches_its_kafka_configuration():
                 [w.consumer_config("b:9092", "g"), w.java_consumer_config("b:9092")])
         for conf in made:
             assert conf[prop] == value, (name, conf[prop])
+
+
+def test_what_an_anomaly_needs_is_a_client_op_with_a_reason():
+    """``Anomaly.needs`` names client ops the history holds (``history.validate``) and each
+    has the sentence the reports say when it never ran."""
+    from kafka_chaos.history import validate
+
+    needed = {f for a in anomalies.CATALOGUE for f in a.needs}
+    assert needed == set(anomalies.NEEDED) == {"txn", "subscribe", "share"}
+    assert needed <= {*validate.MOP_FS, "assign", "subscribe", "share"}
+    # every family the run's options can leave out has its anomalies marked
+    for prop in ("consumer delivery", "share delivery", "liveness"):
+        assert all(a.needs for a in anomalies.CATALOGUE if a.breaks == prop), prop

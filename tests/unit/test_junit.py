@@ -45,7 +45,8 @@ def parsed(tmp_path: Path, results: dict, cfg: dict | None):
 def test_a_valid_run_passes_every_property_with_the_run_facts(tmp_path) -> None:
     results = verdict(config(), {})
     suite, cases, props = parsed(tmp_path, results, config())
-    assert (suite.tests, suite.failures, suite.errors) == (8, 0, 0)
+    # a hand-made verdict without op counts: nothing shows a check had nothing to check
+    assert (suite.tests, suite.failures, suite.errors) == (9, 0, 0)
     assert all(case.is_passed for case in cases.values())
     assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
     # one configuration is one suite whatever the seed (a nightly job's new seed each night)
@@ -78,7 +79,7 @@ def test_a_violation_fails_its_property_naming_counts_and_explaining_examples(
     results = verdict(config(), {"lost-write": (2, [LOST, LOST_2])})
     assert exit_code(results) == 1
     suite, cases, _ = parsed(tmp_path, results, config())
-    assert (suite.tests, suite.failures, suite.errors) == (8, 1, 0)
+    assert (suite.tests, suite.failures, suite.errors) == (9, 1, 0)
     [failure] = cases["lost writes"].result
     assert isinstance(failure, Failure) and failure.type == "violation"
     assert failure.message == "violations: lost-write (2)"
@@ -114,7 +115,7 @@ def test_an_unknown_verdict_errs_every_property_its_reasons_concern(tmp_path) ->
              "heal_left": []}
     results = verdict(cfg, {}, reasons=reasons, facts=facts)
     suite, cases, props = parsed(tmp_path, results, cfg)
-    assert (suite.failures, suite.errors) == (0, 9)
+    assert (suite.failures, suite.errors) == (0, 10)
     for name in PROPERTIES:
         [error] = cases[name].result
         assert isinstance(error, Error) and error.type == "unknown"
@@ -136,7 +137,7 @@ def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> N
     results["anomalies"]["unseen"].update(count=None, error="boom")
     suite, cases, props = parsed(tmp_path, results, None)
     # the checker that raised names no anomaly: no property but the failed one is decided
-    assert (suite.failures, suite.errors) == (1, 7)
+    assert (suite.failures, suite.errors) == (1, 8)
     assert isinstance(cases["lost writes"].result[0], Failure)
     assert suite.name == "kafka-chaos queue nemesis=none config=unknown"
     assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
@@ -151,7 +152,7 @@ def test_each_fault_asked_for_is_a_case_skipped_when_it_never_ran(tmp_path) -> N
     assert isinstance(skipped, Skipped) and "never ran" in skipped.message
     [error] = cases["final heal"].result
     assert isinstance(error, Error) and error.message == "n2 is not running"
-    assert (suite.tests, suite.skipped, suite.errors) == (11, 1, 1)
+    assert (suite.tests, suite.skipped, suite.errors) == (12, 1, 1)
 
 
 def test_unclean_at_runtime_is_a_property(tmp_path) -> None:
@@ -176,7 +177,7 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     assert res["run"]["seed"] == 7
     [suite] = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
-    assert [case.name for case in suite] == PROPERTIES
+    assert [case.name for case in suite] == [*PROPERTIES[:7], "share delivery", "liveness"]
     for case in suite:  # a crash decides no property
         assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
     summary = (tmp_path / "summary.md").read_text()
@@ -184,3 +185,30 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     (tmp_path / "results.json").write_text('{"valid": true}')
     write_no_verdict(tmp_path, "interrupted during the analysis")
     assert json.loads((tmp_path / "results.json").read_text()) == {"valid": True}
+
+
+def by_f(*fs: str) -> dict:
+    """``stats`` whose ops of each ``f`` completed ok."""
+    return {"by_f": {f: {"ok": 5, "fail": 0, "info": 0, "pending": 0} for f in fs}}
+
+
+def test_a_property_with_nothing_to_check_is_skipped_with_why(tmp_path) -> None:
+    results = verdict(config(), {})  # assign consumers, no transactions
+    results["stats"] = by_f("send", "poll", "assign")
+    suite, cases, _ = parsed(tmp_path, results, config())
+    skipped = {c.name: c.result[0].message for c in suite if c.is_skipped}
+    assert skipped == {
+        "consumer delivery": "not applicable: no consumer group ran (--sub-via subscribe)",
+        "share delivery": "not applicable: no share group ran (--sub-via share)",
+        "liveness": "not applicable: no transaction ran (--txn)"}
+    # G1a is a failed send read back, transactions or not: the property was checked
+    assert cases["transactions"].is_passed and cases["lost writes"].is_passed
+    # a group run with transactions checks them all but the share group's
+    results["stats"] = by_f("send", "poll", "txn", "subscribe")
+    suite, cases, _ = parsed(tmp_path / "txn", results, config(txn=True, sub_via="subscribe"))
+    assert [c.name for c in suite if c.is_skipped] == ["share delivery"]
+    # what was found is never "not applicable", whatever ran
+    results = verdict(config(), {"group-skip": (1, [{"key": 0, "value": 3}])})
+    results["stats"] = by_f("send", "poll", "assign")
+    suite, cases, _ = parsed(tmp_path / "found", results, config())
+    assert isinstance(cases["consumer delivery"].result[0], Failure)

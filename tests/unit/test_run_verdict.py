@@ -189,3 +189,33 @@ def test_the_headline_says_why_a_valid_run_exits_1(tmp_path, monkeypatch) -> Non
     assert why in (d / "summary.md").read_text() and why in (d / "report.html").read_text()
     again = CliRunner().invoke(app, ["analyze", str(d)])  # --fail-on violation: exit 0
     assert again.exit_code == 0 and "exit 1" not in RunVerdict.load(d).banner()["headline"]
+
+
+def test_checks_with_nothing_to_check_are_not_applicable_in_every_view(tmp_path,
+                                                                       monkeypatch) -> None:
+    d = tmp_path / "run"
+    d.mkdir()
+    Q().send(0, [(0, 1)]).read_all(1).write(d / "history.jsonl")
+    result = verdict(STRICT, {}, facts={})  # assign consumers, no transactions
+    result["stats"] = {"ops": 3, "by_f": {"send": {"ok": 1}, "poll": {"ok": 2}},
+                       "acked_sends": 1, "records_read": 1}
+    monkeypatch.setattr(analysis, "check", lambda *a, **k: json.loads(json.dumps(result)))
+    res = CliRunner().invoke(app, ["analyze", str(d)])
+    assert res.exit_code == 0, res.output
+    saved = json.loads((d / "results.json").read_text())
+    na = saved["not_applicable"]
+    assert na["group-skip"] == ["no consumer group ran (--sub-via subscribe)"]
+    assert na["eos-duplicate"] == ["no transaction ran (--txn)",
+                                   "no consumer group ran (--sub-via subscribe)"]
+    assert na["hanging-transaction"] == ["no transaction ran (--txn)"]
+    assert "G1a" not in na and "lost-write" not in na and "share-lost" in na
+    said = " ".join(res.output.split())
+    assert ("not applicable, no consumer group ran (--sub-via subscribe): group-skip, "
+            "group-redelivery, group-rewind, group-overlap") in said
+    assert "group-skip" not in said.split("none found")[1].split("not applicable")[0]
+    assert "VIOLATION" not in said and "Verdict: valid VALID: no anomaly found" in said
+    summary = (d / "summary.md").read_text()
+    assert "Not applicable, no share group ran (--sub-via share): share-lost" in summary
+    page = " ".join((d / "report.html").read_text().split())
+    assert "Not applicable (nothing to check in this run):" in page
+    assert "no transaction ran (--txn): precommitted-read, hanging-transaction" in page
