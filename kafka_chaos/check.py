@@ -132,7 +132,7 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
         code = (verdict.EXIT_UNKNOWN if interrupted else
                 code if code == verdict.EXIT_ANOMALIES else verdict.EXIT_ERROR)
     elif console is not None:
-        console.print(f"report: {out / 'report.html'} (and junit.xml)")
+        console.print(f"report: {out / 'report.html'} (and junit.xml, summary.md)")
     return Verdict(code, decided)
 
 

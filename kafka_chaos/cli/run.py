@@ -54,7 +54,8 @@ def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
 
 
 #: The end of the help of ``run`` and ``analyze`` (typer keeps paragraphs apart).
-EXIT_CODES_HELP = ("Writes results.json, junit.xml and report.html into the run directory.\n\n"
+EXIT_CODES_HELP = ("Writes results.json, junit.xml, summary.md and report.html into the run "
+                   "directory.\n\n"
                    "Exit codes: 0 valid; 1 anomalies counted under --fail-on (violations, or any "
                    "anomaly); 2 unknown verdict or interrupted; 254 bad input (an option, a "
                    "plan, a history, a file); 255 the tool failed while it ran (never 0 when "
@@ -164,8 +165,9 @@ def analyze_cmd(
                                      "sc://... of kafka-chaos spark-server)."),
     fail_on: str = FAIL_ON,
     out: Optional[Path] = typer.Option(
-        None, "--out", help="Write results.json, junit.xml and report.html into this folder "
-        "(made if missing) instead of RUN_DIR: for a run directory that cannot be written."),
+        None, "--out", help="Write results.json, junit.xml, summary.md and report.html into "
+        "this folder (made if missing) instead of RUN_DIR: for a run directory that cannot be "
+        "written."),
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
     from kafka_chaos.analysis.remote import is_url
