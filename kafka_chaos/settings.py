@@ -2,9 +2,9 @@
 
 Every field of ``kafka_chaos.config.RunConfig`` is declared with ``setting()``, which keeps
 its default, bounds and help as pydantic does and adds one ``Setting``: its ``run`` flag, its
-plan file section and key, the Kafka property it sets and on which config (broker,
-producer or consumer), its label in tables, its unit, the
-matrix's other names for it and why a comparison may not vary it. From that one table come
+plan file section and key, the Kafka property it sets and on which configuration (broker,
+producer or consumer), its label in tables, its unit, the matrix's other names for it and
+why a comparison may not vary it. From that one table come
 the ``run`` options (``kafka_chaos.cli.flags``), the plan file's sections
 (``kafka_chaos.plan``), the matrix's names (``kafka_chaos.matrix``), the rerun
 command (``kafka_chaos.options.command_of``), the report's settings

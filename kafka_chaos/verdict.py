@@ -27,6 +27,11 @@ from kafka_chaos.errors import ReportError
 EXIT_VALID, EXIT_ANOMALIES, EXIT_UNKNOWN, EXIT_BAD_INPUT, EXIT_ERROR = 0, 1, 2, 254, 255
 #: ``--fail-on`` choices: exit 1 on a violation only, or on any anomaly found.
 FAIL_ON = ("violation", "any")
+#: The availability figures (``RunVerdict.availability_shown``) that tables and JUnit
+#: properties carry, each with its table heading.
+AVAILABILITY = {"acked_pct": "acked %", "no_ack_pct": "no ack, time %",
+                "longest_no_ack_s": "longest no ack, s",
+                "slowest_recovery_s": "slowest recovery, s", "unrecovered": "unrecovered"}
 
 
 def exit_code(result: dict, fail_on: str = "violation") -> int:
@@ -146,8 +151,9 @@ class RunVerdict(BaseModel):
     @classmethod
     def _from_json(cls, data: Any) -> Any:
         if isinstance(data, dict):
-            data = {k: v for k, v in data.items()
-                if k not in ("verdict", "exit_code", "not_applicable")}
+            # the computed fields of an earlier results.json: derived again, never trusted
+            derived = ("verdict", "exit_code", "not_applicable")
+            data = {k: v for k, v in data.items() if k not in derived}
             if not isinstance(data.get("valid"), bool):
                 data["valid"] = None  # the analysis's "unknown"
             for key in ("run", "availability"):

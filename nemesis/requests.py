@@ -16,9 +16,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kafka_chaos.catalogue.faults import REQUEST_KINDS
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.proxy import KafkaProxy, ProxyError
-from kafka_chaos.catalogue.faults import REQUEST_KINDS
 from kafka_chaos.nemesis.proxy.faults import RequestFault
 
 #: The requests whose fate decides what a client's write became: produce, commit,

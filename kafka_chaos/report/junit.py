@@ -23,7 +23,7 @@ an error when the verdict is unknown (exit 2) or a property could not be decided
 ``<properties>`` carry the facts that decide what the run may show: seed, Kafka version,
 backend, client, acks, min.insync.replicas, idempotence, transactions, unclean leader
 election, nemesis or scenario, ``fail_on``, ``valid``, the ``verdict`` word and the
-availability (``AVAILABILITY``).
+availability (``verdict.AVAILABILITY``).
 
 The verdict (``verdict.RunVerdict``) is built before; this module only renders it
 (``docs/report.md``).
@@ -40,11 +40,9 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES
 from kafka_chaos.config import fingerprint
-from kafka_chaos.verdict import EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
+from kafka_chaos.verdict import AVAILABILITY, EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
 
 SUITE = "kafka-chaos"
-#: The availability figures the suite's properties carry.
-AVAILABILITY = ("acked_pct", "no_ack_pct", "longest_no_ack_s", "slowest_recovery_s")
 #: Examples explained per anomaly in a failure's body (results keep at most 5).
 EXAMPLES_PER_ANOMALY = 5
 
@@ -67,6 +65,7 @@ def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dic
     """The suite's properties as ``name -> text`` (absent facts are left out)."""
     config = config or {}
     facts = results.run if results is not None else {}
+    shown = results.availability_shown() if results is not None else {}
     props: dict[str, Any] = {
         "seed": _seed(results, config),
         "kafka_version": facts.get("kafka_version") or config.get("kafka_version"),
@@ -87,9 +86,8 @@ def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dic
         "fail_on": results.fail_on if results is not None else "violation",
         "valid": results.valid if results is not None else None,
         "verdict": results.verdict if results is not None else "unknown",
-        # the availability as every view shows it (RunVerdict.availability_shown)
-        **{k: v for k, v in (results.availability_shown() if results is not None
-                             else {}).items() if k in AVAILABILITY and v},
+        # the availability as every view shows it; a figure without a value is left out
+        **{k: v or None for k, v in shown.items() if k in AVAILABILITY},
     }
     return {name: _text(value) for name, value in props.items() if value is not None}
 

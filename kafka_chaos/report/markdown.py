@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from kafka_chaos.analysis.explain import explain
-from kafka_chaos.verdict import RunVerdict
+from kafka_chaos.verdict import AVAILABILITY, RunVerdict
 
 
 def table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
@@ -57,12 +57,6 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
     if avail:
         out.append(table(tuple(AVAILABILITY.values()), [[avail[k] for k in AVAILABILITY]]))
     return "\n".join(out)
-
-
-#: The availability figures (``RunVerdict.availability_shown``) a table shows, by heading.
-AVAILABILITY = {"acked_pct": "acked %", "no_ack_pct": "no ack, time %",
-                "longest_no_ack_s": "longest no ack, s",
-                "slowest_recovery_s": "slowest recovery, s", "unrecovered": "unrecovered"}
 
 
 def _outcomes(a: dict[str, Any]) -> str:

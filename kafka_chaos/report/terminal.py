@@ -77,7 +77,7 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
     for col, kw in (("anomaly", {}), ("count", {"justify": "right"}), ("verdict", {}),
                     ("example", {})):
         table.add_column(col, **kw)
-    none = []
+    none, unchecked = [], result.not_applicable
     for name, found in result.anomalies.items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
@@ -87,7 +87,7 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
                           found.get("error", "")[:90])
         elif not count:
-            if name not in result.not_applicable:  # listed apart, with why
+            if name not in unchecked:  # listed apart, with why
                 none.append(name)
         else:
             colour = "cyan" if found.get("permitted") else "red"
