@@ -2,9 +2,10 @@
 write ``results.json``, ``junit.xml`` and ``report.html`` (``run``, ``analyze`` and every cell
 of ``compare`` end here).
 
-Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``fail_on``, 2
-unknown or interrupted, 254 bad input (a malformed history), 255 a crash of the analysis or
-report files that could not be written; never 0 when the analysis failed.
+Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``fail_on`` or a
+steady-state limit broken, 2 unknown or interrupted, 254 bad input (a malformed history), 255
+a crash of the analysis or report files that could not be written; never 0 when the analysis
+failed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,7 @@ def config_of(run_dir: Path) -> dict[str, Any] | None:
 
 def analyze_run(run_dir: Path | str, spark_master: str, fail_on: str,
                 facts: dict | None = None, console: Console | None = None,
-                out_dir: Path | None = None) -> Verdict:
+                out_dir: Path | None = None, limits: dict | None = None) -> Verdict:
     """Check ``run_dir/history.jsonl`` and write the verdict files into ``out_dir`` (default
     ``run_dir``; another folder when ``run_dir`` cannot be written, e.g. a read-only mount of
     a CI artefact); print the verdict table on ``console`` when given.
@@ -54,7 +55,10 @@ def analyze_run(run_dir: Path | str, spark_master: str, fail_on: str,
     fetched into a temporary folder in ``out_dir``, which is then required.
 
     ``facts`` are the run's own (``runner.run``); None keeps those of an earlier verdict in
-    ``out_dir``, else in ``run_dir`` (``report.run_facts``). Bad input (254) or a crash of
+    ``out_dir``, else in ``run_dir`` (``report.run_facts``). The steady-state limits
+    (``max_unavailable``, ``max_recovery_s``: ``kafka_chaos.steady``) are the run's own
+    (its ``config.json``), each replaced by ``limits``' value where it has one (None: no
+    limit). Bad input (254) or a crash of
     the analysis (255) returns with ``error`` set and leaves an earlier ``results.json`` as it
     was. ``KeyboardInterrupt`` during the analysis propagates (no verdict, nothing written);
     during the report files it makes exit 2 with the verdict kept in ``results.json``.
@@ -64,12 +68,13 @@ def analyze_run(run_dir: Path | str, spark_master: str, fail_on: str,
     if not remote.is_url(run_dir):
         out = Path(out_dir) if out_dir is not None else Path(run_dir)
         return _verdict(Path(run_dir), Path(run_dir) / "history.jsonl", out, spark_master,
-                        fail_on, facts, console)
-    return _analyze_url(run_dir, spark_master, fail_on, facts, console, out_dir)
+                        fail_on, facts, console, limits=limits)
+    return _analyze_url(run_dir, spark_master, fail_on, facts, console, out_dir, limits)
 
 
 def _analyze_url(url: str, spark_master: str, fail_on: str, facts: dict | None,
-                 console: Console | None, out_dir: Path | None) -> Verdict:
+                 console: Console | None, out_dir: Path | None,
+                 limits: dict | None = None) -> Verdict:
     """``analyze_run`` of a run directory at a URL."""
     from kafka_chaos.analysis import remote
     from kafka_chaos.publish import PublishError, fetch
@@ -91,22 +96,23 @@ def _analyze_url(url: str, spark_master: str, fail_on: str, facts: dict | None,
             return Verdict(verdict.EXIT_ERROR,
                            error=f"analysis failed: {type(exc).__name__}: {str(exc)[:300]}")
         return _verdict(local, remote.join(url, "history.jsonl"), out, spark_master, fail_on,
-                        facts, console, source=url)
+                        facts, console, source=url, limits=limits)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
 
 
 def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, fail_on: str,
-             facts: dict | None, console: Console | None, source: str | None = None
-             ) -> Verdict:
+             facts: dict | None, console: Console | None, source: str | None = None,
+             limits: dict | None = None) -> Verdict:
     """``analyze_run`` once the run's files are in the local ``run_dir``; ``history`` is what
     the analysis reads (``run_dir/history.jsonl``, or its URL: ``source/history.jsonl``)."""
     from kafka_chaos import analysis
     from kafka_chaos.history import HistoryError
 
     path = run_dir / "history.jsonl"
+    config = config_of(run_dir)
     try:
-        result = analysis.check(history, spark_master=spark_master, config=config_of(run_dir))
+        result = analysis.check(history, spark_master=spark_master, config=config)
     except HistoryError as exc:
         return Verdict(verdict.EXIT_BAD_INPUT,
                        error=str(exc) if source else f"{path}: {exc}")
@@ -116,8 +122,9 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
     if facts is None:
         facts = report.run_facts(out) or report.run_facts(run_dir)
     problem, data = _read(path, result)
+    limits = {**{k: (config or {}).get(k) for k in LIMITS}, **(limits or {})}
     decided = verdict.build(result, facts, fail_on,
-                            None if data is None else _summary(data))
+                            None if data is None else _summary(data), limits)
     decided.write(out)
     if console is not None:
         report.render(decided, console, source or run_dir)
@@ -135,6 +142,9 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
         console.print(f"report: {out / 'report.html'} (and junit.xml, summary.md)")
     return Verdict(code, decided)
 
+
+#: The steady-state limits among a run's settings (``kafka_chaos.steady``).
+LIMITS = ("max_unavailable", "max_recovery_s")
 
 #: What went wrong after the analysis: ``(message, interrupted)``.
 Problem = tuple[str, bool]

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, field_validator, model_validator
 
 from kafka_chaos.catalogue.anomalies import ANOMALIES
 from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
@@ -26,6 +26,7 @@ from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS, default_i
 from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
 from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, PACKAGES, REQUEST_KINDS,
                                           parse_packages, parse_targets)
+from kafka_chaos import steady
 from kafka_chaos.settings import Setting, setting, table
 
 
@@ -327,6 +328,20 @@ class RunConfig(BaseModel):
         False, section="checkers",
         help="End the workload at the first anomaly a live check counts under --fail-on, "
         "then heal, read every partition and analyse (implies --live).")
+    #: the steady-state limits (``kafka_chaos.steady``): judged on the availability figures
+    max_unavailable: str | None = setting(
+        None, section="checkers", label="max unavailable",
+        help="Exit 1 when no send was acknowledged for longer than this: a share of the "
+        "workload's time (10%) or seconds in all (30s). The verdict on the data stays.")
+    max_recovery_s: float | None = setting(
+        None, section="checkers", flag="--max-recovery", unit="s", label="max recovery",
+        ge=0.0, help="Exit 1 when, after a fault is healed, the first acknowledged send takes "
+        "longer than this many seconds, or never comes.")
+
+    @field_validator("max_unavailable")
+    @classmethod
+    def _unavailable(cls, text: str | None) -> str | None:
+        return None if text is None else steady.canonical(text)
 
     @model_validator(mode="after")
     def _combinations(self) -> "RunConfig":
@@ -516,7 +531,7 @@ class RunConfig(BaseModel):
 
 
 #: Configuration fields that do not make two runs different configurations.
-IGNORED = ("seed", "spark_master", "time_limit_s")
+IGNORED = ("seed", "spark_master", "time_limit_s", "max_unavailable", "max_recovery_s")
 #: The settings table (``kafka_chaos.settings``): field -> ``Setting``, in field order.
 SETTINGS: dict[str, Setting] = table(RunConfig)
 #: Settings shown in a configuration's short name, when they differ from the default.

@@ -5,11 +5,13 @@ it is unknown). ``results.json`` is its JSON form; the terminal, ``summary.md``,
 HTML report and the comparison tables only render it.
 
 Exit codes of every command (``docs/report.md``): 0 valid; 1 anomalies counted under
-``--fail-on``; 2 the verdict is unknown (the record cannot decide, a precondition was not met,
-an interrupt); 254 bad input (a flag, a plan, a history, a file or an environment the run
-cannot use: fix it and run again; Jepsen's code for bad arguments); 255 the tool failed while
-it ran (a cluster that did not come up, a crash of the run or of the analysis, a report that
-could not be written; Jepsen's code for a crash). Never 0 when the analysis failed.
+``--fail-on``, or a steady-state limit broken (``--max-unavailable``, ``--max-recovery``:
+``kafka_chaos.steady``); 2 the verdict is unknown (the record cannot decide, a precondition
+was not met, an interrupt); 254 bad input (a flag, a plan, a history, a file or an
+environment the run cannot use: fix it and run again; Jepsen's code for bad arguments); 255
+the tool failed while it ran (a cluster that did not come up, a crash of the run or of the
+analysis, a report that could not be written; Jepsen's code for a crash). Never 0 when the
+analysis failed.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, computed_field, model_validator
 
+from kafka_chaos import steady
 from kafka_chaos.catalogue.anomalies import CATALOGUE, NEEDED
 from kafka_chaos.errors import ReportError
 
@@ -31,7 +34,8 @@ FAIL_ON = ("violation", "any")
 #: properties carry, each with its table heading.
 AVAILABILITY = {"acked_pct": "acked %", "no_ack_pct": "no ack, time %",
                 "longest_no_ack_s": "longest no ack, s",
-                "slowest_recovery_s": "slowest recovery, s", "unrecovered": "unrecovered"}
+                "slowest_recovery_s": "slowest recovery, s",
+                "slowest_read_s": "slowest first read, s", "unrecovered": "unrecovered"}
 
 
 def exit_code(result: dict, fail_on: str = "violation") -> int:
@@ -118,7 +122,9 @@ class RunVerdict(BaseModel):
     analysis. Beside them: ``valid`` (True, False, or None when unknown: JSON readers need not
     know the analysis's ``"unknown"``), ``fail_on``, ``faults_not_run`` (``judge_run``),
     ``availability`` (acknowledged share and unavailable windows, ``report.stats.summary``;
-    empty when the history could not be read for it), ``run`` (the run's own facts:
+    empty when the history could not be read for it), ``steady_state`` (the limits set on
+    it and whether they held, ``steady.judge``; empty without limits), ``run`` (the run's
+    own facts:
     ``runner.run``'s ``run.json``), ``client`` (the library the workload ran, ``{"name",
     "version"}``) and ``kafka_chaos_version`` (the version that judged it). ``verdict`` (the
     one word), ``exit_code`` and ``not_applicable`` follow from them. Keys a later version
@@ -137,6 +143,7 @@ class RunVerdict(BaseModel):
     faults_not_run: list[str] = []
     chances: dict[str, int] = {}
     availability: dict[str, Any] = {}
+    steady_state: dict[str, Any] = {}
     stats: dict[str, Any] = {}
     cycle_search: dict[str, Any] | None = None
     format: int | None = None
@@ -171,7 +178,11 @@ class RunVerdict(BaseModel):
     @computed_field  # type: ignore[prop-decorator]
     @property
     def exit_code(self) -> int:
-        """The exit code of this verdict under ``fail_on`` (``exit_code``)."""
+        """The exit code of this verdict under ``fail_on`` (``exit_code``); 1 also when a
+        steady-state limit broke (``steady_state["held"]`` False), whatever the history's
+        verdict: false ranks above unknown."""
+        if self.steady_state.get("held") is False:
+            return EXIT_ANOMALIES
         return exit_code({"valid": self.valid, "anomaly_types": self.anomaly_types},
                          self.fail_on)
 
@@ -226,11 +237,16 @@ class RunVerdict(BaseModel):
             headline += f"; permitted: {listed(self.permitted)}"
         if self.faults_not_run:
             headline += f"; never ran: {', '.join(self.faults_not_run)}"
-        if self.valid is True and self.exit_code == EXIT_ANOMALIES:
+        broken = self.steady_state.get("broken") or []
+        if broken:
+            headline += f"; STEADY STATE BROKEN: {'; '.join(broken)}"
+        if self.valid is True and self.exit_code == EXIT_ANOMALIES and not broken:
             # the word says valid, the exit code says 1: say why where the word is read
             found = sum(self.count(n) or 0 for n in self.permitted)
             headline += (f" (exit 1: --fail-on any counts {found} permitted "
                          f"finding{'s' if found != 1 else ''})")
+        elif self.valid is not False and broken:
+            headline += " (exit 1: a steady-state limit broke)"
         return {"kind": kind, "headline": headline, "reasons": list(self.unknown_reasons)}
 
     def availability_figures(self) -> dict[str, float | int | None]:
@@ -244,18 +260,24 @@ class RunVerdict(BaseModel):
         1 decimal); ``longest_no_ack_s``: the longest such window (s, 1 decimal);
         ``slowest_recovery_s``: the longest time from a fault's heal to the first
         acknowledgement of a send invoked after it (s, 1 decimal; None without a recovered
-        fault) and ``unrecovered``: faults healed that no acknowledgement followed."""
+        fault), ``slowest_read_s`` the same to the first poll that returned records, and
+        ``unrecovered``: faults healed that no acknowledgement followed, though sends were
+        invoked after them (a heal after the workload stopped shows no recovery, and counts
+        in none of these)."""
         a = self.availability
         if not a.get("sends"):
             return {}
-        waits = [r["first_ack_s"] for r in a.get("recovery") or []]
+        healed = [r for r in a.get("recovery") or [] if r.get("sent_after", True)]
+        waits = [r["first_ack_s"] for r in healed]
         known = [w for w in waits if w is not None]
+        reads = [r["first_read_s"] for r in healed if r.get("first_read_s") is not None]
         return {"acked_pct": round(100 * a["acked"] / a["sends"], 2),
                 "no_ack_s": round(a.get("unavailable_s") or 0.0, 1),
                 "workload_s": round(a.get("workload_s") or 0.0, 1),
                 "no_ack_pct": round(100 * (a.get("unavailable_share") or 0.0), 1),
                 "longest_no_ack_s": round(a.get("longest_unavailable_s") or 0.0, 1),
                 "slowest_recovery_s": round(max(known), 1) if known else None,
+                "slowest_read_s": round(max(reads), 1) if reads else None,
                 "unrecovered": len(waits) - len(known)}
 
     def availability_shown(self) -> dict[str, str]:
@@ -282,6 +304,8 @@ class RunVerdict(BaseModel):
                 f"({f['no_ack_pct']} %), longest {f['longest_no_ack_s']} s")
         if f["slowest_recovery_s"]:
             line += f"; slowest recovery after a heal {f['slowest_recovery_s']} s"
+            if f["slowest_read_s"]:
+                line += f" (first read {f['slowest_read_s']} s)"
         if f["unrecovered"] != "0":
             line += f"; {f['unrecovered']} healed fault(s) never followed by an acknowledgement"
         return line
@@ -338,17 +362,30 @@ class RunVerdict(BaseModel):
 
 
 def build(result: dict[str, Any], facts: dict, fail_on: str,
-          availability: dict[str, Any] | None = None) -> RunVerdict:
+          availability: dict[str, Any] | None = None,
+          limits: dict[str, Any] | None = None) -> RunVerdict:
     """The run's verdict, the one place it is finished: ``result`` (``analysis.check``'s
     dict) judged with the run's ``facts`` (``judge_run``, which changes ``result`` in
     place), under ``fail_on`` (``FAIL_ON``), with the ``availability`` figures
-    (``report.stats.summary``; None when the history could not be read for them).
+    (``report.stats.summary``; None when the history could not be read for them) and the
+    steady-state ``limits`` judged on them (``{"max_unavailable": "10%" or None,
+    "max_recovery_s": s or None}``, ``steady.judge``; a limit that cannot be judged makes
+    the verdict unknown with the reason).
 
     Raises ``pydantic.ValidationError`` when ``result`` is not ``analysis.check``'s shape
     (a bug, not bad input)."""
     from kafka_chaos import __version__
 
     judge_run(result, facts)
-    return RunVerdict.model_validate({
+    decided = RunVerdict.model_validate({
         **result, "fail_on": fail_on, "availability": availability or {}, "run": facts,
         "client": facts.get("client"), "kafka_chaos_version": __version__})
+    limits = limits or {}
+    decided.steady_state = steady.judge(decided.availability_figures(),
+                                        limits.get("max_unavailable"),
+                                        limits.get("max_recovery_s"))
+    if why := decided.steady_state.get("unjudged"):
+        decided.unknown_reasons.append(f"{steady.UNJUDGED}: {why}")
+        if decided.valid is True:
+            decided.valid = None
+    return decided

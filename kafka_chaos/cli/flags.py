@@ -9,6 +9,7 @@ settings' parameters as a generated ``__signature__``.
 from __future__ import annotations
 
 import inspect
+import types
 import typing
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -39,8 +40,9 @@ def _kind(field: str) -> Any:
         return Optional[bool]
     if annotation in (bool, int, float, str):
         return annotation
-    if typing.get_origin(annotation) is typing.Union:  # ``str | None``
-        return Optional[str]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):  # ``str | None``
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return Optional[kinds[0]] if kinds in ([int], [float]) else Optional[str]
     return str
 
 

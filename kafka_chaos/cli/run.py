@@ -1,9 +1,9 @@
 """``kafka-chaos run``, ``analyze`` and ``publish``: a chaos run from its options to its
 verdict, and the verdict of a stored history.
 
-Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``--fail-on``, 2
-unknown or interrupted, 254 bad input, 255 the tool failed while it ran; never 0 when the
-analysis failed.
+Exit codes (``kafka_chaos.verdict``): 0 valid, 1 anomalies counted under ``--fail-on`` or a
+steady-state limit broken, 2 unknown or interrupted, 254 bad input, 255 the tool failed while
+it ran; never 0 when the analysis failed.
 """
 
 from __future__ import annotations
@@ -29,17 +29,18 @@ from kafka_chaos.orchestrate import check_inputs, execute
 
 def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
                 facts: dict | None = None, out_dir: Path | None = None,
-                fresh: bool = False) -> int:
+                fresh: bool = False, limits: dict | None = None) -> int:
     """Check ``run_dir/history.jsonl`` (``run_dir`` may be a URL), write ``results.json``,
     ``junit.xml`` and ``report.html`` (into ``out_dir``, default ``run_dir``), print the
     verdict; returns the exit code (``check.analyze_run``). Bad input or a crash of the
     analysis exits 254 or 255 with its message, an interrupt 2, leaving an earlier
     ``results.json`` as it was; in a ``fresh`` run directory (``run``'s own, which has none)
-    they leave the unknown verdict's (``check.write_no_verdict``)."""
+    they leave the unknown verdict's (``check.write_no_verdict``). ``limits`` replace the
+    run's steady-state limits (``check.analyze_run``)."""
     from kafka_chaos.check import analyze_run
 
     try:
-        decided = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir)
+        decided = analyze_run(run_dir, spark_master, fail_on, facts, console, out_dir, limits)
     except KeyboardInterrupt:
         if fresh:
             write_no_verdict(Path(run_dir), "interrupted during the analysis", facts)
@@ -57,7 +58,8 @@ def analyze_dir(run_dir: Path | str, spark_master: str, fail_on: str,
 EXIT_CODES_HELP = ("Writes results.json, junit.xml, summary.md and report.html into the run "
                    "directory.\n\n"
                    "Exit codes: 0 valid; 1 anomalies counted under --fail-on (violations, or any "
-                   "anomaly); 2 unknown verdict or interrupted; 254 bad input (an option, a "
+                   "anomaly), or a steady-state limit broken (--max-unavailable, "
+                   "--max-recovery); 2 unknown verdict or interrupted; 254 bad input (an option, a "
                    "plan, a history, a file); 255 the tool failed while it ran (never 0 when "
                    "the analysis failed).")
 
@@ -168,6 +170,12 @@ def analyze_cmd(
         None, "--out", help="Write results.json, junit.xml, summary.md and report.html into "
         "this folder (made if missing) instead of RUN_DIR: for a run directory that cannot be "
         "written."),
+    max_unavailable: Optional[str] = typer.Option(
+        None, "--max-unavailable", help="Judge the run's steady state with this limit (10% of "
+        "the time, or 30s) instead of the one it ran with; none: no limit."),
+    max_recovery: Optional[str] = typer.Option(
+        None, "--max-recovery", help="Judge the recovery after each heal with this limit (s) "
+        "instead of the one the run had; none: no limit."),
 ) -> None:
     """Re-analyse a stored history; rewrites results.json (keeping the run's facts)."""
     from kafka_chaos.analysis.remote import is_url
@@ -175,6 +183,7 @@ def analyze_cmd(
 
     if fail_on not in verdict.FAIL_ON:
         fail(f"--fail-on {fail_on!r}: choose violation or any")
+    limits = _limits(max_unavailable, max_recovery)
     try:
         check_master(spark_master)
     except ValueError as exc:
@@ -196,7 +205,30 @@ def analyze_cmd(
              f"{run_dir}: cannot be written: give --out DIR for results.json, junit.xml and "
              "report.html")
     raise typer.Exit(analyze_dir(run_dir if url else Path(run_dir), spark_master, fail_on,
-                                 out_dir=out))
+                                 out_dir=out, limits=limits))
+
+
+def _limits(max_unavailable: str | None, max_recovery: str | None) -> dict[str, Any]:
+    """``analyze``'s steady-state limits: the ones given, ``none`` as None (no limit); exits
+    254 naming the flag for a value that is no limit."""
+    from kafka_chaos import steady
+
+    out: dict[str, Any] = {}
+    if max_unavailable is not None:
+        try:
+            out["max_unavailable"] = (None if max_unavailable.lower() == "none"
+                                      else steady.canonical(max_unavailable))
+        except ValueError as exc:
+            fail(str(exc))
+    if max_recovery is not None:
+        try:
+            seconds = None if max_recovery.lower() == "none" else float(max_recovery)
+        except ValueError:
+            seconds = -1.0
+        if seconds is not None and not seconds >= 0:
+            fail(f"--max-recovery {max_recovery!r}: give seconds (15) or none")
+        out["max_recovery_s"] = seconds
+    return out
 
 
 @app.command("publish")

@@ -41,8 +41,8 @@ class ClientOps:
     ``start_s``/``end_s`` (invoke and completion times; ``end_s`` is NaN for an op never
     completed, which counts as ``info``), ``lane`` (the timeline row: a worker, see
     ``extract``), ``outcome`` (``OK``/``FAIL``/``INFO``), ``f`` (index into ``fs``),
-    ``sends`` (sends the op attempted) and ``acked`` (sends acknowledged with an offset), and
-    ``index`` (the invoke's op index)."""
+    ``sends`` (sends the op attempted), ``acked`` (sends acknowledged with an offset),
+    ``read`` (records its polls returned) and ``index`` (the invoke's op index)."""
 
     start_s: array = dataclasses.field(default_factory=lambda: array("d"))
     end_s: array = dataclasses.field(default_factory=lambda: array("d"))
@@ -51,6 +51,7 @@ class ClientOps:
     f: array = dataclasses.field(default_factory=lambda: array("b"))
     sends: array = dataclasses.field(default_factory=lambda: array("i"))
     acked: array = dataclasses.field(default_factory=lambda: array("i"))
+    read: array = dataclasses.field(default_factory=lambda: array("i"))
     index: array = dataclasses.field(default_factory=lambda: array("q"))
     fs: list[str] = dataclasses.field(default_factory=list)
     _codes: dict[str, int] = dataclasses.field(default_factory=dict, repr=False)
@@ -59,7 +60,7 @@ class ClientOps:
         return len(self.start_s)
 
     def add(self, start_s: float, end_s: float, lane: int, outcome: int, f: str, sends: int,
-            acked: int, index: int) -> None:
+            acked: int, index: int, read: int = 0) -> None:
         """Append one op."""
         code = self._codes.get(f)
         if code is None:
@@ -72,6 +73,7 @@ class ClientOps:
         self.f.append(code)
         self.sends.append(sends)
         self.acked.append(acked)
+        self.read.append(read)
         self.index.append(index)
 
 
@@ -276,7 +278,7 @@ class _Extractor:
     def _client(self, inv, op, fmt1: bool) -> None:
         mops = _v1_mops(op.f, op.value) if fmt1 else op.value
         outcome = {"ok": OK, "fail": FAIL}.get(op.type.value, INFO)
-        sends = acked = 0
+        sends = acked = read = 0
         final = False
         if isinstance(mops, list):
             for mop in mops:
@@ -292,12 +294,13 @@ class _Extractor:
                 elif mop[0] == "poll" and len(mop) >= 2 and isinstance(mop[1], dict):
                     meta = mop[2] if len(mop) > 2 and isinstance(mop[2], dict) else {}
                     final = final or bool(meta.get("final"))
+                    read += sum(len(r) for r in mop[1].values() if isinstance(r, list))
                     if self.by_key:
                         self._read(mop[1], meta)
         lane = self._to_final_lane(op.process) if final else self.lane_of[op.process]
         start, end = inv.time / _NS, op.time / _NS
         f = FINAL_READ if final else op.f
-        self.ops.add(start, end, lane, outcome, f, sends, acked, inv.index)
+        self.ops.add(start, end, lane, outcome, f, sends, acked, inv.index, read)
         if not final:
             self.first_s = start if self.first_s is None else min(self.first_s, start)
             self.last_s = max(self.last_s, end)

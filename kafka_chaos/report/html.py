@@ -21,7 +21,7 @@ import markupsafe
 import plotly.io
 from plotly.offline import get_plotlyjs
 
-from kafka_chaos import __version__, options
+from kafka_chaos import __version__, options, steady
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.config import SETTINGS
 from kafka_chaos.errors import ReportError
@@ -148,6 +148,7 @@ def _context(run_dir: Path, data: ReportData, results: RunVerdict,
         "verdict": results.banner(),
         "exit_code": results.exit_code,
         "fail_on": results.fail_on,
+        "steady": steady.line(results.steady_state),
         "facts": _facts(data, results, facts, config),
         "settings": [(SETTINGS[k].label, _show(config[k], SETTINGS[k].unit))
                      for k in KEY_SETTINGS if config and k in config],
@@ -193,7 +194,8 @@ def evidence_events(results: RunVerdict) -> list[dict[str, Any]]:
 def _fault_rows(data: ReportData) -> list[dict[str, Any]]:
     """Every fault window with its recovery figures (None for a window never undone)."""
     healed = {id(r["window"]): r for r in report_stats.recovery(data)}
-    return [healed.get(id(w), {"window": w, "first_ack_s": None, "isr_full_s": None})
+    return [healed.get(id(w), {"window": w, "first_ack_s": None, "first_read_s": None,
+                                     "isr_full_s": None})
             for w in data.windows]
 
 

@@ -16,14 +16,17 @@ suite of the same tests. Its test cases:
 - one per fault asked for (``fault kill``): passes when it ran, ``<skipped>`` when it never
   did (the run did not test it; ``faults_not_run``);
 - ``scenario preconditions`` (with a scenario): an ``<error>`` naming the step whose
-  precondition was not met; ``final heal``: an ``<error>`` when the heal did not complete.
+  precondition was not met; ``final heal``: an ``<error>`` when the heal did not complete;
+- ``steady state`` (with a limit, ``--max-unavailable`` or ``--max-recovery``): a
+  ``<failure type="steady-state">`` naming each limit broken, an ``<error>`` when the limits
+  could not be judged (``kafka_chaos.steady``).
 
 So the suite has a failure exactly when the exit code is 1 (``RunVerdict.exit_code``), and
 an error when the verdict is unknown (exit 2) or a property could not be decided. The suite's
 ``<properties>`` carry the facts that decide what the run may show: seed, Kafka version,
 backend, client, acks, min.insync.replicas, idempotence, transactions, unclean leader
-election, nemesis or scenario, ``fail_on``, ``valid``, the ``verdict`` word and the
-availability (``verdict.AVAILABILITY``).
+election, nemesis or scenario, ``fail_on``, ``valid``, the ``verdict`` word, the
+availability (``verdict.AVAILABILITY``) and the steady-state limits.
 
 The verdict (``verdict.RunVerdict``) is built before; this module only renders it
 (``docs/report.md``).
@@ -40,6 +43,7 @@ from junitparser import Error, Failure, JUnitXml, Skipped, TestCase, TestSuite
 from kafka_chaos.analysis.explain import explain_judged
 from kafka_chaos.catalogue.anomalies import ANOMALIES, PROPERTIES
 from kafka_chaos.config import fingerprint
+from kafka_chaos.steady import UNJUDGED
 from kafka_chaos.verdict import AVAILABILITY, EXIT_ANOMALIES, EXIT_UNKNOWN, RunVerdict
 
 SUITE = "kafka-chaos"
@@ -66,6 +70,7 @@ def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dic
     config = config or {}
     facts = results.run if results is not None else {}
     shown = results.availability_shown() if results is not None else {}
+    limits = results.steady_state if results is not None else {}
     props: dict[str, Any] = {
         "seed": _seed(results, config),
         "kafka_version": facts.get("kafka_version") or config.get("kafka_version"),
@@ -88,6 +93,7 @@ def properties(results: RunVerdict | None, config: dict[str, Any] | None) -> dic
         "verdict": results.verdict if results is not None else "unknown",
         # the availability as every view shows it; a figure without a value is left out
         **{k: v or None for k, v in shown.items() if k in AVAILABILITY},
+        **{k: limits.get(k) for k in ("max_unavailable", "max_recovery_s")},
     }
     return {name: _text(value) for name, value in props.items() if value is not None}
 
@@ -118,8 +124,9 @@ def property_cases(results: RunVerdict, classname: str) -> list[TestCase]:
     check (``RunVerdict.not_applicable``: no transaction, consumer group or share group ran)
     is ``<skipped>`` with why: a passed case would say it was checked."""
     counted = set(results.counted()) if results.exit_code == EXIT_ANOMALIES else set()
-    reasons = results.unknown_reasons
-    if results.valid is None and not reasons:
+    # the steady state's own case (run_cases) says why it could not be judged
+    reasons = [r for r in results.unknown_reasons if not r.startswith(UNJUDGED)]
+    if results.valid is None and not results.unknown_reasons:
         reasons = ["no verdict"]
     cases = []
     unchecked = results.not_applicable
@@ -176,6 +183,15 @@ def run_cases(results: RunVerdict, config: dict[str, Any] | None,
         if facts["heal_left"]:
             case.result = [Error("; ".join(facts["heal_left"]), "unknown")]
         cases.append(case)
+    if steady := results.steady_state:
+        case = TestCase("steady state", classname=classname)
+        if steady.get("broken"):
+            failure = Failure("; ".join(steady["broken"]), "steady-state")
+            failure.text = results.availability_line() or ""
+            case.result = [failure]
+        elif steady.get("held") is None:
+            case.result = [Error(f"{UNJUDGED}: {steady.get('unjudged')}", "unknown")]
+        cases.append(case)
     return cases
 
 
@@ -194,7 +210,12 @@ def testcase(results: RunVerdict, config: dict[str, Any] | None,
     case = TestCase(name or case_name(results, config), classname=SUITE,
                     time=_duration_s(results))
     code = results.exit_code
-    if code == EXIT_ANOMALIES:
+    broken = results.steady_state.get("broken")
+    if code == EXIT_ANOMALIES and broken and not results.counted():
+        failure = Failure("; ".join(broken), "steady-state")
+        failure.text = results.availability_line() or ""
+        case.result = [failure]
+    elif code == EXIT_ANOMALIES:
         names = results.counted() or list(results.anomaly_types)
         failure = Failure(_summary(results, names),
                           "violation" if results.violations else "anomaly")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from kafka_chaos.analysis.explain import explain
+from kafka_chaos import steady
 from kafka_chaos.verdict import AVAILABILITY, RunVerdict
 
 
@@ -56,6 +57,8 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
                            stats.get("records_read"), results.analysis_time_s)]))
     if avail:
         out.append(table(tuple(AVAILABILITY.values()), [[avail[k] for k in AVAILABILITY]]))
+    if line := steady.line(results.steady_state):
+        out.append(f"Steady state: {line}\n")
     return "\n".join(out)
 
 

@@ -105,23 +105,41 @@ def unavailability(data: ReportData, min_s: float = UNAVAILABLE_S) -> list[tuple
     return [(a, b) for a, b in zip(edges, edges[1:]) if b - a >= min_s]
 
 
+def _first_after(ops_times: list[tuple[float, float]]) -> tuple[list[float], list[float]]:
+    """``(starts, suffix_min)`` of ``(invoke, completion)`` pairs sorted by invoke: the
+    earliest completion among the ops invoked at or after ``starts[j]`` is ``suffix_min[j]``
+    (``inf`` past the end)."""
+    starts = [s for s, _ in ops_times]
+    suffix_min = [math.inf] * (len(ops_times) + 1)
+    for j in range(len(ops_times) - 1, -1, -1):
+        suffix_min[j] = min(ops_times[j][1], suffix_min[j + 1])
+    return starts, suffix_min
+
+
 def recovery(data: ReportData) -> list[dict[str, Any]]:
     """Per fault window that ended: ``window`` (``FaultWindow``), ``first_ack_s`` (seconds from
-    its end to the first acknowledgement of a send invoked after it; None: none came) and
-    ``isr_full_s`` (seconds from its end until the monitor saw every partition led and with
-    its whole ISR; None: never, or no monitor)."""
+    its end to the first acknowledgement of a send invoked after it; None: none came),
+    ``first_read_s`` (seconds from its end to the completion of the first poll invoked after
+    it that returned records; None: none did), ``sent_after`` (a send was invoked after it:
+    False for the final heal after the workload stopped, whose recovery nothing could show)
+    and ``isr_full_s`` (seconds from its end until the monitor saw every partition led and
+    with its whole ISR; None: never, or no monitor)."""
     ops = data.ops
-    acked = sorted((ops.start_s[i], ops.end_s[i]) for i in _workload(data) if ops.acked[i])
-    starts = [s for s, _ in acked]
-    suffix_min = [math.inf] * (len(acked) + 1)
-    for j in range(len(acked) - 1, -1, -1):
-        suffix_min[j] = min(acked[j][1], suffix_min[j + 1])
+    work = _workload(data)
+    acked = _first_after(sorted((ops.start_s[i], ops.end_s[i]) for i in work if ops.acked[i]))
+    read = _first_after(sorted((ops.start_s[i], ops.end_s[i]) for i in work
+                               if ops.read[i] and ops.outcome[i] == OK))
+    last_send = max((ops.start_s[i] for i in work if ops.sends[i]), default=-math.inf)
     out = []
     for w in data.windows:
         if w.end_s is None:
             continue
-        first = suffix_min[bisect.bisect_left(starts, w.end_s)]
-        out.append({"window": w, "first_ack_s": None if math.isinf(first) else first - w.end_s,
+        first_ack, first_read = (suffix[bisect.bisect_left(starts, w.end_s)]
+                                 for starts, suffix in (acked, read))
+        out.append({"window": w,
+                    "first_ack_s": None if math.isinf(first_ack) else first_ack - w.end_s,
+                    "first_read_s": None if math.isinf(first_read) else first_read - w.end_s,
+                    "sent_after": last_send >= w.end_s,
                     "isr_full_s": _isr_full_after(data.isr_full, w.end_s)})
     return out
 
@@ -165,7 +183,8 @@ def summary(data: ReportData) -> dict[str, Any]:
     ``recovery``: per fault window that was undone, ``{"fault": package, "label",
     "healed_s": when it was undone (s since the run's start), "first_ack_s": seconds from
     there to the first acknowledgement of a send invoked after it (None: none came),
-    "isr_full_s"}`` (``recovery``; OpenChaos's recovery time per fault)."""
+    "first_read_s", "sent_after", "isr_full_s"}`` (``recovery``; OpenChaos's recovery time
+    per fault)."""
     acked, attempted = ack_share(data)
     ops = data.ops
     latencies = sorted((ops.end_s[i] - ops.start_s[i]) * 1e3 for i in _workload(data)
@@ -189,6 +208,8 @@ def summary(data: ReportData) -> dict[str, Any]:
         "recovery": [{"fault": r["window"].package, "label": r["window"].label,
                       "healed_s": round(r["window"].end_s, 3),
                       "first_ack_s": _round(r["first_ack_s"]),
+                      "first_read_s": _round(r["first_read_s"]),
+                      "sent_after": r["sent_after"],
                       "isr_full_s": _round(r["isr_full_s"])} for r in recovery(data)]}
 
 

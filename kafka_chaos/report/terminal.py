@@ -13,6 +13,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from kafka_chaos.analysis.explain import explain, explain_evidence
+from kafka_chaos import steady
 from kafka_chaos.verdict import RunVerdict
 
 
@@ -107,6 +108,9 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
                       f"{result.analysis_time_s} s")
     if line := result.availability_line():
         console.print(f"availability: {line}")
+    if line := steady.line(result.steady_state):
+        colour = {True: "green", False: "red"}.get(result.steady_state.get("held"), "yellow")
+        console.print(f"steady state: [{colour}]{escape(line)}[/]")
     search = result.cycle_search
     if search:
         console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "

@@ -1,6 +1,7 @@
 """The ground floor and its catalogues (``kafka_chaos/catalogue/``, ``config``, ``settings``,
-``verdict``, ``errors``): they import nothing of the project above them and nothing heavy, and every
-record of a catalogue is wired where the rest of the house reads it."""
+``verdict``, ``steady``, ``errors``): they import nothing of the project above them and
+nothing heavy, and every record of a catalogue is wired where the rest of the house reads
+it."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from tests.unit.test_import_cost import loaded_by
 
 #: The ground floor's modules: these and every catalogue.
 FLOOR = ("kafka_chaos", "kafka_chaos.errors", "kafka_chaos.settings", "kafka_chaos.config",
-         "kafka_chaos.verdict",
+         "kafka_chaos.verdict", "kafka_chaos.steady",
          *sorted(m for m in import_graph() if m.startswith("kafka_chaos.catalogue")))
 
 

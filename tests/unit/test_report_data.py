@@ -231,3 +231,29 @@ def test_a_package_may_start_with_any_of_several_fs(tmp_path, monkeypatch) -> No
     data = extract(write_timed(q, tmp_path / "h.jsonl", [0.0, 0.5, 1.0, 1.5, 2.0, 2.5]))
     assert [(w.package, w.start_s, w.end_s) for w in data.windows] == [
         ("skew", 0.0, 1.5), ("skew", 2.0, None)]
+
+
+def test_recovery_names_the_first_read_and_a_heal_after_the_last_send(tmp_path) -> None:
+    """After a heal: the first poll invoked after it that returned records is its first read
+    (an empty poll is not); the final heal after the workload's last send shows no recovery
+    (``sent_after`` False), which the figures leave out, never an unrecovered fault."""
+    q = (Q().send(0, [(0, 1)])
+         .nemesis("kill", {"target": "leader"}, {"killed": ["n1"]})
+         .nemesis("start", None, {"started": ["n1"]})              # healed at 1.0
+         .poll(1, {})                                             # 1.1 -> 1.2: empty
+         .send(0, [(0, 2)])                                       # 1.3 -> 1.5
+         .poll(1, {0: [(0, 1), (1, 2)]})                          # 1.6 -> 1.9: the read
+         .nemesis("kill", {"target": "leader"}, {"killed": ["n1"]})
+         .nemesis("start", None, {"started": ["n1"]}))            # healed at 2.5
+    times = [0.1, 0.2, 0.5, 0.6, 0.9, 1.0, 1.1, 1.2, 1.3, 1.5, 1.6, 1.9, 2.0, 2.1, 2.4, 2.5]
+    data = extract(write_timed(q, tmp_path / "h.jsonl", times))
+    first, last = report_stats.recovery(data)
+    assert first["first_ack_s"] == pytest.approx(0.5) and first["sent_after"]
+    assert first["first_read_s"] == pytest.approx(0.9)
+    assert last["first_ack_s"] is None and last["first_read_s"] is None
+    assert not last["sent_after"]
+    from kafka_chaos.verdict import RunVerdict
+
+    figures = RunVerdict(availability=report_stats.summary(data)).availability_figures()
+    assert (figures["slowest_recovery_s"], figures["slowest_read_s"]) == (0.5, 0.9)
+    assert figures["unrecovered"] == 0
