@@ -3,6 +3,8 @@ backend's image."""
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 from typing import Optional
 
@@ -68,7 +70,37 @@ def cluster_up(
         if cluster is not None:
             cluster.teardown()  # only what this call created
         raise
+    _made(backend).write_text(json.dumps({"dir": str(dir.resolve())}))
     console.print(f"cluster up: bootstrap servers {cluster.bootstrap_servers}")
+
+
+def _made(backend: str) -> Path:
+    """Where ``cluster up`` records the directory of the cluster it made (``--dir``), so that
+    ``cluster down`` removes that cluster's data: the tool's state directory
+    (``$XDG_STATE_HOME/kafka-chaos``, beside the backends' own records)."""
+    from kafka_chaos.clusters.local import state_dir
+
+    state_dir().mkdir(parents=True, exist_ok=True)
+    return state_dir() / f"cluster-up-{backend}.json"
+
+
+def _remove_data(backend: str) -> list[str]:
+    """The data directories (``<dir>/<node>/data``: the log dirs and ``meta.properties``) of
+    the cluster ``cluster up`` made with ``backend``, removed once its processes are gone, so
+    the next ``cluster up`` formats a new one; its logs and configurations stay. Only what
+    ``cluster up`` recorded: a run's own node directories stay with the run."""
+    record = _made(backend)
+    try:
+        made = Path(json.loads(record.read_text())["dir"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    removed = []
+    for data in sorted(made.glob("*/data")):
+        shutil.rmtree(data, ignore_errors=True)
+        removed.append(f"data of node {data.parent.name} ({data}; its logs stay in "
+                       f"{data.parent})")
+    record.unlink(missing_ok=True)
+    return removed
 
 
 @cluster_app.command("status")
@@ -98,9 +130,10 @@ def cluster_down(
 ) -> None:
     """Remove the cluster and anything a crashed run left (local: processes, namespaces,
     iptables rules; docker: labelled containers and network; ssh: remote processes, the
-    tool's iptables chains, node directories; and the analysis warm-up's history of a run
-    killed while it warmed up). On attached containers (docker-attach), only the tool's own
-    faults are undone: its iptables chains, a pause; nothing is removed."""
+    tool's iptables chains, node directories; the data of a cluster `cluster up` made, its
+    logs kept; and the analysis warm-up's history of a run killed while it warmed up). On
+    attached containers (docker-attach), only the tool's own faults are undone: its iptables
+    chains, a pause; nothing is removed."""
     from kafka_chaos.analysis.warm import remove_stale
     from kafka_chaos.clusters import backends
 
@@ -110,6 +143,8 @@ def cluster_down(
             compose_project=compose_project,
             containers=tuple(c for c in (containers or "").split(",") if c)))
     removed += remove_stale()
+    if not any(item.startswith("NOT") for item in removed):
+        removed += _remove_data(backend)
     for item in removed:
         console.print(f"[red]{item}[/]" if item.startswith("NOT") else f"removed {item}")
     if not removed:

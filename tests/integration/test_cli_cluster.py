@@ -59,8 +59,17 @@ def test_cluster_up_status_down(tmp_path):
     finally:
         down = kafka_chaos("cluster", "down")
     assert "removed broker process" in down.stdout, down.stdout
+    # what `up` made goes: the nodes' data (their logs stay), so `up` works again
+    said = " ".join(down.stdout.split())
+    assert all(f"removed data of node n{i}" in said for i in (1, 2, 3)), said
+    assert not list((tmp_path / "cluster").glob("*/data"))
+    assert (tmp_path / "cluster" / "n1" / "logs").is_dir()
     assert leftovers() == []
     assert "no local cluster recorded" in kafka_chaos("cluster", "status").stdout
+    again = kafka_chaos("cluster", "up", "--dir", str(tmp_path / "cluster"))
+    down = kafka_chaos("cluster", "down")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "removed broker process" in down.stdout and leftovers() == []
 
 
 # the full suite's: local and docker (the longer tier runs ssh's, docs/nightly.md)
