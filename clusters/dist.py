@@ -3,7 +3,8 @@
 A distribution is a directory of jars: ``org.apache.kafka:kafka_2.13:<version>`` with its runtime
 dependencies plus a logging binding (log4j2 for Kafka 4.x, reload4j for 3.x, matching what the
 Apache tarballs ship). It is resolved once with ``mvn dependency:copy-dependencies`` on a generated
-pom and kept in ``$XDG_CACHE_HOME/kafka-chaos/kafka/<version>/libs``.
+pom and kept in ``$XDG_CACHE_HOME/kafka-chaos/kafka/<version>/libs``; a version Maven Central does
+not serve is refused before Maven starts (``central``).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from pathlib import Path
 
 # the default version is the settings' (a setting's default), named here too
 from kafka_chaos.catalogue.backends import DEFAULT_KAFKA_VERSION
+from kafka_chaos.clusters import central
 from kafka_chaos.clusters.errors import DistributionError
 
 #: Kafka 4.x brokers need Java 17 (KIP-1013); 3.9 runs on 11+, but we require one floor.
@@ -68,7 +70,8 @@ def cache_root() -> Path:
 
 
 def check_java() -> str:
-    """Return the ``java`` path; raise ``DistributionError`` if missing or older than ``MIN_JAVA``."""
+    """Return the ``java`` path; raise ``DistributionError`` if missing or older than
+    ``MIN_JAVA``."""
     java = shutil.which("java")
     if java is None:
         raise DistributionError(f"java not found on PATH: install a JDK/JRE >= {MIN_JAVA} "
@@ -111,11 +114,20 @@ def from_home(home: Path) -> KafkaDist:
     return KafkaDist(version, libs)
 
 
+def served(timeout_s: float = 3.0) -> list[str]:
+    """The Kafka versions Maven Central serves that kafka-chaos can run (KRaft: 3.0.0 and
+    later), oldest first. Raises ``DistributionError`` (one line) when Central's list cannot be
+    read within about ``timeout_s`` seconds."""
+    return [v for v in central.fetch_versions(timeout_s) if int(v.split(".")[0]) >= 3]
+
+
 def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> KafkaDist:
     """Return the cached distribution for ``version``, downloading it with Maven if needed.
 
-    Raises ``DistributionError`` for a malformed or unknown version (Maven cannot resolve it),
-    a missing ``mvn``, or (with ``offline``) a version that is not cached.
+    Raises ``DistributionError`` in one line for a malformed version, one Maven Central does
+    not serve (naming the nearest it does), a missing ``mvn``, mvn's failure (a repository it
+    cannot reach, say), or (with ``offline``) a version that is not cached. A failure leaves
+    nothing in the cache.
     """
     m = _VERSION_RE.match(version)
     if not m:
@@ -129,23 +141,30 @@ def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> K
         return KafkaDist(version, libs)
     if offline:
         raise DistributionError(f"Kafka {version} is not cached in {libs}")
+    try:
+        listed: list[str] | None = served()
+    except DistributionError:  # offline, or a mirror only Maven reaches: mvn decides
+        listed = None
+    if listed is not None and version not in listed:
+        raise DistributionError(central.unknown(version, listed))
     mvn = shutil.which("mvn")
     if mvn is None:
         raise DistributionError("mvn not found: Maven is needed to fetch Kafka jars "
                                 "(apt-get install maven), or pass --kafka-home")
     pom = _POM.format(version=version, logging=_LOGGING_4X if major >= 4 else _LOGGING_3X)
-    libs.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=libs.parent) as tmp:
+    # staged beside the versions, not in <version>/: a failure leaves no empty folder
+    libs.parent.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=f".{version}-", dir=libs.parent.parent) as tmp:
         (Path(tmp) / "pom.xml").write_text(pom)
         staging = Path(tmp) / "libs"
         proc = subprocess.run(
-            [mvn, "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies", "-DincludeScope=runtime",
-             f"-DoutputDirectory={staging}"],
+            [mvn, "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
+             "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
             cwd=tmp, capture_output=True, text=True)
         if proc.returncode != 0 or not (staging / f"kafka_2.13-{version}.jar").exists():
-            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
-            raise DistributionError(f"Kafka {version} could not be resolved from Maven Central "
-                                    f"(unknown version?):\n{tail}")
+            raise DistributionError(central.mvn_failure(version, proc.stdout + proc.stderr,
+                                                        listed))
+        libs.parent.mkdir(exist_ok=True)
         # rename is atomic: a concurrent or interrupted resolve never leaves half a libs/ dir
         staging.rename(libs)
     return KafkaDist(version, libs)

@@ -26,14 +26,20 @@ def report_cmd(
 
 
 @app.command("fetch-kafka")
-def fetch_kafka(versions: list[str] = typer.Argument(
-        None, help="Versions (default: the pinned one).")) -> None:
+def fetch_kafka(
+    versions: list[str] = typer.Argument(None, help="Versions (default: the pinned one)."),
+    list_: bool = typer.Option(False, "--list", help="Print the versions Maven Central serves "
+                               "that kafka-chaos can run, oldest first, and fetch nothing."),
+) -> None:
     """Download Kafka broker jars from Maven Central into the cache, make the class archive
     its brokers start with on the local backend (``clusters.kafka_cds``), and compile the Java
     client driver against them (``--client java``; done by setup.sh)."""
     from kafka_chaos.clusters import kafka_cds, local
     from kafka_chaos.workloads import java_client
 
+    if list_:
+        console.print("\n".join(dist.served()))
+        return
     java = dist.check_java()
     for version in versions or [dist.DEFAULT_KAFKA_VERSION]:
         kafka = dist.resolve(version)
