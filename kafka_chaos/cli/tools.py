@@ -29,8 +29,8 @@ def report_cmd(
 def fetch_kafka(versions: list[str] = typer.Argument(
         None, help="Versions (default: the pinned one).")) -> None:
     """Download Kafka broker jars from Maven Central into the cache, make the class archive
-    its brokers start with on the local backend (``clusters.kafka_cds``), and compile the Java
-    client driver against them (``--client java``; done by setup.sh)."""
+    its brokers start with on the local backend, and compile the Java client driver against
+    them (for run --client java; done by setup.sh)."""
     from kafka_chaos.clusters import kafka_cds, local
     from kafka_chaos.workloads import java_client
 
