@@ -11,7 +11,8 @@ was not met, an interrupt); 254 bad input (a flag, a plan, a history, a file or 
 environment the run cannot use: fix it and run again; Jepsen's code for bad arguments); 255
 the tool failed while it ran (a cluster that did not come up, a crash of the run or of the
 analysis, a report that could not be written; Jepsen's code for a crash). Never 0 when the
-analysis failed.
+analysis failed. A command that reports (``history``, ``cluster status``, ``spark-server
+status``) judges nothing: 0 whatever it finds.
 """
 
 from __future__ import annotations

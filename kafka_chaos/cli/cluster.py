@@ -133,7 +133,8 @@ def cluster_down(
     tool's iptables chains, node directories; the data of a cluster `cluster up` made, its
     logs kept; and the analysis warm-up's history of a run killed while it warmed up). On
     attached containers (docker-attach), only the tool's own faults are undone: its iptables
-    chains, a pause; nothing is removed."""
+    chains, a pause; nothing is removed. Exit 255 when something could not be removed (each
+    named)."""
     from kafka_chaos.analysis.warm import remove_stale
     from kafka_chaos.clusters import backends
 

@@ -172,7 +172,11 @@ def history_cmd(
                                "markdown (for $GITHUB_STEP_SUMMARY and the like)."),
 ) -> None:
     """Verdicts and anomaly-rate trends across stored runs, grouped by configuration (the
-    nightly job's history). Exit 2 when RUNS_DIR holds no verdict."""
+    nightly job's history).
+
+    Exit codes: 0 the trends were shown, whatever the verdicts (each run's own exit code
+    judged it); 254 RUNS_DIR is no directory or holds no readable results.json, or a bad
+    option; 255 the tool failed; 2 interrupted."""
     import json
 
     from kafka_chaos.compare import trends

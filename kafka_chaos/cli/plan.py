@@ -27,8 +27,8 @@ def plan_schema() -> None:
 @plan_app.command("check")
 def plan_check(path: Path = typer.Argument(..., help="A plan file.")) -> None:
     """Validate a plan and print the run configuration it gives, its scenario's settings
-    applied as ``run`` applies them, and the cells and repeats of its matrix; then check what
-    ``run`` checks before it starts (Kafka version, backend, inventory, Spark master). Exit 254
+    applied as run applies them, and the cells and repeats of its matrix; then check what
+    run checks before it starts (Kafka version, backend, inventory, Spark master). Exit 254
     naming the line and key path of the first problem."""
     from kafka_chaos import matrix
 

@@ -66,8 +66,10 @@ EXIT_CODES_HELP = ("Writes results.json, junit.xml, summary.md and report.html i
 
 def run_cmd(
     ctx: typer.Context,
-    plan: Optional[Path] = typer.Option(None, help="YAML plan file (see kafka_chaos/plan.py); "
-                                        "flags given on the command line override it."),
+    plan: Optional[Path] = typer.Option(None, help="Plan file: the run's settings in YAML "
+                                        "(README, Plan files; its schema: kafka-chaos plan "
+                                        "schema). Flags given on the command line override "
+                                        "it."),
     fail_on: str = FAIL_ON,
     out: Path = typer.Option(Path("runs"), help="Directory of run directories."),
     publish: Optional[str] = typer.Option(None, help="After the verdict, copy the run "

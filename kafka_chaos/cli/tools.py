@@ -32,8 +32,8 @@ def fetch_kafka(
                                "that kafka-chaos can run, oldest first, and fetch nothing."),
 ) -> None:
     """Download Kafka broker jars from Maven Central into the cache, make the class archive
-    its brokers start with on the local backend (``clusters.kafka_cds``), and compile the Java
-    client driver against them (``--client java``; done by setup.sh)."""
+    its brokers start with on the local backend, and compile the Java client driver against
+    them (for run --client java; done by setup.sh)."""
     from kafka_chaos.clusters import kafka_cds, local
     from kafka_chaos.workloads import java_client
 

@@ -1,12 +1,16 @@
-"""The Spark settings the analysis derives from the machine and from the user's input."""
+"""The Spark settings the analysis derives from the machine and from the user's input, and
+``spark-server status`` with no server."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
+from typer.testing import CliRunner
 
 from kafka_chaos.analysis import spark
+from kafka_chaos.cli import app
 
 
 def _with_ram(monkeypatch, gib: int) -> None:
@@ -85,3 +89,18 @@ def test_local_threads_and_master_urls():
         spark.check_master("local[0]")
     with pytest.raises(ValueError, match="no master answers"):
         spark.check_master("spark://127.0.0.1:1", timeout_s=0.5)
+
+
+def test_spark_server_status_without_a_server_is_an_answer_not_an_error(tmp_path):
+    """``spark-server status`` exits 0 when none runs, as ``cluster status`` does (1 is this
+    tool's "anomalies"); a state file whose process is gone is removed."""
+    def status() -> tuple[int, str]:
+        got = CliRunner().invoke(app, ["spark-server", "status", "--dir", str(tmp_path)])
+        return got.exit_code, got.stdout
+
+    assert status() == (0, "none running\n")
+    (tmp_path / "server.json").write_text(json.dumps(
+        {"pid": 2**22 + 1, "url": "sc://127.0.0.1:1", "master": "local[2]",
+         "log": str(tmp_path / "server.log")}))  # above any pid_max: no such process
+    assert status() == (0, "none running\n")
+    assert not (tmp_path / "server.json").exists()
