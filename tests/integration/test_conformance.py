@@ -9,7 +9,6 @@ controller-only nodes.
 from __future__ import annotations
 
 import dataclasses
-import shutil
 import subprocess
 import time
 
