@@ -68,7 +68,8 @@ def cache_root() -> Path:
 
 
 def check_java() -> str:
-    """Return the ``java`` path; raise ``DistributionError`` if missing or older than ``MIN_JAVA``."""
+    """Return the ``java`` path; raise ``DistributionError`` if missing or older than
+    ``MIN_JAVA``."""
     java = shutil.which("java")
     if java is None:
         raise DistributionError(f"java not found on PATH: install a JDK/JRE >= {MIN_JAVA} "
@@ -111,11 +112,9 @@ def from_home(home: Path) -> KafkaDist:
     return KafkaDist(version, libs)
 
 
-def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> KafkaDist:
-    """Return the cached distribution for ``version``, downloading it with Maven if needed.
-
-    Raises ``DistributionError`` for a malformed or unknown version (Maven cannot resolve it),
-    a missing ``mvn``, or (with ``offline``) a version that is not cached.
+def check_version(version: str) -> int:
+    """The major version of ``version``, from its text alone (no download). Raises
+    ``DistributionError`` unless it is ``MAJOR.MINOR.PATCH`` with a KRaft major (3 or more).
     """
     m = _VERSION_RE.match(version)
     if not m:
@@ -124,6 +123,16 @@ def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> K
     major = int(m.group(1))
     if major < 3:
         raise DistributionError(f"--kafka-version {version}: KRaft needs Kafka >= 3.x")
+    return major
+
+
+def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> KafkaDist:
+    """Return the cached distribution for ``version``, downloading it with Maven if needed.
+
+    Raises ``DistributionError`` for a malformed (``check_version``) or unknown version (Maven
+    cannot resolve it), a missing ``mvn``, or (with ``offline``) a version that is not cached.
+    """
+    major = check_version(version)
     libs = cache_root() / "kafka" / version / "libs"
     if (libs / f"kafka_2.13-{version}.jar").exists():
         return KafkaDist(version, libs)
@@ -139,8 +148,8 @@ def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> K
         (Path(tmp) / "pom.xml").write_text(pom)
         staging = Path(tmp) / "libs"
         proc = subprocess.run(
-            [mvn, "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies", "-DincludeScope=runtime",
-             f"-DoutputDirectory={staging}"],
+            [mvn, "-q", "-B", "-Dstyle.color=never", "dependency:copy-dependencies",
+             "-DincludeScope=runtime", f"-DoutputDirectory={staging}"],
             cwd=tmp, capture_output=True, text=True)
         if proc.returncode != 0 or not (staging / f"kafka_2.13-{version}.jar").exists():
             tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-8:])
