@@ -4,7 +4,8 @@ cycles, and the verdict judged against what the run's configuration promises.
 Entry point: ``check(path)`` (``verdict``). Layout: ``load`` (DataFrames of both history
 formats), ``checkers`` (one module per family of anomalies), ``elle`` (bounded cycle
 search, networkx), ``promises`` (configuration -> permitted anomalies), ``stats``,
-``spark`` (the session), ``warm`` (a warm-up check while a short run goes).
+``spark`` (the session), ``masters`` (Spark master URLs, without pyspark), ``warm`` (a
+warm-up check while a short run goes).
 
 The package's face loads nothing: ``check`` and the other names below come from
 ``verdict`` when first used (PEP 562), so importing ``kafka_chaos.analysis.promises`` (rules

@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import socket
 from pathlib import Path
 from typing import Iterator
 
@@ -13,53 +12,20 @@ from pyspark.errors import PySparkRuntimeError
 from pyspark.sql import SparkSession
 
 from kafka_chaos.analysis import cds, jvm
+# check_master and CONNECT_PORT are this module's names too (cli/spark.py, server.py)
+from kafka_chaos.analysis.masters import CONNECT as _CONNECT
+from kafka_chaos.analysis.masters import CONNECT_PORT, check_master  # noqa: F401
+from kafka_chaos.analysis.masters import LOCAL as _LOCAL
 
 #: Shuffle partitions for joins/aggregations. Spark's default (200) makes every small shuffle of a
 #: local run schedule 200 near-empty tasks; histories are at most a few million rows.
 SHUFFLE_PARTITIONS = 4
-
-_LOCAL = re.compile(r"local(\[(\*|[1-9][0-9]*)(,[1-9][0-9]*)?\])?")
-_STANDALONE = re.compile(r"spark://([^:/,]+:[0-9]+)(,[^:/,]+:[0-9]+)*")
-_CONNECT = re.compile(r"sc://([^:/;]+)(?::([0-9]+))?/?(;.*)?")
-#: Spark Connect's default port (``spark.connect.grpc.binding.port``).
-CONNECT_PORT = 15002
 
 
 def is_connect(spark: SparkSession) -> bool:
     """``spark`` is a Spark Connect client session (``sc://``): no ``sparkContext``, no JVM in
     this process; the plans run in the server's driver."""
     return type(spark).__module__.startswith("pyspark.sql.connect")
-
-
-def check_master(master: str, timeout_s: float = 3.0) -> None:
-    """Refuse a Spark master URL that cannot work, before a run spends minutes on it.
-
-    Accepted (Spark's "Master URLs"): ``local``, ``local[N]``, ``local[*]``, ``local[N,F]``;
-    ``spark://host:port[,host:port...]`` of which one must accept a TCP connection within
-    ``timeout_s`` seconds; ``sc://host[:port][/;params]`` (a Spark Connect server, port 15002
-    by default), which must accept one too; ``yarn``; ``k8s://...``.
-
-    Raises ``ValueError`` naming the problem.
-    """
-    if _LOCAL.fullmatch(master) or master == "yarn" or master.startswith("k8s://"):
-        return
-    connect = _CONNECT.fullmatch(master)
-    if connect:
-        hostports = [f"{connect[1]}:{connect[2] or CONNECT_PORT}"]
-    elif _STANDALONE.fullmatch(master):
-        hostports = master.removeprefix("spark://").split(",")
-    else:
-        raise ValueError(f"{master!r} is not a Spark master URL (local[N], local[*], "
-                         "spark://host:port, sc://host[:port], yarn, k8s://...)")
-    errors = []
-    for hostport in hostports:
-        host, port = hostport.rsplit(":", 1)
-        try:
-            socket.create_connection((host, int(port)), timeout=timeout_s).close()
-            return
-        except OSError as exc:
-            errors.append(f"{hostport}: {exc}")
-    raise ValueError(f"{master!r}: no master answers ({'; '.join(errors)})")
 
 
 #: Below this many history lines a check is many small Spark jobs: the driver JVM then starts

@@ -61,9 +61,16 @@ class Backend:
 
     Attributes:
         name: the ``--backend`` value.
-        check_environment: ``(options, brokers, controllers)``; raises
-            ``EnvironmentUnsupported`` (with the fix) when this machine or these options cannot
-            host such a cluster; cheap, called before any run directory exists.
+        check_options: ``(options, brokers, controllers)``; raises ``EnvironmentUnsupported``
+            (with the fix) when these options cannot go together or do not fit the shape, and
+            the file's own error (``YamlFileError``, ``SecurityError``) when a file they name
+            cannot be used (an inventory, a client properties file). Reads those files and
+            nothing else: no network, no root, no daemon (``plan check`` without
+            ``--online``).
+        check_machine: ``(options)``; raises ``EnvironmentUnsupported`` when this machine
+            cannot host or reach such a cluster (root, network namespaces, FUSE or libfaketime
+            for the faults that need them, a Docker daemon or image). Cheap, called before
+            any run directory exists; ``check_environment`` does both.
         create: ``(dist, work_dir, brokers, controllers, broker_config, options) -> Cluster``,
             not set up (``brokers``, ``controllers``: counts of broker and controller-only nodes).
         status: ``(options)`` -> the recorded cluster as ``{"nodes": [{node_id, name, host,
@@ -73,10 +80,22 @@ class Backend:
     """
 
     name: str
-    check_environment: Callable[[BackendOptions, int, int], None]
+    check_options: Callable[[BackendOptions, int, int], None]
+    check_machine: Callable[[BackendOptions], None]
     create: Callable[[KafkaDist, Path, int, int, dict[str, str], BackendOptions], Cluster]
     status: Callable[[BackendOptions], dict | None]
     cleanup: Callable[[BackendOptions], list[str]]
+
+    def check_environment(self, options: BackendOptions, brokers: int, controllers: int) -> None:
+        """Everything a run checks of its backend before it starts: ``check_options``, then
+        ``check_machine``. Raises as they do."""
+        self.check_options(options, brokers, controllers)
+        self.check_machine(options)
+
+
+def _nothing(options: BackendOptions) -> None:
+    """The machine check of a backend that needs nothing of this machine (its hosts or its
+    cluster are reached when the run starts)."""
 
 
 def _no_options(backend: str, options: BackendOptions) -> None:
@@ -106,11 +125,7 @@ def _no_options(backend: str, options: BackendOptions) -> None:
 
 
 def _local() -> Backend:
-    from kafka_chaos.clusters import local, netns
-
-    def check(options: BackendOptions, brokers: int, controllers: int) -> None:
-        _no_options("local", options)
-        netns.check_environment()
+    from kafka_chaos.clusters import faketime, local, lossymount, netns
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
@@ -119,15 +134,25 @@ def _local() -> Backend:
                                   broker_config=broker_config, lossy_fs=options.lossy_fs,
                                   clock=options.clock)
 
-    return Backend("local", check, create, lambda options: local.recorded_state(),
+    def machine(options: BackendOptions) -> None:
+        netns.check_environment()
+        if options.lossy_fs:
+            lossymount.check_environment()
+        if options.clock:
+            faketime.check_environment()
+
+    return Backend("local", lambda options, b, c: _no_options("local", options), machine, create,
+                   lambda options: local.recorded_state(),
                    lambda options: local.cleanup_leftovers())
 
 
 def _docker() -> Backend:
     from kafka_chaos.clusters import docker_backend as docker
 
-    def check(options: BackendOptions, brokers: int, controllers: int) -> None:
+    def options_check(options: BackendOptions, brokers: int, controllers: int) -> None:
         _no_options("docker", dataclasses.replace(options, image=None))
+
+    def machine(options: BackendOptions) -> None:
         docker.check_environment()
         if options.image is not None:  # the default image is checked (and named) at setup
             docker.check_image(options.image)
@@ -137,12 +162,13 @@ def _docker() -> Backend:
         return docker.DockerCluster(dist, work_dir, brokers=brokers, controllers=controllers,
                                     broker_config=broker_config, image=options.image)
 
-    return Backend("docker", check, create, lambda options: docker.status(),
+    return Backend("docker", options_check, machine, create, lambda options: docker.status(),
                    lambda options: docker.cleanup_leftovers())
 
 
 def _ssh() -> Backend:
-    from kafka_chaos.clusters import inventory, ssh_backend as ssh
+    # the SSH modules (paramiko) load when a cluster is made or cleaned, not to check options
+    from kafka_chaos.clusters import inventory
 
     def hosts(options: BackendOptions, brokers: int | None = None, controllers: int = 0):
         if options.image is not None:
@@ -161,11 +187,20 @@ def _ssh() -> Backend:
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        from kafka_chaos.clusters import ssh_backend as ssh
+
         return ssh.SshCluster(dist, work_dir, hosts(options, brokers, controllers),
                               broker_config, options.accept_unknown_host_keys,
                               clock=options.clock)
 
+    def status(options: BackendOptions) -> dict | None:
+        from kafka_chaos.clusters import ssh_backend as ssh
+
+        return ssh.status()
+
     def cleanup(options: BackendOptions) -> list[str]:
+        from kafka_chaos.clusters import ssh_backend as ssh
+
         try:
             found = hosts(options) if options.inventory is not None else None
         except EnvironmentUnsupported as exc:
@@ -173,52 +208,59 @@ def _ssh() -> Backend:
         return ssh.cleanup_leftovers(hosts=found,
                                      accept_unknown_host_keys=options.accept_unknown_host_keys)
 
-    return Backend("ssh", check, create,
-                   lambda options: ssh.status(), cleanup)
+    return Backend("ssh", check, _nothing, create, status, cleanup)
+
+
+def _security(options: BackendOptions):
+    """The client security of ``options.client_properties`` (None: plaintext). Raises
+    ``SecurityError`` naming the file, line and key."""
+    from kafka_chaos.clusters import security
+
+    if options.client_properties is None:
+        return None
+    return security.load(options.client_properties)
 
 
 def _attached(name: str, options: BackendOptions):
     """Check the options of attaching backend ``name``; returns the client security (None:
     plaintext). Raises ``EnvironmentUnsupported``, ``SecurityError``."""
-    from kafka_chaos.clusters import security
-
     _no_options(name, dataclasses.replace(
         options, bootstrap_servers=None, client_properties=None, fault_last_broker=False,
         **({"compose_project": None, "containers": ()} if name == "docker-attach" else {})))
     if not options.bootstrap_servers:
         raise EnvironmentUnsupported(f"--backend {name} needs --bootstrap-servers "
                                      "HOST:PORT,... (the running cluster's listener)")
-    if options.client_properties is None:
-        return None
-    return security.load(options.client_properties)  # SecurityError names file:line: key
+    return _security(options)
 
 
 def _external() -> Backend:
-    from kafka_chaos.clusters import external
-
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        from kafka_chaos.clusters import external
+
         return external.ExternalCluster(options.bootstrap_servers or "",
                                         _attached("external", options), work_dir)
 
     # nothing of an external cluster is the tool's to record or remove
-    return Backend("external", lambda options, b, c: _attached("external", options), create,
-                   lambda options: None, lambda options: [])
+    return Backend("external", lambda options, b, c: _attached("external", options), _nothing,
+                   create, lambda options: None, lambda options: [])
 
 
 def _docker_attach() -> Backend:
-    from kafka_chaos.clusters import docker_attach, docker_backend
+    from kafka_chaos.clusters import docker_backend
 
     def check(options: BackendOptions, brokers: int, controllers: int) -> None:
         _attached("docker-attach", options)
         if (options.compose_project is None) == (not options.containers):
             raise EnvironmentUnsupported("--backend docker-attach needs --compose-project NAME "
                                          "or --containers NAME,... (one of the two)")
-        docker_backend.check_environment()
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        from kafka_chaos.clusters import docker_attach
+
         check(options, brokers, controllers)
+        docker_backend.check_environment()
         cluster = docker_attach.AttachedDockerCluster(
             options.bootstrap_servers or "", _attached("docker-attach", options), work_dir,
             options.compose_project, list(options.containers))
@@ -226,15 +268,18 @@ def _docker_attach() -> Backend:
         return cluster
 
     def cleanup(options: BackendOptions) -> list[str]:
+        from kafka_chaos.clusters import docker_attach
+
         if options.compose_project is None and not options.containers:
             return ["NOT cleaned: name the cluster with --compose-project or --containers"]
         return docker_attach.undo(options.compose_project, list(options.containers))
 
-    return Backend("docker-attach", check, create, lambda options: None, cleanup)
+    return Backend("docker-attach", check, lambda options: docker_backend.check_environment(),
+                   create, lambda options: None, cleanup)
 
 
 def _ssh_attach() -> Backend:
-    from kafka_chaos.clusters import attach_inventory, ssh_attach
+    from kafka_chaos.clusters import attach_inventory
 
     def hosts(options: BackendOptions) -> list:
         if options.inventory is None:
@@ -248,6 +293,8 @@ def _ssh_attach() -> Backend:
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
+        from kafka_chaos.clusters import ssh_attach
+
         sec = _attached("ssh-attach", dataclasses.replace(options, inventory=None))
         cluster = ssh_attach.AttachedSshCluster(options.bootstrap_servers or "", sec, work_dir,
                                                 hosts(options),
@@ -256,13 +303,15 @@ def _ssh_attach() -> Backend:
         return cluster
 
     def cleanup(options: BackendOptions) -> list[str]:
+        from kafka_chaos.clusters import ssh_attach
+
         try:
             found = hosts(options)
         except EnvironmentUnsupported as exc:
             return [f"NOT cleaned: {exc}"]
         return ssh_attach.undo(found, options.accept_unknown_host_keys)
 
-    return Backend("ssh-attach", check, create, lambda options: None, cleanup)
+    return Backend("ssh-attach", check, _nothing, create, lambda options: None, cleanup)
 
 
 _BACKENDS: dict[str, Callable[[], Backend]] = {"local": _local, "docker": _docker, "ssh": _ssh,
@@ -282,3 +331,22 @@ def get(name: str) -> Backend:
         raise EnvironmentUnsupported(
             f"unknown cluster backend {name!r}: choose one of {', '.join(NAMES)}") from None
     return factory()
+
+
+def reach(name: str, options: BackendOptions, timeout_s: float = 10.0) -> list[str] | None:
+    """What a run's setup asks first of the cluster attaching backend ``name`` attaches to
+    (``options`` checked already: ``Backend.check_options``): a bootstrap server that answers
+    ``ApiVersions`` within ``timeout_s`` seconds, with the client properties' TLS and SASL
+    (``external.preflight``), then its brokers (a Metadata answer, ``external.discover``).
+    Returns the brokers' ``host:port``, or None for a backend that makes its own cluster
+    (there is none to reach before a run). Raises ``Unreachable`` when no bootstrap server
+    answers, ``Refused`` when each refused the TLS handshake or the credentials,
+    ``ClusterError`` when no Metadata answer came."""
+    if name not in ATTACHING:
+        return None
+    from kafka_chaos.clusters import external
+
+    security = _security(options)
+    external.preflight(options.bootstrap_servers or "", security, timeout_s)
+    return [n.client_endpoint for n in external.discover(options.bootstrap_servers or "",
+                                                          security)]

@@ -121,13 +121,9 @@ def served(timeout_s: float = 3.0) -> list[str]:
     return [v for v in central.fetch_versions(timeout_s) if int(v.split(".")[0]) >= 3]
 
 
-def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> KafkaDist:
-    """Return the cached distribution for ``version``, downloading it with Maven if needed.
-
-    Raises ``DistributionError`` in one line for a malformed version, one Maven Central does
-    not serve (naming the nearest it does), a missing ``mvn``, mvn's failure (a repository it
-    cannot reach, say), or (with ``offline``) a version that is not cached. A failure leaves
-    nothing in the cache.
+def check_version(version: str) -> int:
+    """The major version of ``version``, from its text alone (no download). Raises
+    ``DistributionError`` unless it is ``MAJOR.MINOR.PATCH`` with a KRaft major (3 or more).
     """
     m = _VERSION_RE.match(version)
     if not m:
@@ -136,6 +132,18 @@ def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> K
     major = int(m.group(1))
     if major < 3:
         raise DistributionError(f"--kafka-version {version}: KRaft needs Kafka >= 3.x")
+    return major
+
+
+def resolve(version: str = DEFAULT_KAFKA_VERSION, *, offline: bool = False) -> KafkaDist:
+    """Return the cached distribution for ``version``, downloading it with Maven if needed.
+
+    Raises ``DistributionError`` in one line for a malformed version (``check_version``), one
+    Maven Central does not serve (naming the nearest it does), a missing ``mvn``, mvn's
+    failure (a repository it cannot reach, say), or (with ``offline``) a version that is not
+    cached. A failure leaves nothing in the cache.
+    """
+    major = check_version(version)
     libs = cache_root() / "kafka" / version / "libs"
     if (libs / f"kafka_2.13-{version}.jar").exists():
         return KafkaDist(version, libs)

@@ -4,7 +4,7 @@ package and their callers."""
 
 from kafka_chaos.errors import (ClusterError, CommandFailed, DistributionError,
                                 EnvironmentUnsupported, NotReady, Refused, SecurityError, SshError,
-                                WireError)
+                                Unreachable, WireError)
 
 __all__ = ["ClusterError", "CommandFailed", "DistributionError", "EnvironmentUnsupported",
-           "NotReady", "Refused", "SecurityError", "SshError", "WireError"]
+           "NotReady", "Refused", "SecurityError", "SshError", "Unreachable", "WireError"]

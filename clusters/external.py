@@ -15,7 +15,7 @@ from pathlib import Path
 
 from kafka_chaos.clusters import admin, wire
 from kafka_chaos.clusters.base import Cluster, ExecResult, Node
-from kafka_chaos.clusters.errors import ClusterError, Refused
+from kafka_chaos.clusters.errors import ClusterError, Refused, Unreachable
 from kafka_chaos.clusters.security import ClientSecurity
 
 #: Words of a ``WireError`` that mean the listener refused how we came (TLS or SASL), not
@@ -29,7 +29,7 @@ def preflight(bootstrap: str, security: ClientSecurity | None, timeout_s: float 
 
     Raises ``Refused`` when every server refused the TLS handshake or the credentials (the
     message says which and names the client properties file, never a secret), and
-    ``ClusterError`` when none answers at all."""
+    ``Unreachable`` (bad input, exit 254) when none answers at all."""
     errors = []
     for endpoint in [e.strip() for e in bootstrap.split(",") if e.strip()]:
         try:
@@ -42,7 +42,7 @@ def preflight(bootstrap: str, security: ClientSecurity | None, timeout_s: float 
     if any(word in e for e in errors for word in _REFUSALS):
         raise Refused(f"the cluster at {bootstrap} refused the client properties {source}: "
                       + "; ".join(errors))
-    raise ClusterError(f"no bootstrap server of {bootstrap} answers: " + "; ".join(errors))
+    raise Unreachable(f"no bootstrap server of {bootstrap} answers: " + "; ".join(errors))
 
 
 def discover(bootstrap: str, security: ClientSecurity | None) -> list[Node]:

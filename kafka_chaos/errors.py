@@ -12,9 +12,10 @@
     │   ├── EnvironmentUnsupported * not root, no network namespaces, no iptables
     │   ├── Refused *                an attached cluster refused the secrets or a permission
     │   ├── SecurityError *          a client properties file that cannot be used
+    │   ├── Unreachable *            no bootstrap server of a cluster to attach to answers
     │   └── ServerBusy †             a Spark Connect server already runs, or its port is taken
     ├── ClusterError                 a cluster could not be provided or controlled (clusters/)
-    │   ├── (the four marked *)
+    │   ├── (the five marked *)
     │   ├── NotReady                 the cluster did not become ready in time
     │   ├── CommandFailed            a command on a node exited non-zero (has ``.result``)
     │   ├── SshError                 a host that cannot be reached or whose key is unknown
@@ -100,6 +101,11 @@ class Refused(ClusterError, BadInput):
 class SecurityError(ClusterError, BadInput):
     """A client properties file that cannot be used: the message names the file, the line
     and the key (never a secret's value)."""
+
+
+class Unreachable(ClusterError, BadInput):
+    """No bootstrap server of a cluster the tool attaches to answers (a wrong address, a
+    cluster that is down, a firewall): the user's to fix, and nothing was started."""
 
 
 class NotReady(ClusterError):

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Collection
 
 from pydantic import ValidationError
+from rich.markup import escape
 
 from kafka_chaos import plan as plan_file
 from kafka_chaos.admission import admit, load_scenario
@@ -59,7 +60,7 @@ def configure(params: dict[str, Any], given: set[str], cell: dict[str, Any] | No
         cell: ``RunConfig`` fields a comparison cell sets (``kafka_chaos.matrix``); they
             override everything else.
         announce: called with each line the user should read (scenario settings applied or
-            kept).
+            kept), in Rich markup.
 
     Raises ``ValueError`` with one message naming the option, plan key or cell setting.
     """
@@ -109,44 +110,75 @@ def scenario_settings(fields: dict[str, Any], given: set[str],
                          f"(the scenario sets {value[key]}; its preconditions may not happen)")
             value = {**value, **fields[field]}
         elif field in given and fields.get(field) != value:
-            announce(f"[yellow]scenario {name}[/]: keeping your {option_of(field)} "
-                     f"{fields[field]} (the scenario sets {value}; its preconditions may not "
-                     "happen)")
+            announce(f"[yellow]scenario {name}[/]: keeping your "
+                     f"{escape(shown(field, fields[field]))} (the scenario sets "
+                     f"{escape(shown(field, value))}; its preconditions may not happen)")
             continue
         fields[field] = value
         applied[field] = value
     if applied:
         announce(f"scenario {name} sets "
-                 + ", ".join(f"{option_of(k)} {v}" for k, v in applied.items()))
+                 + ", ".join(escape(shown(k, v)) for k, v in applied.items()))
     return applied
 
 
-def command_of(config: dict[str, Any], plan: str | Path | None = None) -> str:
-    """A ``kafka-chaos run`` command line giving ``config`` (a ``RunConfig`` dump): every
-    setting that differs from the default and that the scenario does not set itself, plus
-    the seed. Plan-only settings (``broker_properties``, ``allow``, ``forbid``) have no flag:
-    with ``plan``, the command starts from ``--plan plan`` and also gives every setting the
-    plan sets, so the plan's values cannot win over the configuration's; without, they are
-    left out."""
+def args_of(field: str, value: Any) -> list[str]:
+    """The words that give ``RunConfig`` field ``field`` the value ``value`` on a ``run``
+    command line: ``["--acks", "all"]``, ``["--time-limit", "60"]``; a bool as
+    ``["--idempotence"]`` or ``["--no-idempotence"]``; ``["--ops-per-txn", "1..4"]``;
+    ``["--nemesis", "kill,partition"]`` (``none``: no package). A setting without a flag
+    (``NO_FLAG``: a plan's or a scenario's) is its name and its value as a plan writes it:
+    ``["broker_properties", "producer.id.expiration.ms=10000"]``, ``["forbid",
+    "duplicate,lost"]``. The one rendering of a setting for the user: rerun commands,
+    what a scenario sets, ``plan check``."""
+    flag = option_of(field)
+    if isinstance(value, bool):
+        return [flag if value else flag.replace("--", "--no-", 1)]
+    if field == "ops_per_txn":
+        return [flag, f"{value[0]}..{value[1]}"]
+    if field == "nemesis":
+        return [flag, ",".join(value) or "none"]
+    if isinstance(value, dict):  # as a plan's broker_config writes a Kafka property
+        return [flag, *(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                        for k, v in value.items())]
+    if isinstance(value, (list, tuple)):
+        return [flag, ",".join(map(str, value))]
+    if isinstance(value, float):  # 60, not 60.0; repr keeps every digit of 0.1234567
+        return [flag, str(int(value)) if value.is_integer() else repr(value)]
+    return [flag, str(value)]
+
+
+def shown(field: str, value: Any) -> str:
+    """``args_of`` as one string, quoted as a shell would need it."""
+    return shlex.join(args_of(field, value))
+
+
+def run_args(config: dict[str, Any], planned: Collection[str] = ()) -> list[str]:
+    """The ``run`` flags that give ``config`` (a ``RunConfig`` dump): every setting that
+    differs from the default, or that ``planned`` names (what a plan sets, which only a flag
+    overrides), and the seed; never one the scenario sets itself (``scenario_settings``) nor
+    one without a flag (``NO_FLAG``)."""
     defaults = RunConfig().model_dump(mode="json")
     by_scenario = set(config.get("scenario_settings") or {})
-    args = ["kafka-chaos", "run"]
-    planned: set[str] = set()
-    if plan is not None:
-        args += ["--plan", str(plan)]
-        planned = set(plan_file.run_fields(plan_file.load(Path(plan)), Path(plan)))
+    args: list[str] = []
     for field, value in config.items():
         if field in NO_FLAG or field in by_scenario:
             continue
         if value == defaults.get(field) and field != "seed" and field not in planned:
             continue
-        flag = option_of(field)
-        if isinstance(value, bool):
-            args.append(flag if value else flag.replace("--", "--no-", 1))
-        elif field == "ops_per_txn":
-            args += [flag, f"{value[0]}..{value[1]}"]
-        elif field == "nemesis":
-            args += [flag, ",".join(value) or "none"]
-        else:
-            args += [flag, str(value)]
-    return shlex.join(args)
+        args += args_of(field, value)
+    return args
+
+
+def command_of(config: dict[str, Any], plan: str | Path | None = None) -> str:
+    """A ``kafka-chaos run`` command line giving ``config`` (a ``RunConfig`` dump): its
+    ``run_args``. Plan-only settings (``broker_properties``, ``allow``, ``forbid``) have no
+    flag: with ``plan``, the command starts from ``--plan plan`` and also gives every setting
+    the plan sets, so the plan's values cannot win over the configuration's; without, they
+    are left out."""
+    args = ["kafka-chaos", "run"]
+    planned: set[str] = set()
+    if plan is not None:
+        args += ["--plan", str(plan)]
+        planned = set(plan_file.run_fields(plan_file.load(Path(plan)), Path(plan)))
+    return shlex.join(args + run_args(config, planned))

@@ -1,10 +1,11 @@
 """One run from checked inputs to its facts, outside the CLI: what ``run`` and every cell of
 ``compare`` do between parsing their options and the verdict (``kafka_chaos.check``).
 
-``check_inputs`` refuses what cannot work before anything starts; ``execute`` runs the
-cluster, workload and nemesis (``runner.run``: faults always healed, cluster always torn
-down) with a progress bar, while a short run's analysis session warms up. Both raise; the
-CLI turns their errors into exit codes.
+``check_inputs`` refuses what cannot work before anything starts (``check_offline``: the
+part that needs neither network, root nor download); ``execute`` runs the cluster, workload
+and nemesis (``runner.run``: faults always healed, cluster always torn down) with a progress
+bar, while a short run's analysis session warms up. Both raise; the CLI turns their errors
+into exit codes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-from kafka_chaos.admission import admit
+from kafka_chaos.admission import Admitted, admit
 from kafka_chaos.clusters import dist
 from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.config import RunConfig
@@ -58,22 +59,60 @@ def _warm_up_spark(cfg: RunConfig) -> threading.Thread | None:
     return thread
 
 
-def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
-    """Everything checkable before a run starts: its admission (``admission.admit``: the
-    scenario), Spark master, Kafka jars, the backend's needs (for ``local``: root and network
-    namespaces). Returns the Kafka distribution (jars downloaded now if missing). Raises
-    ``ValueError`` (``--spark-master ...``, a scenario) or ``ClusterError`` naming the
+def distinct(configs: list[RunConfig]) -> list[RunConfig]:
+    """The first of each group of ``configs`` that ``check_inputs`` would check alike: the
+    same backend and backend options, shape, Kafka version or home and Spark master (a
+    comparison's cells differ mostly elsewhere, and each check may download or probe)."""
+    seen: dict[tuple, RunConfig] = {}
+    for cfg in configs:
+        key = (cfg.backend, admit(cfg).backend, cfg.brokers, cfg.controllers,
+               cfg.kafka_version, cfg.kafka_home, cfg.spark_master)
+        seen.setdefault(key, cfg)
+    return list(seen.values())
+
+
+def check_offline(cfg: RunConfig) -> Admitted:
+    """What ``check_inputs`` checks that needs no network, no root and no download: the
+    admission (``admission.admit``: the scenario), the Spark master's syntax, the backend's
+    options and the files they name (an inventory, a client properties file), the Kafka
+    version's syntax or the jars of ``--kafka-home``. Fast (files read, nothing run):
+    ``plan check`` without ``--online``. Returns the admitted configuration. Raises
+    ``ValueError`` (``--spark-master ...``, a scenario) or a ``ClusterError`` that is bad
+    input (``DistributionError``, ``EnvironmentUnsupported``, ``SecurityError``) naming the
     problem."""
-    from kafka_chaos.analysis.spark import check_master
+    from kafka_chaos.analysis.masters import endpoints
     from kafka_chaos.clusters import backends
 
     admitted = admit(cfg)
+    try:
+        endpoints(cfg.spark_master)
+    except ValueError as exc:
+        raise ValueError(f"--spark-master {exc}") from None
+    backends.get(cfg.backend).check_options(admitted.backend, cfg.brokers, cfg.controllers)
+    if cfg.kafka_home:
+        dist.from_home(Path(cfg.kafka_home))
+    else:
+        dist.check_version(cfg.kafka_version)
+    return admitted
+
+
+def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
+    """Everything checkable before a run starts: ``check_offline``, then what needs this
+    machine or the network: the Spark master answers, the backend's needs (for ``local``:
+    root and network namespaces; for ``docker``: the daemon), the Kafka jars (downloaded now
+    if missing: seconds to a minute), Java. Returns the Kafka distribution. Raises
+    ``ValueError`` (``--spark-master ...``, a scenario) or ``ClusterError`` naming the
+    problem."""
+    from kafka_chaos.analysis.masters import check_master
+    from kafka_chaos.clusters import backends
+
+    admitted = check_offline(cfg)
     try:
         check_master(cfg.spark_master)
     except ValueError as exc:
         raise ValueError(f"--spark-master {exc}") from None
     # before any download or run directory
-    backends.get(cfg.backend).check_environment(admitted.backend, cfg.brokers, cfg.controllers)
+    backends.get(cfg.backend).check_machine(admitted.backend)
     kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
              else dist.resolve(cfg.kafka_version))
     dist.check_java()

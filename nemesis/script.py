@@ -44,15 +44,18 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kafka_chaos.catalogue.faults import (KILL_TARGETS, LEADER_TARGETS, PACKAGES,
                                           PARTITION_TARGETS)
 from kafka_chaos.clusters import yamlfile
-from kafka_chaos.nemesis.monitor import Monitor, partition_state
 from kafka_chaos.nemesis.proxy.faults import RequestFault
+
+if TYPE_CHECKING:  # the monitor (confluent_kafka, the wire protocol) loads when a script runs:
+    # every command reads scenarios (a plan check, run's admission) long before one does
+    from kafka_chaos.nemesis.monitor import Monitor
 
 #: Where the built-in scenarios are (``<name>.yaml``).
 BUILT_IN = Path(__file__).with_name("scenarios")
@@ -197,6 +200,14 @@ def names() -> list[str]:
     return sorted(p.stem for p in BUILT_IN.glob("*.yaml"))
 
 
+def partition_state(state: dict[str, Any], topic: str, partition: int) -> dict[str, Any] | None:
+    """``nemesis.monitor.partition_state``: the sampled state of ``topic``-``partition`` in a
+    monitor ``state``, or None (the monitor imported once a script runs, as above)."""
+    from kafka_chaos.nemesis.monitor import partition_state as sampled
+
+    return sampled(state, topic, partition)
+
+
 class Runner:
     """Runs a ``Script`` against a cluster while the workload writes.
 
@@ -309,7 +320,8 @@ class Runner:
     def _holds(self, cond: Condition, state: dict, partition: int) -> bool:
         p = partition_state(state, self.topic, partition)
         if cond.isr is not None:
-            if p is None or sorted(p.get("isr") or []) != sorted(self._node_id(x) for x in cond.isr):
+            if p is None or sorted(p.get("isr") or []) != sorted(self._node_id(x)
+                                                                 for x in cond.isr):
                 return False
         if cond.leader is not None:
             want = str(cond.leader)

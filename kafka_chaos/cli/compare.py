@@ -21,7 +21,7 @@ from kafka_chaos.clusters import dist
 from kafka_chaos.compare import core as compare
 from kafka_chaos.compare import outputs
 from kafka_chaos.config import RunConfig
-from kafka_chaos.orchestrate import check_inputs, execute
+from kafka_chaos.orchestrate import check_inputs, distinct, execute
 
 COMPARE_HELP = (
     "Any run option (--nemesis, --time-limit, --plan, --seed, --fail-on, ...) sets every "
@@ -97,16 +97,13 @@ def compare_cmd(
 
 
 def _check(configs: list[RunConfig]) -> None:
-    """``check_inputs`` once per distinct backend and Kafka version (jars fetched now)."""
-    seen = set()
-    for cfg in configs:
-        key = (cfg.backend, cfg.kafka_version, cfg.kafka_home, cfg.spark_master)
-        if key not in seen:
-            seen.add(key)
-            try:
-                check_inputs(cfg)
-            except ValueError as exc:
-                fail(str(exc))
+    """``check_inputs`` once per distinct backend and Kafka version (``distinct``; jars
+    fetched now)."""
+    for cfg in distinct(configs):
+        try:
+            check_inputs(cfg)
+        except ValueError as exc:
+            fail(str(exc))
 
 
 def _announce(comparison: compare.Comparison) -> None:

@@ -55,8 +55,6 @@ def _run(argv: list[str], cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.slow
-@pytest.mark.jvm  # plan check checks the machine: java -version
-@pytest.mark.root  # and a network namespace
 def test_the_wheel_installed_in_a_fresh_virtualenv_is_complete_and_works(tmp_path):
     # a copy of the sources: setuptools builds in the source tree (build/)
     source = shutil.copytree(ROOT, tmp_path / "src", ignore=shutil.ignore_patterns(
@@ -119,5 +117,6 @@ def test_the_wheel_installed_in_a_fresh_virtualenv_is_complete_and_works(tmp_pat
         assert code == 0 and "Usage:" in text, (command, code, text)
     checked = _run([cli, "plan", "check", str(ROOT / "plans" / "acks-comparison.yaml")],
                    tmp_path)
-    assert checked.returncode == 0 and '"repeats": 2' in checked.stdout, \
-        checked.stdout + checked.stderr
+    # offline: the installed scenarios and matrix read, nothing of the machine checked
+    assert checked.returncode == 0 and "4 × 2 repeat(s)" in checked.stdout \
+        and checked.stdout.splitlines()[-1].startswith("ok: "), checked.stdout + checked.stderr
