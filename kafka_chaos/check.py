@@ -111,6 +111,9 @@ def _verdict(run_dir: Path, history: Path | str, out: Path, spark_master: str, f
 
     path = run_dir / "history.jsonl"
     config = config_of(run_dir)
+    if console is not None:  # the analysis prints nothing for seconds to minutes
+        size = path.stat().st_size if path.exists() else 0
+        console.log(f"analysing the history ({size / 1e6:.1f} MB) with Spark {spark_master}")
     try:
         result = analysis.check(history, spark_master=spark_master, config=config)
     except HistoryError as exc:

@@ -41,6 +41,8 @@ from kafka_chaos.workloads.settings import WorkloadSettings
 #: Topic 0 of every run on a cluster of its own (on an attached cluster, the run's name
 #: follows it); faults aimed at "the leader" aim at its partition 0 (key 0).
 TOPIC = "kafka-chaos"
+#: Below this share of the ``--rate`` asked, the run warns that its rate was not the one asked.
+SLOW_RATE = 0.8
 
 
 def new_run_dir(out: Path) -> Path:
@@ -293,8 +295,18 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     secs = max(facts["workload_s"], 1e-9)
     facts["ops_per_s"] = round((sum(workload.counts.values()) - workload.counts["acked"]) / secs, 1)
     facts["acked_sends_per_s"] = round(workload.counts["acked"] / secs, 1)
-    log(f"workload done: {facts['ops']} ({facts['ops_per_s']} ops/s, "
-        f"{facts['acked_sends_per_s']} acknowledged sends/s); waiting for full ISRs")
+    counts = workload.counts
+    log(f"workload done: {counts['ok'] + counts['fail'] + counts['info']:,} ops "
+        f"({counts['ok']:,} ok, {counts['fail']:,} fail, {counts['info']:,} info), "
+        f"{counts['acked']:,} sends acknowledged; {facts['ops_per_s']} ops/s, "
+        f"{facts['acked_sends_per_s']} acknowledged sends/s; waiting for full ISRs")
+    if facts["ops_per_s"] < SLOW_RATE * cfg.rate:
+        # a comparison of cells that ran at different rates compares the rates too
+        log(f"[yellow]warning[/]: the workload ran {facts['ops_per_s']} ops/s, "
+            f"{100 * facts['ops_per_s'] / cfg.rate:.0f} % of the --rate {cfg.rate:g} asked: "
+            f"each of the {cfg.clients} client processes waits for its op to complete "
+            "before the next (faults and acks=all make ops slow); more --clients or a lower "
+            "--rate make the rate the one asked")
     try:
         waited = admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers),
                                   list(keys.topic_partitions), timeout_s=90,
@@ -303,6 +315,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     except Exception as exc:  # final reads are still tried; the verdict may become unknown
         facts["recovery_error"] = str(exc)
         log(f"cluster did not fully recover: {exc}")
+    log("final reads: every partition read to its end")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
                                        isolation_level=s.isolation_level,

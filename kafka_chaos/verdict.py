@@ -213,6 +213,13 @@ class RunVerdict(BaseModel):
             out.setdefault("; ".join(why), []).append(name)
         return out
 
+    def client_ops(self) -> int | None:
+        """The client ops of the history (every ``stats["by_f"]`` outcome summed: what the
+        breakdown by ``f`` adds up to; ``stats["ops"]`` counts history lines, the nemesis's
+        and the monitor's included). None without the op counts."""
+        by_f = self.stats.get("by_f")
+        return sum(sum(types.values()) for types in by_f.values()) if by_f else None
+
     def count(self, name: str) -> int | None:
         """How many findings of anomaly ``name`` (0 when not checked, None when its checker
         raised)."""

@@ -9,12 +9,11 @@ ends with every fault healed.
 
 from __future__ import annotations
 
-import json
 import random
 import threading
 from typing import Any, Callable, Iterator
 
-from kafka_chaos.catalogue.faults import PACKAGES, parse_targets
+from kafka_chaos.catalogue.faults import PACKAGES, describe, parse_targets
 from kafka_chaos.clusters.base import Partitionable, Pausable, Skewable
 from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
 from kafka_chaos.nemesis.base import Composed, Nemesis
@@ -159,8 +158,8 @@ class Scheduler:
                 done = None
             else:
                 self.history.append(NEMESIS, OpType.OK, f, done)
-                said = json.dumps(done)  # a request fault's report lists its requests
-                self.log(f"nemesis {f}: {said if len(said) <= 400 else said[:400] + ' ...'}")
+                # the fault's shape (target) and what it did, as the report names it
+                self.log(f"nemesis {describe(f, value, done, limit=160)}")
                 self._ran.update(p for p in self.packages if f in PACKAGES[p].start)
             self.after_op(f)
             return done

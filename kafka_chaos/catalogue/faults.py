@@ -13,6 +13,7 @@ each package's windows in its colour. Imports nothing of the project.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 #: Process targets (besides an explicit list of node ids).
 PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
@@ -159,3 +160,37 @@ def parse_targets(spec: str, packages: list[str]) -> dict[str, list]:
                              f"leader {', '.join(LEADER_TARGETS)}, request "
                              f"{', '.join(REQUEST_KINDS)}")
     return out
+
+
+def describe(f: str, value: Any, done: Any, error: str | None = None,
+             limit: int = 80) -> str:
+    """A nemesis op in one line, as the run's log and the report name it: its ``f``, the
+    target it was asked for (its shape: ``leader``, ``leader-replication``, ``halves``, ...)
+    and what it did (or its ``error``), each cut to ``limit`` characters, e.g.
+    ``partition leader-replication: isolated [n1] | [n2, n3]`` or ``kill leader: killed
+    n1``."""
+    target = value.get("target") if isinstance(value, dict) else None
+    head = f"{f} {_short(target, limit)}" if target is not None else f
+    what = error if error else result_text(done)
+    return f"{head}: {_short(what, limit)}" if what else head
+
+
+def result_text(done: Any) -> str:
+    """A nemesis op's result as text: ``{"isolated": [["n1"], ["n2", "n3"]]}`` ->
+    ``"isolated [n1] | [n2, n3]"``; None -> ``""``."""
+    def show(v: Any) -> str:
+        if isinstance(v, list):
+            nested = any(isinstance(x, list) for x in v)
+            return (" | " if nested else ", ").join(
+                f"[{show(x)}]" if isinstance(x, list) else show(x) for x in v)
+        return str(v).lower() if isinstance(v, bool) else str(v)
+    if done is None:
+        return ""
+    if isinstance(done, dict):
+        return "; ".join(f"{k} {show(v)}" for k, v in done.items())
+    return show(done)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = "" if value is None else str(value)
+    return text if len(text) <= limit else text[:limit - 1] + "…"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from kafka_chaos.compare.core import Comparison
 from kafka_chaos.errors import ReportError
@@ -40,7 +40,8 @@ class RunRow:
     ``counts`` (``RATES`` name -> anomalies found; None when a checker failed), ``acked_sends``
     (the analysis's count), ``sends``, ``acked``, ``unavailable_s`` and ``workload_s`` (the
     availability figures: attempted and acknowledged sends, seconds without an
-    acknowledgement and of workload),
+    acknowledgement and of workload), ``ops_per_s`` (the rate the workload ran, which
+    ``--rate`` asked for: ``runner``'s ``ops_per_s``),
     ``p50_ms``/``p99_ms`` (send latency), ``violations``/``permitted`` (anomaly names),
     ``error`` (why there is no verdict), ``report`` (``report.html`` relative to the
     comparison directory, None when absent), ``results`` (its ``results.json``, None without
@@ -57,6 +58,7 @@ class RunRow:
     acked: int = 0
     unavailable_s: float = 0.0
     workload_s: float = 0.0
+    ops_per_s: float | None = None
     p50_ms: float | None = None
     p99_ms: float | None = None
     violations: list[str] = dataclasses.field(default_factory=list)
@@ -111,6 +113,13 @@ class CellRow:
         return round(100 * sum(r.unavailable_s for r in self.judged()) / span, 3) if span \
             else None
 
+    @property
+    def ops_per_s(self) -> float | None:
+        """The mean rate the judged runs' workloads ran (ops/s): cells that ran at other rates
+        than asked compare the rates too."""
+        values = [r.ops_per_s for r in self.judged() if r.ops_per_s is not None]
+        return round(statistics.fmean(values), 1) if values else None
+
     def no_chance(self) -> str:
         """The rules whose event never happened, with in how many judged runs: e.g.
         ``acks-below-all 2/2`` (the cell's "0 lost writes" says nothing of them there)."""
@@ -162,6 +171,7 @@ def run_row(comparison: Comparison, cell: dict[str, Any], seed: int) -> RunRow:
         sends=availability.get("sends") or 0, acked=availability.get("acked") or 0,
         unavailable_s=availability.get("unavailable_s") or 0.0,
         workload_s=availability.get("workload_s") or 0.0,
+        ops_per_s=results.run.get("ops_per_s"),
         p50_ms=latency.get("p50"), p99_ms=latency.get("p99"),
         violations=list(results.violations),
         permitted=list(results.permitted), error=done.get("error"),
@@ -174,28 +184,31 @@ def _num(value: float | None, digits: int = 2) -> str:
 
 
 def render(cells: list[CellRow], comparison: Comparison, console: Console) -> None:
-    """Print the comparison table: one row per cell."""
+    """Print the comparison, a block per cell, made for an 80-column CI log (a table of a
+    dozen columns cut every cell there; ``summary.md``, ``compare.csv`` and ``compare.html``
+    hold the table): the cell's verdict per repeat, then a line per figure."""
     fail_on = comparison.manifest["fail_on"]
-    table = Table(title=f"Comparison {comparison.dir.name}: {len(comparison.seeds)} repeat(s) "
-                  f"per cell, seeds {', '.join(map(str, comparison.seeds))}, "
-                  f"--fail-on {fail_on}")
-    table.add_column("cell")
-    table.add_column("verdict per repeat")
-    for name in ("acked sends", *(f"{n} /10k" for n in RATES), "acked %", "no ack, time %",
-                 "p50 ms", "p99 ms"):
-        table.add_column(name, justify="right")
-    table.add_column("no chance (loss's event never happened)")
+    console.print(f"Comparison {comparison.dir.name}: {len(comparison.seeds)} repeat(s) per "
+                  f"cell, seeds {', '.join(map(str, comparison.seeds))}, --fail-on {fail_on}")
     for cell in cells:
+        console.print()
+        console.print(f"[bold]{escape(cell.label)}[/]")
         if cell.skipped:
-            table.add_row(cell.label, f"[dim]skipped: {cell.skipped}[/]")
+            console.print(f"  [dim]skipped: {escape(cell.skipped)}[/]")
             continue
         verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
-        table.add_row(cell.label, verdicts, str(cell.acked_sends),
-                      *(_num(cell.rate(n)) for n in RATES), _num(cell.availability_pct),
-                      _num(cell.unavailable_pct), _num(cell.latency_ms("p50"), 1),
-                      _num(cell.latency_ms("p99"), 1),
-                      cell.no_chance())
-    console.print(table)
+        lines = [("verdicts", verdicts), ("acked sends", f"{cell.acked_sends:,}"),
+                 ("ops/s ran", _num(cell.ops_per_s, 1)),
+                 *((f"{n} /10k", _num(cell.rate(n))) for n in RATES),
+                 ("acked %", _num(cell.availability_pct)),
+                 ("no ack, time %", _num(cell.unavailable_pct)),
+                 ("send p50/p99 ms", f"{_num(cell.latency_ms('p50'), 1)} / "
+                                     f"{_num(cell.latency_ms('p99'), 1)}")]
+        if cell.no_chance():
+            lines.append(("no chance", cell.no_chance() + " (the loss's event never happened)"))
+        width = max(len(heading) for heading, _ in lines)
+        for heading, value in lines:
+            console.print(f"  {heading:<{width}}  {value}")
 
 
 def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]:
@@ -209,26 +222,26 @@ def write_csv(comparison: Comparison, cells: list[CellRow]) -> tuple[Path, Path]
         w.writerow(["cell", *settings, "runs", "verdicts", "acked_sends",
                     *(f"{n}_per_10k" for n in RATES), "availability_pct", "unavailable_pct",
                     "send_p50_ms",
-                    "send_p99_ms", "skipped", "no_chance"])
+                    "send_p99_ms", "skipped", "no_chance", "ops_per_s"])
         for cell in cells:
             w.writerow([cell.label, *(cell.settings[f] for f in fields), len(cell.judged()),
                         " ".join(r.status for r in cell.runs), cell.acked_sends,
                         *(_cell(cell.rate(n)) for n in RATES), _cell(cell.availability_pct),
                         _cell(cell.unavailable_pct), _cell(cell.latency_ms("p50")),
                         _cell(cell.latency_ms("p99")),
-                        cell.skipped or "", cell.no_chance()])
+                        cell.skipped or "", cell.no_chance(), _cell(cell.ops_per_s)])
     with run_path.open("w", newline="") as fh:
         w = csv.writer(fh)
         w.writerow(["cell", "seed", "verdict", "exit_code", "acked_sends", *RATES, "sends",
                     "acked", "send_p50_ms", "send_p99_ms", "violations", "permitted", "error",
-                    "report", "no_chance"])
+                    "report", "no_chance", "ops_per_s"])
         for cell in cells:
             for r in cell.runs:
                 w.writerow([cell.label, r.seed, r.status, _cell(r.exit_code), r.acked_sends,
                             *(_cell(r.counts.get(n)) for n in RATES), r.sends, r.acked,
                             _cell(r.p50_ms), _cell(r.p99_ms), " ".join(r.violations),
                             " ".join(r.permitted), r.error or "", r.report or "",
-                            " ".join(r.no_chance)])
+                            " ".join(r.no_chance), _cell(r.ops_per_s)])
     return cell_path, run_path
 
 

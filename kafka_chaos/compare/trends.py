@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
+from rich.markup import escape
 
 from kafka_chaos.compare.report import RATES
 from kafka_chaos.config import fingerprint, label
@@ -167,26 +167,29 @@ def _trend(xs: list[float], digits: int = 2) -> str:
 
 
 def render(root: Path, groups: list[Trend], console: Console, runs: bool = False) -> None:
-    """Print a table of the configurations (and with ``runs``, a line per run)."""
+    """Print a block per configuration, made for an 80-column CI log (a table of nine
+    columns cut every cell there): its name and fingerprint, its runs' verdicts oldest first
+    and the last one, then one line per rate and availability figure with its trend (first
+    → last, mean); with ``runs``, a line per run after it."""
     total = sum(len(t.runs) for t in groups)
-    table = Table(title=f"Verdicts under {root}: {total} run(s), {len(groups)} "
-                  "configuration(s); oldest first (. valid, p permitted, X violation, "
+    console.print(f"Verdicts under {escape(str(root))}: {total} run(s), {len(groups)} "
+                  "configuration(s); marks oldest first (. valid, p permitted, X violation, "
                   "? unknown)")
-    for col in ("configuration", "runs", "verdicts", "last", *(f"{n} /10k" for n in RATES),
-                "acked %", "no ack, time %"):
-        table.add_column(col, justify="right" if col == "runs" else "left")
     colour = {"valid": "green", "permitted": "cyan", "violation": "red", "unknown": "yellow"}
+    figures = [*((f"{n} /10k", n, 2) for n in RATES), ("acked %", "availability", 2),
+               ("no ack, time %", "no_ack", 1)]
+    width = max(len(heading) for heading, _, _ in figures)
     for t in groups:
         last = t.runs[-1]
-        table.add_row(f"{t.label} [dim]{t.group}[/]", str(len(t.runs)), t.marks,
-                      f"[{colour[last.kind]}]{last.kind}[/] {last.started:%Y-%m-%d %H:%M}",
-                      *(_trend(t.series(n)) for n in RATES), _trend(t.series("availability")),
-                      _trend(t.series("no_ack"), 1))
-    console.print(table)
-    if runs:
-        for t in groups:
+        console.print()
+        console.print(f"[bold]{escape(t.label)}[/] [dim]config {t.group}[/]")
+        console.print(f"  {'runs':<{width}}  {len(t.runs)}: {t.marks}  last "
+                      f"[{colour[last.kind]}]{last.kind}[/] {last.started:%Y-%m-%d %H:%M}")
+        for heading, name, digits in figures:
+            console.print(f"  {heading:<{width}}  {_trend(t.series(name), digits)}")
+        if runs:
             for p in t.runs:
-                console.print(f"{p.started:%Y-%m-%d %H:%M:%S} {MARKS[p.kind]} {p.kind:<9} "
-                              f"{t.label} {p.path}"
+                console.print(f"  {p.started:%Y-%m-%d %H:%M:%S} {MARKS[p.kind]} {p.kind:<9} "
+                              f"{escape(str(p.path))}"
                               + (f" violations: {', '.join(p.violations)}" if p.violations
                                  else ""))

@@ -54,7 +54,7 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
     """Pair the nemesis ops into fault windows by the packages' start and stop ``f``s
     (``catalogue.faults.PACKAGES``): e.g. ``start`` ends kill and stop, ``resume`` pause,
     ``heal`` partition, ``unclean-off`` unclean (at its target), ``heal-all`` everything."""
-    from kafka_chaos.catalogue.faults import PACKAGES
+    from kafka_chaos.catalogue.faults import PACKAGES, describe
 
     # a package may start with any of several
     starts = {f: name for name, p in PACKAGES.items() for f in p.start}
@@ -63,8 +63,7 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
     for op in nemesis:
         if op.f in starts:
             target = op.value.get("target") if isinstance(op.value, dict) else None
-            what = op.error if op.error else _what(op.done)
-            label = f"{op.f} {_short(target)}: {_short(what)}"
+            label = describe(op.f, op.value, op.done, op.error)
             failed = op.type != "ok" and op.error is not None  # format 1 completes info
             open_.append((FaultWindow(starts[op.f], op.start_s, None, label, failed), target))
             continue
@@ -89,27 +88,8 @@ def fault_windows(nemesis: list[NemesisOp], end_s: float) -> list[FaultWindow]:
     return sorted(done, key=lambda w: w.start_s)
 
 
-def _what(done: Any) -> str:
-    """A nemesis op's result as text: ``{"isolated": [["n1"], ["n2", "n3"]]}`` ->
-    ``"isolated [n1] | [n2, n3]"``."""
-    def show(v: Any) -> str:
-        if isinstance(v, list):
-            nested = any(isinstance(x, list) for x in v)
-            return (" | " if nested else ", ").join(
-                f"[{show(x)}]" if isinstance(x, list) else show(x) for x in v)
-        return str(v).lower() if isinstance(v, bool) else str(v)
-    if isinstance(done, dict):
-        return "; ".join(f"{k} {show(v)}" for k, v in done.items())
-    return show(done)
-
-
 def _leader(node: Any) -> str:
     return "none" if node is None or node == -1 else str(node)
-
-
-def _short(value: Any, limit: int = 80) -> str:
-    text = "" if value is None else str(value)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 class Monitor:

@@ -150,8 +150,8 @@ def _context(run_dir: Path, data: ReportData, results: RunVerdict,
         "fail_on": results.fail_on,
         "steady": steady.line(results.steady_state),
         "facts": _facts(data, results, facts, config),
-        "settings": [(SETTINGS[k].label, _show(config[k], SETTINGS[k].unit))
-                     for k in KEY_SETTINGS if config and k in config],
+        "settings": [(SETTINGS[k].label, _show(config[k], SETTINGS[k].unit)
+                      + _achieved(k, facts)) for k in KEY_SETTINGS if config and k in config],
         "config_json": json.dumps(config, indent=2) if config else None,
         "rerun": rerun(run_dir, config, facts),
         "figures": figures,
@@ -251,6 +251,14 @@ def rerun(run_dir: Path, config: dict[str, Any] | None, facts: dict) -> dict[str
     if not config:
         return None
     return {"command": options.command_of(config), "source": "rebuilt from the configuration"}
+
+
+def _achieved(field: str, facts: dict) -> str:
+    """What the run achieved of a setting that is a target, after the value asked: the rate
+    asked (``--rate``) and the ops per second the workload ran (``runner``'s ``ops_per_s``)."""
+    if field == "rate" and facts.get("ops_per_s") is not None:
+        return f" asked, {facts['ops_per_s']:g} ops/s ran"
+    return ""
 
 
 def _show(value: Any, unit: str | None = None) -> str:

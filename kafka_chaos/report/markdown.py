@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Sequence
 
 from kafka_chaos.analysis.explain import explain
+from kafka_chaos.report.terminal import clip
 from kafka_chaos import steady
 from kafka_chaos.verdict import AVAILABILITY, RunVerdict
 
@@ -39,7 +40,7 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
     if found:
         out.append(table(("anomaly", "count", "judged", "rule", "first example"), (
             (name, a["count"], _outcomes(a), a.get("rule"),
-             explain(name, a["examples"][0])[:200] if a.get("examples") else "")
+             clip(explain(name, a["examples"][0]), 200) if a.get("examples") else "")
             for name, a in found)))
     for why, names in results.not_applicable_by_reason().items():
         out.append(f"Not applicable, {why}: {', '.join(names)}\n")
@@ -52,8 +53,8 @@ def run_summary(results: RunVerdict, title: str = "kafka-chaos") -> str:
         out.append("")
     stats, avail = results.stats, results.availability_shown()
     if stats:
-        out.append(table(("ops", "acknowledged sends", "records read", "analysis s"),
-                         [(stats.get("ops"), stats.get("acked_sends"),
+        out.append(table(("client ops", "acknowledged sends", "records read", "analysis s"),
+                         [(results.client_ops(), stats.get("acked_sends"),
                            stats.get("records_read"), results.analysis_time_s)]))
     if avail:
         out.append(table(tuple(AVAILABILITY.values()), [[avail[k] for k in AVAILABILITY]]))
@@ -87,9 +88,10 @@ def compare_table(cells: Sequence[Any], rates: Sequence[str]) -> str:
     def num(x: float | None) -> str:
         return "" if x is None else f"{x:.2f}"
 
-    return table(("cell", "verdicts", "acked sends", *(f"{n} /10k" for n in rates), "acked %",
-                  "no ack, time %", "no chance"),
+    return table(("cell", "verdicts", "acked sends", "ops/s ran",
+                  *(f"{n} /10k" for n in rates), "acked %", "no ack, time %", "no chance"),
                  ((c.label, "skipped: " + c.skipped if c.skipped else
                    " ".join(r.status for r in c.runs), c.acked_sends,
+                   "" if c.ops_per_s is None else f"{c.ops_per_s:.1f}",
                    *(num(c.rate(n)) for n in rates), num(c.availability_pct),
                    num(c.unavailable_pct), c.no_chance()) for c in cells))

@@ -59,6 +59,14 @@ def no_chance(result: RunVerdict) -> list[str]:
             for rule, n in result.chances.items() if n == 0]
 
 
+def clip(text: str, limit: int) -> str:
+    """``text`` cut to at most ``limit`` characters at a word's end, ``…`` marking the cut."""
+    if len(text) <= limit:
+        return text
+    head = text[:limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head else head) + "…"
+
+
 def _n(x: object) -> str:
     return f"{x:,}" if isinstance(x, int) else str(x)
 
@@ -82,11 +90,11 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
     for name, found in result.anomalies.items():
         count = found.get("count", 0)
         label = name + (" (consumer)" if found.get("side") == "consumer" else "")
-        example = escape(explain(name, found["examples"][0])[:160]) if found.get("examples") \
+        example = escape(clip(explain(name, found["examples"][0]), 160)) if found.get("examples") \
             else ""
         if count is None:  # the checker raised: the verdict is unknown, never "0 found"
             table.add_row(label, "[yellow]error[/]", "[yellow]unknown[/]",
-                          found.get("error", "")[:90])
+                          clip(found.get("error", ""), 90))
         elif not count:
             if name not in unchecked:  # listed apart, with why
                 none.append(name)
@@ -102,8 +110,11 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
         console.print(f"[dim]not applicable, {escape(why)}: {', '.join(names)}[/]")
     stats = result.stats
     if stats:
-        console.print(f"ops: {_n(stats.get('ops'))} ({_by_f(stats.get('by_f') or {})}); "
-                      f"acknowledged sends: {_n(stats.get('acked_sends'))}; records read: "
+        console.print(f"client ops: {_n(result.client_ops())} "
+                      f"({_by_f(stats.get('by_f') or {})}); nemesis ops: "
+                      f"{_n(stats.get('nemesis'))}; monitor samples: "
+                      f"{_n(stats.get('monitor'))}; history lines: {_n(stats.get('ops'))}")
+        console.print(f"acknowledged sends: {_n(stats.get('acked_sends'))}; records read: "
                       f"{_n(stats.get('records_read'))}; analysis: "
                       f"{result.analysis_time_s} s")
     if line := result.availability_line():
