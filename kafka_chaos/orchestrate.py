@@ -136,10 +136,16 @@ def execute(cfg: RunConfig, kafka: dist.KafkaDist, run_dir: Path, console: Conso
         task = bar.add_task("workload", total=1.0)
 
         def progress(frac: float, counts: dict, note: str = "") -> None:
+            done = ", ".join(f"{counts.get(k, 0):,} {k}" for k in ("ok", "fail", "info"))
             bar.update(task, completed=frac,
-                       description=f"workload {counts}" + (f"; {note}" if note else ""))
+                       description=f"workload: {done}" + (f"; {note}" if note else ""))
 
         warming: list[threading.Thread] = []
+
+        def plain(text: str) -> None:
+            # the run's lines are text: a partition's "[n1] | [n2, n3]" or an error's
+            # "[Errno 111]" are no Rich markup to strip
+            console.log(text, markup=False, highlight=False)
 
         def ready() -> None:
             thread = _warm_up_spark(cfg)
@@ -147,7 +153,7 @@ def execute(cfg: RunConfig, kafka: dist.KafkaDist, run_dir: Path, console: Conso
                 warming.append(thread)
 
         try:
-            facts = run(admitted, kafka, run_dir, log=console.log, progress=progress,
+            facts = run(admitted, kafka, run_dir, log=plain, progress=progress,
                         on_ready=ready, command=command, fail_on=fail_on)
         except KeyboardInterrupt:
             raise

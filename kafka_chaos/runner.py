@@ -302,7 +302,7 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         f"{facts['acked_sends_per_s']} acknowledged sends/s; waiting for full ISRs")
     if facts["ops_per_s"] < SLOW_RATE * cfg.rate:
         # a comparison of cells that ran at different rates compares the rates too
-        log(f"[yellow]warning[/]: the workload ran {facts['ops_per_s']} ops/s, "
+        log(f"warning: the workload ran {facts['ops_per_s']} ops/s, "
             f"{100 * facts['ops_per_s'] / cfg.rate:.0f} % of the --rate {cfg.rate:g} asked: "
             f"each of the {cfg.clients} client processes waits for its op to complete "
             "before the next (faults and acks=all make ops slow); more --clients or a lower "

@@ -125,8 +125,8 @@ def render(result: RunVerdict, console: Console, run_dir: Path | None = None) ->
     search = result.cycle_search
     if search:
         console.print(f"cycle search: {'complete' if search['complete'] else 'INCOMPLETE'}, "
-                      f"{search['edges']} edges, {search['components']} cyclic components, "
-                      f"{search['time_s']} s")
+                      f"{search['edges']:,} edges, {search['components']:,} cyclic components, "
+                      f"{search.get('time_s') or 0:.3f} s")
     for name in result.violations:
         a = result.anomalies[name]
         n = (a.get("outcomes") or {}).get("violation", a.get("count"))
