@@ -330,11 +330,11 @@ class RunConfig(BaseModel):
         "then heal, read every partition and analyse (implies --live).")
     #: the steady-state limits (``kafka_chaos.steady``): judged on the availability figures
     max_unavailable: str | None = setting(
-        None, section="checkers", label="max unavailable",
+        None, section="checkers", label="max_unavailable",
         help="Exit 1 when no send was acknowledged for longer than this: a share of the "
         "workload's time (10%) or seconds in all (30s). The verdict on the data stays.")
     max_recovery_s: float | None = setting(
-        None, section="checkers", flag="--max-recovery", unit="s", label="max recovery",
+        None, section="checkers", flag="--max-recovery", unit="s", label="max_recovery",
         ge=0.0, help="Exit 1 when, after a fault is healed, the first acknowledged send takes "
         "longer than this many seconds, or never comes.")
 

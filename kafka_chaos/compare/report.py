@@ -69,6 +69,13 @@ class RunRow:
     config: dict[str, Any] | None = None
     no_chance: list[str] = dataclasses.field(default_factory=list)
 
+    @property
+    def shown(self) -> str:
+        """``status`` as the tables write it: with ``(exit 1)`` when the run is valid yet
+        exited 1 (``--fail-on any``, or a steady-state limit broken)."""
+        failed = self.exit_code == 1 and self.status in ("valid", "permitted")
+        return f"{self.status} (exit 1)" if failed else self.status
+
 
 @dataclasses.dataclass
 class CellRow:
@@ -196,7 +203,7 @@ def render(cells: list[CellRow], comparison: Comparison, console: Console) -> No
         if cell.skipped:
             console.print(f"  [dim]skipped: {escape(cell.skipped)}[/]")
             continue
-        verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.status}[/]" for r in cell.runs)
+        verdicts = " ".join(f"[{_COLOURS[r.status]}]{r.shown}[/]" for r in cell.runs)
         lines = [("verdicts", verdicts), ("acked sends", f"{cell.acked_sends:,}"),
                  ("ops/s ran", _num(cell.ops_per_s, 1)),
                  *((f"{n} /10k", _num(cell.rate(n))) for n in RATES),

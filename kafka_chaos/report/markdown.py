@@ -91,7 +91,7 @@ def compare_table(cells: Sequence[Any], rates: Sequence[str]) -> str:
     return table(("cell", "verdicts", "acked sends", "ops/s ran",
                   *(f"{n} /10k" for n in rates), "acked %", "no ack, time %", "no chance"),
                  ((c.label, "skipped: " + c.skipped if c.skipped else
-                   " ".join(r.status for r in c.runs), c.acked_sends,
+                   " ".join(r.shown for r in c.runs), c.acked_sends,
                    "" if c.ops_per_s is None else f"{c.ops_per_s:.1f}",
                    *(num(c.rate(n)) for n in rates), num(c.availability_pct),
                    num(c.unavailable_pct), c.no_chance()) for c in cells))
