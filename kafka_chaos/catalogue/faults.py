@@ -177,8 +177,11 @@ def describe(f: str, value: Any, done: Any, error: str | None = None,
 
 def result_text(done: Any) -> str:
     """A nemesis op's result as text: ``{"isolated": [["n1"], ["n2", "n3"]]}`` ->
-    ``"isolated [n1] | [n2, n3]"``; None -> ``""``."""
+    ``"isolated [n1] | [n2, n3]"``, ``{"lost": {"n1": {"truncated_files": 4}}}`` -> ``"lost
+    (n1 (truncated_files 4))"``; None -> ``""``."""
     def show(v: Any) -> str:
+        if isinstance(v, dict):
+            return "(" + ", ".join(f"{k} {show(x)}" for k, x in v.items()) + ")"
         if isinstance(v, list):
             nested = any(isinstance(x, list) for x in v)
             return (" | " if nested else ", ").join(

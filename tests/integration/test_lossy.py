@@ -174,7 +174,16 @@ def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_pat
     proc = kafka_chaos("run", "--plan", "plans/min-isr-1-power-loss.yaml", "--time-limit", "30",
                        "--seed", "1", "--out", str(tmp_path))
     res = results_of(tmp_path / "latest", proc)
-    assert proc.returncode == 0, proc.stdout
+    # valid; or unknown only for a write whose send was in flight while its leader lost
+    # power (the record cannot say whether it was acknowledged before: "blind"; a CI run's
+    # second power loss came 0.3 s before the time limit, during one such send)
+    blind = sum((res["anomalies"][name].get("outcomes") or {}).get("unexplained", 0)
+                for name in ("lost-write", "unseen"))
+    assert proc.returncode == (2 if blind else 0), proc.stdout
+    assert all(ex.get("blind") for name in ("lost-write", "unseen")
+               for ex in res["anomalies"][name]["examples"] if ex["outcome"] == "unexplained")
+    assert all("lies between the send's invoke and its delivery report" in r
+               for r in res["unknown_reasons"]), res["unknown_reasons"]
     path = tmp_path / "latest" / "history.jsonl"
     ops = read_history(path)
     ids = {v["name"]: int(k) for k, v in read_header(path)["nodes"].items()}
@@ -199,11 +208,16 @@ def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_pat
     # log of partition 0 ending at offset 0): either way, each is pinned on the power loss
     gone = {name: res["anomalies"][name] for name in ("lost-write", "unseen")
             if res["anomalies"][name]["count"]}
-    assert gone and res["valid"] is True, {n: a["count"] for n, a in res["anomalies"].items()}
+    assert gone and res["valid"] is (None if blind else True), \
+        {n: a["count"] for n, a in res["anomalies"].items()}
     for writes in gone.values():
-        assert writes["outcomes"]["permitted"] == writes["count"], writes
+        outcomes = writes["outcomes"]
+        assert outcomes["violation"] == 0, writes
+        assert outcomes["permitted"] + outcomes["unexplained"] == writes["count"], writes
         assert writes["rule"] == "last-in-sync-replica-lost-power", writes
         for ex in writes["examples"]:
+            if ex["outcome"] == "unexplained":
+                continue
             e = ex["evidence"]
             assert e["event"] == "power-loss" and e["needed"] == e["nodes"], e
             # located within its op, where the op says its node died (cut_ns)

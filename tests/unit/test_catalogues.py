@@ -192,3 +192,20 @@ def test_what_an_anomaly_needs_is_a_client_op_with_a_reason():
     # every family the run's options can leave out has its anomalies marked
     for prop in ("consumer delivery", "share delivery", "liveness"):
         assert all(a.needs for a in anomalies.CATALOGUE if a.breaks == prop), prop
+
+
+def test_a_nemesis_op_is_described_with_its_shape_and_what_it_did():
+    """The run's log and the report name a fault one way: its f, the shape it was aimed at,
+    and its result as words, never a dict or JSON (an 80-column CI log reads it)."""
+    assert faults.describe("partition", {"target": "leader-replication"},
+                           {"isolated": [["n1"], ["n2", "n3"]], "port": 9092}) == \
+        "partition leader-replication: isolated [n1] | [n2, n3]; port 9092"
+    lost = faults.describe("lose-unfsynced", {"target": "lone-leader"},
+                           {"lost": {"n1": {"truncated_files": 4}}})
+    assert lost == "lose-unfsynced lone-leader: lost (n1 (truncated_files 4))"
+    assert faults.describe("heal", None, {"healed": True}) == "heal: healed true"
+    assert faults.describe("kill", {"target": "one"}, None, "NemesisError: no node") == \
+        "kill one: NemesisError: no node"
+    cut = faults.describe("request-fault", {"target": "hold"}, {"held": list(range(100))},
+                          limit=40)
+    assert len(cut) <= len("request-fault hold: ") + 40 and cut.endswith("…")

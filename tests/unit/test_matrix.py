@@ -88,7 +88,7 @@ def test_a_plans_matrix_and_repeats_sections(tmp_path):
     dims = plan_file.dimensions(plan, path)
     assert [(d.field, d.values) for d in dims] == [("acks", ("1", "all")),
                                                   ("unclean_leader_election", (False, True))]
-    out = CliRunner().invoke(app, ["plan", "check", str(path)])
+    out = CliRunner().invoke(app, ["plan", "check", "--json", str(path)])
     assert out.exit_code == 0, out.output
     shown = json.loads(out.output)["compare"]
     assert shown == {"cells": ["acks=1 unclean=false", "acks=1 unclean=true",
