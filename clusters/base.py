@@ -215,6 +215,17 @@ class LosesUnsynced(abc.ABC):
         was set up without the lossy filesystem."""
 
 
+class FilesOnHost(abc.ABC):
+    """Ability: a node's Kafka log directory is a directory of this host (the local backend's
+    node directories, the docker backend's bind mounts), so a file fault can damage its files
+    while the node is down (``nemesis.files``)."""
+
+    @abc.abstractmethod
+    def data_dir(self, node: Node) -> Path:
+        """The node's ``log.dirs``: its partitions' directories and checkpoint files (and, in
+        combined mode, ``__cluster_metadata-0``)."""
+
+
 class Skewable(abc.ABC):
     """Ability: move a node's wall clock (``clusters.faketime``: libfaketime under the broker
     JVM; the monotonic clock, the kernel and other processes keep true time)."""

@@ -17,8 +17,8 @@ import uuid
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime, kafka_cds, lossymount, netns
-from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, Killable, LosesUnsynced,
-                                       Node, Pausable, Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, FilesOnHost, Killable,
+                                       LosesUnsynced, Node, Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
@@ -62,7 +62,8 @@ def kafka_uuid() -> str:
             return text
 
 
-class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable):
+class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable,
+                   FilesOnHost):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -127,6 +128,9 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
     def node_dir(self, node: Node) -> Path:
         """``<work_dir>/<name>``: the node's ``server.properties``, ``data/`` and ``logs/``."""
         return self.work_dir / node.name
+
+    def data_dir(self, node: Node) -> Path:
+        return self.node_dir(node) / "data"
 
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:

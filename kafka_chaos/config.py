@@ -287,7 +287,7 @@ class RunConfig(BaseModel):
         "", section="nemesis", key="targets", report=True,
         help="Comma list of targets the faults draw from: one, leader, controller, follower, "
         "minority, majority, all or node ids (kill, stop, pause, roll, clock, "
-        "lose-unfsynced); lagging-leader (kill); lone-leader (kill, lose-unfsynced); "
+        "lose-unfsynced, file); lagging-leader (kill); lone-leader (kill, lose-unfsynced); "
         "in-sync-follower (leader); isolate-one, halves, isolate-leader, isolate-controller, "
         "bridge, leader-replication, zombie-leader, clients-leader, clients-one, "
         "majorities-ring, one-way (partition, loss); topic, cluster (unclean). Default: each "
@@ -391,6 +391,9 @@ class RunConfig(BaseModel):
         if self.keep_topics and self.backend not in ATTACHED:
             raise ValueError(f"--keep-topics: --backend {self.backend} removes its whole "
                              "cluster at the end")
+        if "file" in self.nemesis and self.backend == "ssh":
+            raise ValueError("--nemesis file: the ssh backend's log directories are on its "
+                             "hosts; file faults run on the local and docker backends")
         if self.backend == "external" and (self.nemesis or self.scenario):
             raise ValueError("--backend external observes a cluster it cannot fault: use "
                              "--nemesis none and no --scenario (attach with docker or ssh "

@@ -31,6 +31,7 @@ from kafka_chaos.nemesis.monitor import Monitor
 from kafka_chaos.nemesis.proxy import KafkaProxy
 from kafka_chaos.nemesis.requests import RequestNemesis
 from kafka_chaos.nemesis.script import Runner, Script
+from kafka_chaos.nemesis.files import FileNemesis
 from kafka_chaos.nemesis.schedule import Scheduler, build_nemesis, schedule_rng, unhealed
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.final_reads import final_reads
@@ -225,6 +226,10 @@ def _run_phases(admitted: Admitted, cluster: Cluster, history: HistoryWriter,
             # before the history closes: no sample may be left open in it
             monitor.stop()
             facts["monitor_samples"] = monitor.samples
+            damaged = [d for n in nemesis.nemeses if isinstance(n, FileNemesis)
+                       for d in n.damaged]
+            if damaged:  # the verdict cannot judge what follows them yet (verdict.judge_run)
+                facts["file_damage"] = damaged
     finally:
         if proxy is not None:
             proxy.stop()

@@ -77,6 +77,22 @@ def _share_state(share: dict) -> list[str]:
             f"the history cannot name ({shown})"]
 
 
+def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
+    """Why findings after a file fault decide nothing yet: no rule says what Kafka promises
+    once a broker's own files are damaged (what its recovery detects, what reaches a client
+    unchecked), so an anomaly found in a run that damaged files is neither permitted nor a
+    violation, and the verdict is unknown with the damage named. Without a finding the run
+    stays valid: nothing met the damage that the checkers could see."""
+    found = list(result.get("anomaly_types") or [])
+    if not damaged or not found:
+        return []
+    files = ", ".join(f"{d['damage']} of {d['node']}'s {d['file']}" for d in damaged[:5])
+    more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
+    return [f"files were damaged ({files}{more}) and the run found {', '.join(found)}: no "
+            "rule of kafka-chaos judges findings after a file fault yet, so they are neither "
+            "permitted nor violations"]
+
+
 def judge_run(result: dict, facts: dict) -> dict:
     """Merge what the run itself proved into the analysis verdict (Jepsen's ``checker/compose``
     order, false > unknown > true): a scripted scenario whose precondition was not met
@@ -86,7 +102,9 @@ def judge_run(result: dict, facts: dict) -> dict:
     that could not be undone, a node not running), and a client driver that failed while
     the workload ran (``facts["client"]["failed"]``), or a consumer group that did not run
     the protocol asked for (``facts["group"]``), or a share group whose state after its final
-    drain still holds records (``facts["share"]``). The faults asked for that never ran
+    drain still holds records (``facts["share"]``). A run that damaged files
+    (``facts["file_damage"]``, ``nemesis.files``) and found any anomaly is unknown, a
+    violation too (``_file_damage``). The faults asked for that never ran
     (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
     stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
@@ -102,6 +120,7 @@ def judge_run(result: dict, facts: dict) -> dict:
         reasons.extend(_share_state(share))
     if failed := (facts.get("client") or {}).get("failed"):
         reasons.append(f"the client driver failed while the workload ran: {failed}")
+    reasons.extend(_file_damage(result, facts.get("file_damage") or []))
     if facts.get("faults_not_run"):
         result["faults_not_run"] = list(facts["faults_not_run"])
     for reason in reasons:
@@ -109,6 +128,8 @@ def judge_run(result: dict, facts: dict) -> dict:
             result["unknown_reasons"].append(reason)
         if result.get("valid") is True:
             result["valid"] = "unknown"
+    if facts.get("file_damage") and result.get("anomaly_types"):
+        result["valid"] = "unknown"  # a violation too: no rule says what Kafka promises there
     return result
 
 

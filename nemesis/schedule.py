@@ -19,6 +19,7 @@ from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
 from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.faults import PartitionNemesis, ProcessNemesis
+from kafka_chaos.nemesis.files import FileNemesis
 from kafka_chaos.nemesis.leaders import LeaderNemesis
 
 
@@ -80,13 +81,17 @@ def unhealed(cluster, healed: dict[str, Any], proxy=None) -> list[str]:
 PERFORMED_BY: dict[str, type[Nemesis]] = {
     "kill": ProcessNemesis, "stop": ProcessNemesis, "pause": ProcessNemesis,
     "lose-unfsynced": ProcessNemesis, "roll": ProcessNemesis, "partition": PartitionNemesis,
-    "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis}
+    "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis,
+    "file": FileNemesis}
+#: Packages whose stop another package's nemesis performs: a file fault's ``start``.
+STOPPED_BY: dict[str, type[Nemesis]] = {"file": ProcessNemesis}
 
 
 def build_nemesis(cluster, packages: list[str], rng: random.Random,
                   extra: tuple[Nemesis, ...] = ()) -> Composed:
     """One composed nemesis able to run ``packages`` (plus ``extra`` nemeses) on ``cluster``."""
     needed = {PERFORMED_BY[p] for p in packages if p in PERFORMED_BY}
+    needed |= {STOPPED_BY[p] for p in packages if p in STOPPED_BY}
     # in one order whatever the packages' (the final heal's order: processes, then network)
     kinds = [kind for kind in dict.fromkeys(PERFORMED_BY.values()) if kind in needed]
     return Composed([*extra, *(kind(cluster, rng) for kind in kinds)])

@@ -100,14 +100,19 @@ PACKAGES: dict[str, FaultKind] = {
     # a fault on chosen Kafka requests in the protocol proxy (--proxy; nemesis.requests)
     "request": FaultKind(("request-fault",), "request-heal", REQUEST_KINDS, REQUEST_KINDS,
                          "#C8E9A0", takes="request", note="--proxy"),
+    # one file of a broker damaged (bits flipped, truncated, zeroed) while it is down, then
+    # the broker restarted (nemesis.files; Jepsen's file-corruption nemesis)
+    "file": FaultKind(("bitflip", "truncate", "zero"), "start", ("follower", "one"),
+                      PROCESS_TARGETS, "#B8B8B8", note="a broker's file damaged while it is "
+                      "down; local, docker"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
                          ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,
                          takes="topic"),
 }
-#: Fault packages only a cluster of the tool's own takes: they need libfaketime or the lossy
-#: filesystem, which an attached cluster has not.
-OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced")
+#: Fault packages only a cluster of the tool's own takes: they need libfaketime, the lossy
+#: filesystem or the brokers' files, which an attached cluster has not.
+OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file")
 #: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
 #: packages that change a setting (``unclean``) are left out: they fault nothing.
 STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}

@@ -1,0 +1,63 @@
+"""File faults on real brokers (``nemesis.files``, issue 52): a follower's files damaged while
+it is down, the follower restarted; what each op did is in the record and on the disk, and the
+safe configuration's verdict is valid, or unknown naming the damage, never a verdict the tool
+has no rule for."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.history import read_header, read_history
+from tests.integration.conftest import kafka_chaos, leftovers, results_of
+
+pytestmark = pytest.mark.kafka
+
+
+def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_misjudged(
+        tmp_path):
+    proc = kafka_chaos("run", "--nemesis", "file", "--nemesis-targets", "follower",
+                       "--idempotence", "--nemesis-interval", "4", "--time-limit", "36",
+                       "--seed", "4", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    ops = read_history(run / "history.jsonl")
+    nemesis = [op for op in ops if op.process == "nemesis" and op.type.value == "ok"]
+    damages = [op for op in nemesis if op.f in ("bitflip", "truncate", "zero")]
+    assert len(damages) >= 3, [(op.f, op.value) for op in nemesis]
+    damage_at = {op.index for op in damages}
+    leaders = {}  # partition 0's leader in the monitor's last sample before each damage
+    for op in ops:
+        if op.process == "monitor" and op.type.value == "ok" and op.value["partitions"]:
+            leaders["last"] = op.value["partitions"]["kafka-chaos"][0]["leader"]
+        if op.index in damage_at:
+            leaders[op.index] = leaders.get("last")
+    damaged = [(op, name, d) for op in damages for name, d in op.value["damaged"].items()]
+    assert damaged, [op.value for op in damages]
+    ids = {v["name"]: int(k) for k, v in read_header(run / "history.jsonl")["nodes"].items()}
+    for op, name, d in damaged:
+        assert op.value["killed"] == [name]
+        # a follower of partition 0 when it was damaged, as the monitor last saw it
+        assert leaders.get(op.index) not in (None, ids[name]), (name, leaders.get(op.index))
+        assert d["sha256"][0] != d["sha256"][1] and d["kind"] and d["file"], d
+        if op.f == "truncate":
+            assert d["size"][1] == d["region"][0] < d["size"][0], d
+        elif op.f == "bitflip":
+            assert len(d["bits"]) == 8 and d["size"][0] == d["size"][1], d
+    # each damaged node was brought back by the start that followed its damage
+    starts = [op for op in nemesis if op.f == "start"]
+    assert all(any(s.index > op.index and name in s.value["started"] for s in starts)
+               for op, name, _ in damaged), [(s.index, s.value) for s in starts]
+    facts = res["run"]
+    assert [(d["node"], d["file"]) for d in facts["file_damage"]] == [
+        (name, d["file"]) for _, name, d in damaged]
+    assert not facts["heal_left"] and "recovery_error" not in facts, facts
+    # the safe configuration: nothing found (valid), or findings the tool cannot judge yet
+    if res["anomaly_types"]:
+        assert proc.returncode == 2 and res["verdict"] == "unknown", proc.stdout
+        assert any(r.startswith("files were damaged (") for r in res["unknown_reasons"])
+    else:
+        assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
+    assert res["stats"]["acked_sends"] > 300
+    print(f"file faults: {[(op.f, name, d['file']) for op, name, d in damaged]}; "
+          f"verdict {res['verdict']}; anomalies {res['anomaly_types']}")
+    assert leftovers() == []

@@ -1,0 +1,163 @@
+"""File faults (``nemesis.files``) on files of a hand-made log directory: each damage does what
+its record says and nothing else, the files are found by Kafka's names, and a run that damaged
+files and found anomalies is unknown (``verdict.judge_run``). The real brokers' side is
+``tests/integration/test_file_faults.py``."""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
+from kafka_chaos.config import RunConfig
+from kafka_chaos.nemesis.base import NemesisError
+from kafka_chaos.nemesis.files import BITS, FILE_KINDS, ZERO_BYTES, FileNemesis, damage, find
+from kafka_chaos.verdict import judge_run
+
+pytestmark = pytest.mark.fast
+
+
+def _bits(a: bytes, b: bytes) -> list[int]:
+    return [i * 8 + k for i, (x, y) in enumerate(zip(a, b)) for k in range(8)
+            if (x ^ y) >> k & 1]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=1, max_size=300), st.integers(0, 2**32))
+def test_a_bitflip_flips_the_bits_it_records(tmp_path_factory, content, seed) -> None:
+    path = tmp_path_factory.mktemp("f") / "00000000000000000000.log"
+    path.write_bytes(content)
+    done = damage(path, "bitflip", random.Random(seed))
+    after = path.read_bytes()
+    assert _bits(content, after) == done["bits"] and len(done["bits"]) == min(BITS,
+                                                                               8 * len(content))
+    assert done["size"] == [len(content)] * 2
+    assert done["sha256"] == [hashlib.sha256(content).hexdigest(),
+                              hashlib.sha256(after).hexdigest()]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=1, max_size=2000), st.integers(0, 2**32))
+def test_truncate_and_zero_change_only_their_region(tmp_path_factory, content, seed) -> None:
+    d = tmp_path_factory.mktemp("f")
+    cut, zeroed = d / "cut", d / "zeroed"
+    cut.write_bytes(content)
+    zeroed.write_bytes(content)
+    t = damage(cut, "truncate", random.Random(seed))
+    keep, end = t["region"]
+    assert end == len(content) and keep < end and cut.read_bytes() == content[:keep]
+    assert t["size"] == [len(content), keep]
+    z = damage(zeroed, "zero", random.Random(seed))
+    a, b = z["region"]
+    after = zeroed.read_bytes()
+    assert b - a == min(ZERO_BYTES, len(content)) and after[a:b] == bytes(b - a)
+    assert after[:a] == content[:a] and after[b:] == content[b:]
+
+
+def test_an_empty_file_or_an_unknown_damage_is_refused(tmp_path) -> None:
+    empty = tmp_path / "empty"
+    empty.write_bytes(b"")
+    with pytest.raises(NemesisError, match="empty"):
+        damage(empty, "bitflip", random.Random(1))
+    empty.write_bytes(b"x")
+    with pytest.raises(NemesisError, match="unknown damage"):
+        damage(empty, "shred", random.Random(1))
+
+
+def _log_dir(root: Path) -> Path:
+    """A broker's log directory as Kafka lays it out: partition 0 with two segments."""
+    part = root / "kafka-chaos-0"
+    part.mkdir(parents=True)
+    for base in ("00000000000000000000", "00000000000000000500"):
+        for suffix in (".log", ".index", ".timeindex"):
+            (part / f"{base}{suffix}").write_bytes(b"\x01" * 64)
+    (part / "leader-epoch-checkpoint").write_text("0\n1\n0 0\n")
+    for name in ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                 "log-start-offset-checkpoint"):
+        (root / name).write_text("0\n1\nkafka-chaos 0 500\n")
+    return root
+
+
+def test_files_are_found_by_kafkas_names(tmp_path) -> None:
+    data = _log_dir(tmp_path / "data")
+    assert find(data, "segment", "kafka-chaos", 0).name == "00000000000000000500.log"
+    assert find(data, "index", "kafka-chaos", 0).name == "00000000000000000500.index"
+    assert find(data, "leader-epoch-checkpoint", "kafka-chaos", 0).parent.name == \
+        "kafka-chaos-0"
+    assert find(data, "replication-offset-checkpoint", "kafka-chaos", 0).parent == data
+    assert find(data, "snapshot", "kafka-chaos", 0) is None  # none written yet
+    assert find(data, "segment", "kafka-chaos", 1) is None
+    with pytest.raises(ValueError, match="file kind 'wal'"):
+        find(data, "wal", "kafka-chaos", 0)
+
+
+class _Nodes(FilesOnHost, Killable):
+    """Three nodes' log directories on disk, and which of them run: what ``FileNemesis``
+    reads of a cluster (no Kafka: its selection and its record are what is tested here)."""
+
+    def __init__(self, root: Path) -> None:
+        self.nodes = [Node(i, f"n{i}", "127.0.0.1", ("broker",)) for i in (1, 2, 3)]
+        self.root, self.down = root, set()
+        for n in self.nodes:
+            _log_dir(root / n.name)
+
+    def data_dir(self, node: Node) -> Path:
+        return self.root / node.name
+
+    def is_running(self, node: Node) -> bool:
+        return node.node_id not in self.down
+
+    def kill(self, node: Node) -> None:
+        self.down.add(node.node_id)
+
+
+def test_the_nemesis_kills_its_target_and_records_what_it_damaged(tmp_path) -> None:
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(3))
+    done = nemesis.invoke("zero", {"target": [2], "topic": "kafka-chaos", "partition": 0,
+                                   "file": "segment"})
+    assert done["killed"] == ["n2"] and nodes.down == {2}
+    record = done["damaged"]["n2"]
+    assert record["file"] == "kafka-chaos-0/00000000000000000500.log"
+    assert record["kind"] == "segment" and record["sha256"][0] != record["sha256"][1]
+    assert nemesis.damaged == [{"node": "n2", "file": record["file"], "kind": "segment",
+                                "damage": "zero"}]
+    # without a kind, one that exists is drawn; a node without any is killed all the same
+    for path in (tmp_path / "n1").rglob("*"):
+        if path.is_file():
+            path.write_bytes(b"")
+    done = nemesis.invoke("bitflip", {"target": [1, 3], "topic": "kafka-chaos"})
+    assert done["killed"] == ["n1", "n3"] and done["nothing"] == ["n1"]
+    assert done["damaged"]["n3"]["kind"] in FILE_KINDS
+
+
+def test_a_cluster_whose_files_are_elsewhere_is_refused() -> None:
+    with pytest.raises(NemesisError, match="local and docker"):
+        FileNemesis(object(), random.Random(1)).invoke("bitflip", {"target": "one"})
+    with pytest.raises(ValueError, match="ssh backend's log directories"):
+        RunConfig(backend="ssh", inventory="x.yaml", nemesis=["file"])
+    with pytest.raises(ValueError, match="need a cluster of the tool's own"):
+        RunConfig(backend="docker-attach", bootstrap_servers="k:9092", nemesis=["file"])
+
+
+DAMAGED = [{"node": "n2", "file": "kafka-chaos-0/00000000000000000000.log", "kind": "segment",
+            "damage": "bitflip"}]
+
+
+def test_findings_after_file_damage_are_unknown_and_a_clean_run_stays_valid() -> None:
+    clean = judge_run({"valid": True, "anomaly_types": []}, {"file_damage": DAMAGED})
+    assert clean["valid"] is True and not clean.get("unknown_reasons")
+    for valid in (True, False):
+        found = judge_run({"valid": valid, "anomaly_types": ["lost-write"]},
+                          {"file_damage": DAMAGED})
+        assert found["valid"] == "unknown", valid
+        [reason] = found["unknown_reasons"]
+        assert reason.startswith("files were damaged (bitflip of n2's kafka-chaos-0/"
+                                 "00000000000000000000.log) and the run found lost-write")
+    untouched = judge_run({"valid": False, "anomaly_types": ["lost-write"]}, {})
+    assert untouched["valid"] is False
