@@ -99,12 +99,13 @@ def judge_run(result: dict, facts: dict) -> dict:
     (``facts["scenario"]["unmet"]``, e.g. the ISR never shrank) makes a valid result
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
     violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
-    that could not be undone, a node not running), and a client driver that failed while
-    the workload ran (``facts["client"]["failed"]``), or a consumer group that did not run
-    the protocol asked for (``facts["group"]``), or a share group whose state after its final
-    drain still holds records (``facts["share"]``). A run that damaged files
-    (``facts["file_damage"]``, ``nemesis.files``) and found any anomaly is unknown, a
-    violation too (``_file_damage``). The faults asked for that never ran
+    that could not be undone, a node not running) or after which the cluster did not recover
+    (``facts["recovery_error"]``: a node that died again, an ISR never full), and a client
+    driver that failed while the workload ran (``facts["client"]["failed"]``), or a consumer
+    group that did not run the protocol asked for (``facts["group"]``), or a share group
+    whose state after its final drain still holds records (``facts["share"]``). A run that
+    damaged files (``facts["file_damage"]``, ``nemesis.files``) and found any anomaly is
+    unknown, a violation too (``_file_damage``). The faults asked for that never ran
     (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
     stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
@@ -112,6 +113,8 @@ def judge_run(result: dict, facts: dict) -> dict:
         reasons.append(f"scenario precondition not met: {unmet}")
     if left := facts.get("heal_left"):
         reasons.append(f"the final heal did not complete: {'; '.join(left)}")
+    elif error := facts.get("recovery_error"):  # healed, then a node died or never rejoined
+        reasons.append(f"the cluster did not recover after the final heal: {error}")
     group = facts.get("group") or {}
     if group.get("asked") == "consumer" and group.get("type") != "consumer":
         reasons.append(f"--group-protocol consumer asked, but the coordinator describes the "

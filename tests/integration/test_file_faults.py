@@ -50,14 +50,28 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
     facts = res["run"]
     assert [(d["node"], d["file"]) for d in facts["file_damage"]] == [
         (name, d["file"]) for _, name, d in damaged]
-    assert not facts["heal_left"] and "recovery_error" not in facts, facts
-    # the safe configuration: nothing found (valid), or findings the tool cannot judge yet
-    if res["anomaly_types"]:
+    assert not facts["heal_left"], facts
+    reasons = res["unknown_reasons"]
+    # a broker whose checkpoint Kafka cannot read fails its log directory and shuts down
+    # ("Shutdown broker because all log dirs ... have failed"): it never rejoins, and the
+    # run cannot be valid (seed 4 on 4.4.0: n2's replication-offset-checkpoint truncated)
+    down = sorted(name for name in ids if "because all log dirs" in
+                  (run / "nodes" / name / "logs" / "server.log").read_text(errors="replace"))
+    assert all(any(n == name and d["kind"].endswith("checkpoint") for _, n, d in damaged)
+               for name in down), (down, damaged)
+    if down:
+        assert res["verdict"] == "unknown" and proc.returncode == 2, proc.stdout
+        assert f"{len(ids) - len(down)}/{len(ids)} brokers registered" in facts[
+            "recovery_error"], facts.get("recovery_error")
+        assert any(r.startswith("the cluster did not recover after the final heal")
+                   for r in reasons), reasons
+    elif res["anomaly_types"]:
         assert proc.returncode == 2 and res["verdict"] == "unknown", proc.stdout
-        assert any(r.startswith("files were damaged (") for r in res["unknown_reasons"])
+        assert any(r.startswith("files were damaged (") for r in reasons), reasons
     else:
         assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
     assert res["stats"]["acked_sends"] > 300
     print(f"file faults: {[(op.f, name, d['file']) for op, name, d in damaged]}; "
-          f"verdict {res['verdict']}; anomalies {res['anomaly_types']}")
+          f"brokers down for good: {down}; verdict {res['verdict']}; anomalies "
+          f"{res['anomaly_types']}")
     assert leftovers() == []
