@@ -93,11 +93,13 @@ def judge(h: History, found: dict[str, dict[str, Any]], facts: dict[str, Any] | 
     verdict is unknown (unexplained findings).
 
     Each anomaly gets ``outcomes`` (``{"permitted", "violation", "unexplained"}`` counts),
-    ``rules`` (``{rule: permitted count}``), ``permitted`` (every finding was), ``rule``,
-    ``because``, ``source`` (of the rule that permitted most, or of the configuration's
-    verdict), and examples (violations first, then unexplained, then permitted) each with
-    its ``outcome``, and for a permitted one its ``rule`` and ``evidence`` (the event, named:
-    ``evidence.Event.as_json``), for an unexplained one the ``blind`` stretch.
+    ``rules`` (``{rule: permitted count}``), ``by_configuration`` (how many of its findings
+    the configuration alone permits, ``promises.by_configuration``; when found), ``permitted``
+    (every finding was), ``rule``, ``because``, ``source`` (of the rule that permitted most,
+    or of the configuration's verdict), and examples (violations first, then unexplained,
+    then permitted) each with its ``outcome``, and for a permitted one its ``rule`` and
+    ``evidence`` (the event, named: ``evidence.Event.as_json``), for an unexplained one the
+    ``blind`` stretch.
     """
     reasons: list[str] = []
     judged = {n: a for n, a in found.items() if a.get("count") and "cases" in a}
@@ -126,7 +128,12 @@ def judge(h: History, found: dict[str, dict[str, Any]], facts: dict[str, Any] | 
                      rules={verdict["rule"]: count} if verdict["permitted"] else {})
             for ex in a["examples"]:
                 ex["outcome"] = outcome
+    for a in found.values():
+        if a.get("count"):
+            a["by_configuration"] = sum(n for rule, n in a["rules"].items()
+                                        if promises.by_configuration(rule))
     return reasons
+
 
 
 def _outcomes(**counts: int) -> dict[str, int]:

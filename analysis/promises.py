@@ -434,6 +434,20 @@ def judge(name: str, facts: dict[str, Any] | None) -> dict[str, Any]:
     return _verdict(False, None, "no rule permits it under this configuration", None)
 
 
+def by_configuration(rule: str) -> bool:
+    """Whether findings permitted by ``rule`` (a ``Rule.name``, or the plan's
+    ``plan-allows``) are permitted by the configuration and the finding alone, whatever
+    happened in the run: a rule that needs no event of the run's record (``Rule.evidence``
+    None: G0 under ``interleaved-writes``, a retried duplicate under
+    ``retries-without-idempotence``), or the plan's ``allow`` list. A fault the rules do not
+    know (a file fault) cannot make such a finding otherwise; one permitted by an event (an
+    election, a power loss) it can explain instead (``verdict.judge_run``)."""
+    if rule == "plan-allows":
+        return True
+    found = next((r for r in RULES if r.name == rule), None)
+    return found is not None and found.evidence is None
+
+
 def _verdict(permitted: bool, rule: str | None, because: str, source: str | None) -> dict:
     return {"per_case": False, "permitted": permitted, "rule": rule, "because": because,
             "source": source}

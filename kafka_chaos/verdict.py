@@ -77,13 +77,25 @@ def _share_state(share: dict) -> list[str]:
             f"the history cannot name ({shown})"]
 
 
+def _after_damage(result: dict) -> list[str]:
+    """The anomalies a file fault leaves undecided: those found with findings that no rule
+    permits without an event of the run (``by_configuration``, ``promises.by_configuration``:
+    G0 under ``interleaved-writes`` holds whatever a run does; a lost write permitted by an
+    election may be the damage's instead)."""
+    anomalies = result.get("anomalies") or {}
+    return [n for n in result.get("anomaly_types") or []
+            if (anomalies.get(n) or {}).get("count") is None
+            or anomalies[n]["count"] > (anomalies[n].get("by_configuration") or 0)]
+
+
 def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
     """Why findings after a file fault decide nothing yet: no rule says what Kafka promises
     once a broker's own files are damaged (what its recovery detects, what reaches a client
     unchecked), so an anomaly found in a run that damaged files is neither permitted nor a
-    violation, and the verdict is unknown with the damage named. Without a finding the run
-    stays valid: nothing met the damage that the checkers could see."""
-    found = list(result.get("anomaly_types") or [])
+    violation, and the verdict is unknown with the damage named; findings the configuration
+    alone permits stay permitted (``_after_damage``). Without such a finding the run stays
+    valid: nothing met the damage that the checkers could see."""
+    found = _after_damage(result)
     if not damaged or not found:
         return []
     files = ", ".join(f"{d['damage']} of {d['node']}'s {d['file']}" for d in damaged[:5])
@@ -131,7 +143,7 @@ def judge_run(result: dict, facts: dict) -> dict:
             result["unknown_reasons"].append(reason)
         if result.get("valid") is True:
             result["valid"] = "unknown"
-    if facts.get("file_damage") and result.get("anomaly_types"):
+    if facts.get("file_damage") and _after_damage(result):
         result["valid"] = "unknown"  # a violation too: no rule says what Kafka promises there
     return result
 

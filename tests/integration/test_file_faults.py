@@ -65,10 +65,13 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
             "recovery_error"], facts.get("recovery_error")
         assert any(r.startswith("the cluster did not recover after the final heal")
                    for r in reasons), reasons
-    elif res["anomaly_types"]:
+    elif undecided := [n for n in res["anomaly_types"] if res["anomalies"][n]["count"]
+                       > res["anomalies"][n]["by_configuration"]]:
+        # findings the configuration alone does not permit: the tool has no rule for them
         assert proc.returncode == 2 and res["verdict"] == "unknown", proc.stdout
-        assert any(r.startswith("files were damaged (") for r in reasons), reasons
-    else:
+        assert any(r.startswith("files were damaged (") and ", ".join(undecided) in r
+                   for r in reasons), reasons
+    else:  # G0 and the like under interleaved-writes hold whatever a run does
         assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
     assert res["stats"]["acked_sends"] > 300
     print(f"file faults: {[(op.f, name, d['file']) for op, name, d in damaged]}; "

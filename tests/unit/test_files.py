@@ -161,3 +161,13 @@ def test_findings_after_file_damage_are_unknown_and_a_clean_run_stays_valid() ->
                                  "00000000000000000000.log) and the run found lost-write")
     untouched = judge_run({"valid": False, "anomaly_types": ["lost-write"]}, {})
     assert untouched["valid"] is False
+    # what the configuration alone permits stays permitted: G0 under interleaved-writes
+    cycles = {"valid": True, "anomaly_types": ["G0", "duplicate"], "anomalies": {
+        "G0": {"count": 3, "by_configuration": 3},
+        "duplicate": {"count": 2, "by_configuration": 0}}}
+    judged = judge_run(cycles, {"file_damage": DAMAGED})
+    assert judged["valid"] == "unknown" and "the run found duplicate:" in \
+        judged["unknown_reasons"][0]
+    alone = {"valid": True, "anomaly_types": ["G0"],
+             "anomalies": {"G0": {"count": 3, "by_configuration": 3}}}
+    assert judge_run(alone, {"file_damage": DAMAGED})["valid"] is True

@@ -276,3 +276,19 @@ def test_a_duplicate_fault_whose_report_is_missing_leaves_duplicates_unexplained
     rows += [_sample(op, ("t", 0), 1, 1) for op in range(4, 40, 4)]
     rec = evidence.build(rows, None, {})
     assert judge_case("duplicate", case, f, rec)["outcome"] == UNEXPLAINED
+
+
+def test_what_the_configuration_alone_permits_is_told_from_what_an_event_permits():
+    """A file fault (``verdict.judge_run``) leaves undecided the findings an event explains
+    (an election, a power loss: the damage may be the cause instead) and the violations, not
+    those the configuration and the finding alone permit."""
+    from kafka_chaos.analysis.promises import by_configuration
+
+    for rule in ("interleaved-writes", "ww-cycles", "retries-without-idempotence",
+                 "plan-allows"):
+        assert by_configuration(rule), rule
+    for rule in ("acks-below-all", "unclean-leader-election", "min-insync-replicas-1",
+                 "last-in-sync-replica-lost-power", "no such rule"):
+        assert not by_configuration(rule), rule
+    assert {r.name for r in RULES if r.evidence is None} >= {
+        "interleaved-writes", "ww-cycles", "retries-without-idempotence"}
