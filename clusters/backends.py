@@ -34,6 +34,8 @@ class BackendOptions:
             fsynced (``clusters.lossyfs``), for the ``LosesUnsynced`` ability; local only.
         clock: run each broker under libfaketime (``clusters.faketime``), for the
             ``Skewable`` ability.
+        dynamic_quorum: format a dynamic KRaft quorum (KIP-853), for the ``DynamicQuorum``
+            ability (the membership faults); local only.
         bootstrap_servers: external: ``host:port,...`` of the running cluster's listener.
         client_properties: how the tool's clients reach that listener (TLS, SASL): a client
             properties file (``clusters.security``); None: plaintext.
@@ -48,6 +50,7 @@ class BackendOptions:
     accept_unknown_host_keys: bool = False
     lossy_fs: bool = False
     clock: bool = False
+    dynamic_quorum: bool = False
     bootstrap_servers: str | None = None
     client_properties: Path | None = None
     compose_project: str | None = None
@@ -104,6 +107,10 @@ def _no_options(backend: str, options: BackendOptions) -> None:
             f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
             "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
             "the Kafka image and the ssh hosts do not run")
+    if options.dynamic_quorum and backend != "local":
+        raise EnvironmentUnsupported(
+            f"membership faults need --backend local, not {backend}: they wipe and format a "
+            "controller's metadata directory, which only the local backend does yet")
     if options.clock and backend not in ("local", "ssh"):
         raise EnvironmentUnsupported(
             f"clock faults need --backend local or ssh, not {backend}: they preload libfaketime "
@@ -132,7 +139,7 @@ def _local() -> Backend:
         _no_options("local", options)
         return local.LocalCluster(dist, work_dir, brokers=brokers, controllers=controllers,
                                   broker_config=broker_config, lossy_fs=options.lossy_fs,
-                                  clock=options.clock)
+                                  clock=options.clock, dynamic_quorum=options.dynamic_quorum)
 
     def machine(options: BackendOptions) -> None:
         netns.check_environment()

@@ -226,6 +226,25 @@ class FilesOnHost(abc.ABC):
         combined mode, ``__cluster_metadata-0``)."""
 
 
+class DynamicQuorum(abc.ABC):
+    """Ability: the KRaft quorum was formatted dynamic (KIP-853, Kafka 3.9+: its voters are in
+    the metadata log, changed by ``AddRaftVoter``/``RemoveRaftVoter``, ``clusters.raft``), and
+    a controller's storage can be wiped and formatted anew, so a voter can be replaced
+    (remove, wipe, add back: the procedure of Kafka's operations docs, "Controller membership
+    changes")."""
+
+    #: False when the cluster was set up with a static quorum (``controller.quorum.voters``).
+    dynamic_quorum: bool = False
+
+    @abc.abstractmethod
+    def reformat(self, node: Node) -> str:
+        """Delete the stopped ``node``'s metadata log directory (``metadata.log.dir``; a
+        combined node keeps its partitions) and format it again with the cluster's id and
+        ``--no-initial-controllers``: started, it joins the quorum as an observer under a new
+        directory id, which is returned (base64 Kafka ``Uuid``). Raises
+        ``ClusterError`` while the node runs, ``CommandFailed`` when formatting fails."""
+
+
 class Skewable(abc.ABC):
     """Ability: move a node's wall clock (``clusters.faketime``: libfaketime under the broker
     JVM; the monotonic clock, the kernel and other processes keep true time)."""

@@ -32,22 +32,34 @@ TEST_DEFAULTS: dict[str, str] = {
 
 
 def server_properties(node: Node, nodes: list[Node], data_dir: str,
-                      overrides: dict[str, str]) -> str:
+                      overrides: dict[str, str], dynamic: bool = False,
+                      metadata_dir: str | None = None) -> str:
     """Render ``server.properties`` for ``node`` in a KRaft cluster of ``nodes``.
 
-    Controllers form a static quorum (``controller.quorum.voters``), which both 3.9 and 4.x accept.
-    ``overrides`` wins over ``TEST_DEFAULTS``; replication factors are capped at the broker count.
+    Controllers form a static quorum (``controller.quorum.voters``), which both 3.9 and 4.x
+    accept, or with ``dynamic`` a dynamic one (KIP-853, Kafka 3.9+: the nodes find it through
+    ``controller.quorum.bootstrap.servers`` and the voters are in the metadata log, written by
+    ``StorageTool format --initial-controllers``: ``initial_controllers``), whose voters can be
+    added and removed. ``overrides`` wins over ``TEST_DEFAULTS``; replication factors are
+    capped at the broker count. ``metadata_dir``: the ``metadata.log.dir`` (default: the first
+    of ``log.dirs``), so that a controller's metadata can be wiped alone.
     """
     brokers = [n for n in nodes if n.is_broker]
-    voters = ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in nodes if n.is_controller)
+    controllers = [n for n in nodes if n.is_controller]
+    quorum = (("controller.quorum.bootstrap.servers",
+               ",".join(f"{n.host}:{n.controller_port}" for n in controllers)) if dynamic else
+              ("controller.quorum.voters",
+               ",".join(f"{n.node_id}@{n.host}:{n.controller_port}" for n in controllers)))
     props: dict[str, str] = {
         "process.roles": ",".join(node.roles),
         "node.id": str(node.node_id),
-        "controller.quorum.voters": voters,
+        quorum[0]: quorum[1],
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "log.dirs": data_dir,
     }
+    if metadata_dir:
+        props["metadata.log.dir"] = metadata_dir
     listeners = []
     if node.is_broker:
         listeners.append(f"PLAINTEXT://{node.host}:{node.broker_port}")
@@ -64,6 +76,15 @@ def server_properties(node: Node, nodes: list[Node], data_dir: str,
         merged[key] = str(min(int(merged[key]), len(brokers)))
     props.update(merged)
     return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def initial_controllers(nodes: list[Node], directory_ids: dict[int, str]) -> str:
+    """``StorageTool format --initial-controllers``' value for a dynamic quorum (KIP-853):
+    ``id@host:port:directory id`` of every controller of ``nodes``, comma-separated; the
+    directory ids (``directory_ids``: node id -> base64 Kafka ``Uuid``) become each voter's
+    ``directory.id`` in its ``meta.properties``."""
+    return ",".join(f"{n.node_id}@{n.host}:{n.controller_port}:{directory_ids[n.node_id]}"
+                    for n in nodes if n.is_controller)
 
 
 LOG4J2 = """status = warn

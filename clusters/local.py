@@ -17,11 +17,13 @@ import uuid
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime, kafka_cds, lossymount, netns
-from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, FilesOnHost, Killable,
-                                       LosesUnsynced, Node, Pausable, Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DynamicQuorum, ExecResult,
+                                       FilesOnHost, Killable, LosesUnsynced, Node, Pausable,
+                                       Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
-from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, initial_controllers,
+                                               server_properties)
 from kafka_chaos.clusters.netfaults import NamespaceIptables
 from kafka_chaos.waiting import WaitTimeout, wait_until
 
@@ -63,7 +65,7 @@ def kafka_uuid() -> str:
 
 
 class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable,
-                   FilesOnHost):
+                   FilesOnHost, DynamicQuorum):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -77,6 +79,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         heap_mb: JVM heap per node in MiB.
         lossy_fs: mount ``clusters.lossyfs`` on each node's ``data/`` (``lose_unsynced``).
         clock: run each JVM under libfaketime, its offset in ``<node>/faketime`` (``set_clock``).
+        dynamic_quorum: format a dynamic KRaft quorum (KIP-853; Kafka 3.9+), whose voters the
+            membership faults change, instead of a static one.
     Raises:
         EnvironmentUnsupported: not root / no namespaces / no iptables (from ``setup``).
         DistributionError: Java missing or too old.
@@ -87,7 +91,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
 
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, prefix: str = DEFAULT_PREFIX,
-                 heap_mb: int = 512, lossy_fs: bool = False, clock: bool = False) -> None:
+                 heap_mb: int = 512, lossy_fs: bool = False, clock: bool = False,
+                 dynamic_quorum: bool = False) -> None:
         if brokers < 1:
             raise ValueError("brokers must be >= 1")
         self.dist = dist
@@ -97,6 +102,8 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         self.heap_mb = heap_mb
         self.lossy_fs = lossy_fs
         self.clock = clock
+        self.dynamic_quorum = dynamic_quorum
+        self._cluster_id = ""
         broker_roles = ("broker",) if controllers else ("broker", "controller")
         self.nodes = [Node(i, f"n{i}", f"{netns.SUBNET}.{10 + i}", broker_roles)
                       for i in range(1, brokers + 1)]
@@ -132,6 +139,13 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
     def data_dir(self, node: Node) -> Path:
         return self.node_dir(node) / "data"
 
+    def metadata_dir(self, node: Node) -> Path:
+        """The node's ``__cluster_metadata`` log directory: ``data/`` (the first of its
+        ``log.dirs``), or under a dynamic quorum ``<name>/metadata`` of its own, so that
+        ``reformat`` wipes a combined node's metadata and keeps its partitions (outside the
+        lossy filesystem: a power loss there loses no metadata)."""
+        return self.node_dir(node) / ("metadata" if self.dynamic_quorum else "data")
+
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
         """Bridge, one namespace per node, ``StorageTool format`` with one new cluster id, start.
@@ -154,7 +168,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         self._save_state()
         self._host_rules = netns.create_bridge(self.prefix)
         self._save_state()
-        cluster_id = kafka_uuid()
+        self._cluster_id = cluster_id = kafka_uuid()
         for index, node in enumerate(self.nodes, start=1):
             netns.add_host(self.prefix, node.name, index)
             d = self.node_dir(node)
@@ -164,7 +178,10 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                 self._save_state()
                 lossymount.mount(d / "data.disk", d / "data", d / "logs" / "lossyfs.log")
             (d / "server.properties").write_text(
-                server_properties(node, self.nodes, str(d / "data"), self.broker_config))
+                server_properties(node, self.nodes, str(d / "data"), self.broker_config,
+                                  dynamic=self.dynamic_quorum,
+                                  metadata_dir=str(self.metadata_dir(node))
+                                  if self.dynamic_quorum else None))
             (d / "log4j2.properties").write_text(LOG4J2)
             (d / "log4j.properties").write_text(LOG4J1)
             if self.clock:
@@ -178,15 +195,13 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         """``StorageTool format`` of every node's storage with ``cluster_id``, the nodes side by
         side: each is a JVM start of about 1.3 s, which one after another made a third of
         the cluster's bring-up. Raises ``CommandFailed`` naming the first node that failed."""
-        formats = {}
-        for node in self.nodes:
-            d = self.node_dir(node)
-            formats[node] = subprocess.Popen(
-                [java, *JVM_OPTIONS, *kafka_cds.java_options(self.dist, java),
-                 *self._jvm_props(node), "-cp", self.dist.classpath,
-                 "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                 "-c", str(d / "server.properties"), "--ignore-formatted"],
-                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        quorum: dict[Node, list[str]] = {}
+        if self.dynamic_quorum:
+            voters = initial_controllers(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
+            quorum = {n: ["--initial-controllers", voters] if n.is_controller
+                      else ["--no-initial-controllers"] for n in self.nodes}
+        formats = {node: self._format_one(java, node, cluster_id, quorum.get(node, []))
+                   for node in self.nodes}
         outputs = {node: proc.communicate()[0] for node, proc in formats.items()}
         for node, proc in formats.items():
             if proc.returncode != 0:
@@ -196,6 +211,29 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                                                                 outputs[node], ""))
             if self.lossy_fs:  # the formatted storage counts as on disk
                 lossymount.command(self.node_dir(node) / "data", "sync")
+
+    def _format_one(self, java: str, node: Node, cluster_id: str,
+                    quorum: list[str]) -> subprocess.Popen:
+        return subprocess.Popen(
+            [java, *JVM_OPTIONS, *kafka_cds.java_options(self.dist, java),
+             *self._jvm_props(node), "-cp", self.dist.classpath,
+             "kafka.tools.StorageTool", "format", "-t", cluster_id,
+             "-c", str(self.node_dir(node) / "server.properties"), "--ignore-formatted",
+             *quorum], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+    def reformat(self, node: Node) -> str:
+        if self.is_running(node):
+            raise ClusterError(f"{node.name} runs: stop it before wiping its storage")
+        if not self.dynamic_quorum:
+            raise ClusterError("this cluster's quorum is static: set it up with dynamic_quorum")
+        shutil.rmtree(self.metadata_dir(node), ignore_errors=True)
+        java = shutil.which("java") or "java"
+        proc = self._format_one(java, node, self._cluster_id, ["--no-initial-controllers"])
+        out = proc.communicate()[0]
+        if proc.returncode != 0:
+            raise CommandFailed(f"formatting storage of {node.name} failed: {out.strip()[-2000:]}",
+                                subprocess.CompletedProcess(proc.args, proc.returncode, out, ""))
+        return directory_id(self.metadata_dir(node))
 
     def teardown(self) -> None:
         if not self._created:
@@ -318,6 +356,18 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
     def log_files(self, node: Node) -> list[Path]:
         d = self.node_dir(node)
         return [p for p in (d / "logs" / "server.log", d / "server.out") if p.exists()]
+
+
+def directory_id(log_dir: Path) -> str:
+    """The ``directory.id`` of the formatted log directory ``log_dir`` (its
+    ``meta.properties``, KIP-858). Raises ``ClusterError`` when it has none."""
+    try:
+        for line in (Path(log_dir) / "meta.properties").read_text().splitlines():
+            if line.startswith("directory.id="):
+                return line.split("=", 1)[1].strip()
+    except OSError as exc:
+        raise ClusterError(f"{log_dir}: no meta.properties ({exc})") from None
+    raise ClusterError(f"{log_dir}/meta.properties names no directory.id")
 
 
 def recorded_state(prefix: str = DEFAULT_PREFIX) -> dict | None:

@@ -403,8 +403,11 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0,
     ``endpoint``.
 
     Returns ``{"leader": node id or -1, "epoch": int, "high_watermark": int,
-    "voters": {node id: log end offset}}``. Raises ``WireError`` (also for an error code: the
-    node asked is not able to answer, e.g. it is cut from the quorum).
+    "voters": {node id: log end offset}, "observers": {node id: log end offset}}`` (the
+    observers: brokers, and controllers out of the voter set; an id listed twice, a
+    replaced controller under its old and new directory ids, gives its highest offset).
+    Raises ``WireError`` (also for an error code: the node asked is not able to answer, e.g.
+    it is cut from the quorum).
     """
     kio = kio_types()
     request = kio.quorum_req.DescribeQuorumRequest(topics=(kio.quorum_req.TopicData(
@@ -419,7 +422,16 @@ def describe_quorum(endpoint: str, timeout_s: float = 1.0,
     state = parts[0]
     return {"leader": int(state.leader_id), "epoch": int(state.leader_epoch),
             "high_watermark": int(state.high_watermark),
-            "voters": {int(v.replica_id): int(v.log_end_offset) for v in state.current_voters}}
+            "voters": {int(v.replica_id): int(v.log_end_offset) for v in state.current_voters},
+            "observers": _highest((int(o.replica_id), int(o.log_end_offset))
+                                  for o in state.observers)}
+
+
+def _highest(pairs) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for key, offset in pairs:
+        out[key] = max(offset, out.get(key, offset))
+    return out
 
 
 def alter_partition_reassignments(endpoint: str, topic: str, replicas: dict[int, list[int]],

@@ -14,12 +14,12 @@ from pathlib import Path
 
 from kafka_chaos.catalogue.faults import OWN_CLUSTER_ONLY, parse_targets, starts
 from kafka_chaos.clusters import backends
-from kafka_chaos.config import ATTACHED, SCENARIOS, RunConfig
+from kafka_chaos.config import ATTACHED, SCENARIOS, RunConfig, version_tuple
 from kafka_chaos.nemesis import script
 
 #: The packages a scenario's nemesis is built for: any its steps may ask for (the unclean
 #: toggle, the proxy's request faults and the client crash come with every run).
-SCRIPTED = ("kill", "stop", "pause", "partition", "clock", "leader", "file")
+SCRIPTED = ("kill", "stop", "pause", "partition", "clock", "leader", "file", "membership")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +84,10 @@ def admit(cfg: RunConfig) -> Admitted:
                 raise ValueError(f"--scenario {cfg.scenario} toggles unclean elections: not "
                                  f"on --backend {cfg.backend} (its steps may change "
                                  "cluster-wide configs)")
+    if (set(starts("membership")) & faults and cfg.backend not in ATTACHED
+            and version_tuple(cfg.kafka_version) < (3, 9)):
+        raise ValueError(f"membership faults need Kafka 3.9 or later (KIP-853's dynamic "
+                         f"quorum), not --kafka-version {cfg.kafka_version}")
     packages = SCRIPTED if scenario is not None else tuple(cfg.nemesis)
     return Admitted(cfg, scenario, faults, packages,
                     parse_targets(cfg.nemesis_targets, list(packages)),
@@ -101,4 +105,5 @@ def _backend_options(cfg: RunConfig, faults: frozenset[str]) -> backends.Backend
         client_properties=Path(cfg.client_properties) if cfg.client_properties else None,
         accept_unknown_host_keys=cfg.accept_unknown_host_keys,
         lossy_fs=bool(set(starts("lose-unfsynced")) & faults),
-        clock=bool(set(starts("clock")) & faults))
+        clock=bool(set(starts("clock")) & faults),
+        dynamic_quorum=bool(set(starts("membership")) & faults))

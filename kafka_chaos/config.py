@@ -70,7 +70,7 @@ _GENERATED_PROPERTIES = frozenset({
     "inter.broker.listener.name"})
 
 
-def _version(version: str) -> tuple[int, int]:
+def version_tuple(version: str) -> tuple[int, int]:
     """``(major, minor)`` of a Kafka version such as ``4.2.1`` (0 where a part is missing)."""
     parts = (version.split(".") + ["0"])[:2]
     return tuple(int(p) if p.isdigit() else 0 for p in parts)  # type: ignore[return-value]
@@ -362,7 +362,7 @@ class RunConfig(BaseModel):
             raise ValueError("--group-protocol consumer needs --sub-via subscribe: assigned "
                              "consumers join no group")
         if (self.group_protocol == "consumer" and self.backend not in ATTACHED
-                and _version(self.kafka_version) < (4, 0)):
+                and version_tuple(self.kafka_version) < (4, 0)):
             raise ValueError(f"--group-protocol consumer needs Kafka 4.0 or later (KIP-848), "
                              f"not --kafka-version {self.kafka_version}")
         if self.backend not in BACKENDS:
@@ -469,11 +469,11 @@ class RunConfig(BaseModel):
         if self.group_protocol != "classic":
             raise ValueError("--group-protocol is for --sub-via subscribe, not share")
         since = CLIENTS[self.client].share_since
-        if since and self.client_version is not None and _version(self.client_version) < since:
+        if since and self.client_version is not None and version_tuple(self.client_version) < since:
             raise ValueError(f"--sub-via share with --client {self.client} needs "
                              f"{CLIENTS[self.client].library} {'.'.join(map(str, since))} or "
                              f"later (KIP-932), not --client-version {self.client_version}")
-        if self.backend not in ATTACHED and _version(self.kafka_version) < (4, 2):
+        if self.backend not in ATTACHED and version_tuple(self.kafka_version) < (4, 2):
             raise ValueError(f"--sub-via share needs Kafka 4.2 or later (KIP-932), not "
                              f"--kafka-version {self.kafka_version}")
 
@@ -513,7 +513,7 @@ class RunConfig(BaseModel):
             **self.broker_properties,
             **{s.prop: _property(getattr(self, name)) for name, s in SETTINGS.items()
                if s.role == "broker"},
-            **(_CONSUMER_GROUPS if _version(self.kafka_version) >= (4, 0) else {}),
+            **(_CONSUMER_GROUPS if version_tuple(self.kafka_version) >= (4, 0) else {}),
             **(self._share_groups() if self.sub_via == "share" else {}),
         }
 

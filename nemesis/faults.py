@@ -216,6 +216,7 @@ class PartitionNemesis(Nemesis):
     the monitor run, stays connected to every node).
 
     fs: ``partition`` -> ``heal``. ``value["target"]``:
+      - a list of node ids (a scenario's marks): those nodes lose every other node;
       - ``isolate-one``: one random node loses every other node;
       - ``halves``: nodes shuffled and split in two groups that cannot talk;
       - ``isolate-leader``: the leader of ``value["topic"]``-``value["partition"]`` loses every
@@ -278,6 +279,15 @@ class PartitionNemesis(Nemesis):
 
         nodes = list(cluster.nodes)
         target = value.get("target", "isolate-one")
+        if isinstance(target, list):  # a scenario's marks: those nodes cut from the others
+            groups = [[n for n in nodes if n.node_id in target],
+                      [n for n in nodes if n.node_id not in target]]
+            if not groups[0] or not groups[1]:
+                raise NemesisError(f"partition target {target}: no nodes to cut off")
+            for a, b in (groups, groups[::-1]):
+                for n in a:
+                    cut(n, b)
+            return {"isolated": [[n.name for n in g] for g in groups]}
         if target in ("leader-replication", "zombie-leader", "isolate-leader", "clients-leader"):
             lone = leader_of(cluster, value["topic"], value.get("partition", 0))
             if lone is None:

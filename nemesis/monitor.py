@@ -12,7 +12,8 @@ and an ``ok`` whose value is::
                                  "last_known_elr": [] | null, "offline": [],
                                  "hw": 812, "lso": 790}, ...]} | null,
      "controller": {"leader": 4, "epoch": 2, "high_watermark": 812,
-                    "voters": {"4": 812, ...}} | null,
+                    "voters": {"4": 812, ...}, "observers": {"1": 805, ...}} | null,
+     "epochs": {"<broker id>": {"<topic>": {"<partition>": 3, ...}}},
      "took_ms": 12}
 
 and, in a share-group run, ``"share": {"<topic>": [{"partition": 0, "start_offset": 412,
@@ -27,8 +28,11 @@ answering broker, per partition the answer with the highest leader epoch (a brok
 the controllers keeps an old view), ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
 no eligible leader replicas; ``hw`` and ``lso`` (the high watermark and the last stable
 offset, ``wire.end_offsets``) are what the leader answered, absent when it did not.
-``controller``: the KRaft quorum as its leader (the active
-controller) reports it through ``DescribeQuorum``, ``null`` when no controller answered as
+``epochs``: each answering broker's own view of each partition's leader epoch (the
+metadata checks: an epoch never goes back on a broker). ``controller``: the KRaft quorum as
+its leader (the active controller) reports it through ``DescribeQuorum`` (its voters' and
+observers' metadata log end offsets; ``high_watermark`` -1 while a new leader does not know
+it), ``null`` when no controller answered as
 leader (a cluster without known controller nodes, an external one, is asked through its
 brokers). Every request connects as ``cluster.security`` says (TLS, SASL). Sources:
 ``clusters.wire``.
@@ -191,6 +195,8 @@ class Monitor:
         views = [(n.node_id, v) for n, v in zip(brokers, self._pool.map(self._describe, brokers))
                  if v is not None]
         partitions = _freshest(views) if views else None
+        epochs = {str(b): {t: {str(p["partition"]): p["leader_epoch"] for p in parts}
+                           for t, parts in view.items()} for b, view in views}
         if partitions:
             self._end_offsets(partitions, {n.node_id: n for n in brokers})
         controller = None
@@ -201,10 +207,11 @@ class Monitor:
                 quorum = wire.describe_quorum(endpoint, security=sec)
             except wire.WireError:
                 continue  # not the quorum leader, or cut from it
-            controller = {**quorum, "voters": {str(k): v for k, v in quorum["voters"].items()}}
+            controller = {**quorum, **{k: {str(i): v for i, v in quorum[k].items()}
+                                       for k in ("voters", "observers")}}
             break
         out = {"answering": {str(k): v for k, v in up.items()}, "partitions": partitions,
-               "controller": controller}
+               "controller": controller, "epochs": epochs}
         if share is not None:
             out["share"] = share.result()
         return {**out, "took_ms": round((time.monotonic() - start) * 1000)}

@@ -21,6 +21,7 @@ from kafka_chaos.nemesis.clock import ClockNemesis
 from kafka_chaos.nemesis.faults import PartitionNemesis, ProcessNemesis
 from kafka_chaos.nemesis.files import FileNemesis
 from kafka_chaos.nemesis.leaders import LeaderNemesis
+from kafka_chaos.nemesis.membership import MembershipNemesis
 
 
 def plan(rng: random.Random, packages: list[str], targets: dict[str, list],
@@ -82,7 +83,7 @@ PERFORMED_BY: dict[str, type[Nemesis]] = {
     "kill": ProcessNemesis, "stop": ProcessNemesis, "pause": ProcessNemesis,
     "lose-unfsynced": ProcessNemesis, "roll": ProcessNemesis, "partition": PartitionNemesis,
     "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis,
-    "file": FileNemesis}
+    "file": FileNemesis, "membership": MembershipNemesis}
 #: Packages whose stop another package's nemesis performs: a file fault's ``start``.
 STOPPED_BY: dict[str, type[Nemesis]] = {"file": ProcessNemesis}
 

@@ -31,7 +31,10 @@ its client had ended or fenced that transaction (a hanging transaction, KIP-890)
 
 Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
 of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
-mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}), ``truncated``
+mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}), the KRaft
+quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader`` (as
+``leader``; ``mark_controller: Q`` marks the quorum's leader, ``mark_voter: V`` its lowest
+voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
 before it). A ``crash-clients`` step is unmet when no client crashed. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
@@ -85,6 +88,10 @@ class Condition(BaseModel):
     #: a sample since the step began showed the partition's high watermark below the
     #: highest one before it: its log was truncated below records consumers could read
     truncated: bool | None = None
+    #: the KRaft quorum: which nodes are voters ({mark or node: bool}), and its leader (a
+    #: mark, a node, ``none`` or ``not X``), as its leader answers ``DescribeQuorum``
+    voting: dict[str, bool] | None = None
+    quorum_leader: str | int | None = None
 
 
 class Step(BaseModel):
@@ -96,6 +103,8 @@ class Step(BaseModel):
     at: float | None = Field(None, ge=0)
     after: float = Field(0.0, ge=0)
     mark: str | None = None
+    mark_controller: str | None = None
+    mark_voter: str | None = None
     do: list[str] = []
     target: str | int | list[int] | None = None
     partition: int = Field(0, ge=0)
@@ -156,8 +165,7 @@ class Script(BaseModel):
     def _marks_before_use(self) -> "Script":
         marks: set[str] = set()
         for i, step in enumerate(self.steps):
-            if step.mark:
-                marks.add(step.mark)
+            marks.update(m for m in (step.mark, step.mark_controller, step.mark_voter) if m)
             if isinstance(step.target, str) and step.target not in marks | _TARGET_NAMES:
                 raise ValueError(f"steps.{i}.target: {step.target!r} is no mark made before it "
                                  f"nor a target ({', '.join(sorted(_TARGET_NAMES))})")
@@ -173,9 +181,10 @@ class Script(BaseModel):
 def _refs(cond: Condition | None) -> list[str]:
     if cond is None:
         return []
-    refs = [str(x) for x in cond.isr or []] + list(cond.answering or {})
-    if cond.leader is not None:
-        refs.append(str(cond.leader).removeprefix("not ").strip())
+    refs = [str(x) for x in cond.isr or []] + list(cond.answering or {}) + list(cond.voting or {})
+    for leader in (cond.leader, cond.quorum_leader):
+        if leader is not None:
+            refs.append(str(leader).removeprefix("not ").strip())
     return refs
 
 
@@ -255,6 +264,19 @@ class Runner:
             if state is None:
                 return f"{self.topic}-{step.partition} had no leader to mark as {step.mark}"
             self.marks[step.mark] = partition_state(state, self.topic, step.partition)["leader"]
+        if step.mark_controller or step.mark_voter:
+            state = self.monitor.wait_for(
+                lambda s: (s.get("controller") or {}).get("leader", -1) >= 0, 10.0, self.stop)
+            if state is None:
+                return "the KRaft quorum had no leader to mark"
+            quorum = state["controller"]
+            if step.mark_controller:
+                self.marks[step.mark_controller] = quorum["leader"]
+            if step.mark_voter:  # the lowest voter that is not the leader: one per cluster
+                others = sorted(int(v) for v in quorum["voters"] if int(v) != quorum["leader"])
+                if not others:
+                    return "the KRaft quorum has no voter besides its leader to mark"
+                self.marks[step.mark_voter] = others[0]
         deadline = time.monotonic() + step.timeout
         self._drops_before = dict(self.monitor.hw_drops)
         while True:
@@ -339,6 +361,24 @@ class Runner:
         for ref, answers in (cond.answering or {}).items():
             node = self._node_id(ref)
             if state["answering"].get(str(node)) != answers:
+                return False
+        return self._quorum_holds(cond, state.get("controller"))
+
+    def _quorum_holds(self, cond: Condition, quorum: dict | None) -> bool:
+        if cond.voting is None and cond.quorum_leader is None:
+            return True
+        if quorum is None:  # no leader answered: nothing is known of the voters
+            return str(cond.quorum_leader) == "none" and cond.voting is None
+        for ref, votes in (cond.voting or {}).items():
+            if (str(self._node_id(ref)) in quorum["voters"]) != votes:
+                return False
+        if cond.quorum_leader is not None:
+            want = str(cond.quorum_leader)
+            negate = want.startswith("not ")
+            want = want.removeprefix("not ").strip()
+            is_it = (quorum["leader"] < 0 if want == "none"
+                     else quorum["leader"] == self._node_id(want))
+            if is_it == negate or (negate and quorum["leader"] < 0):
                 return False
         return True
 

@@ -105,14 +105,21 @@ PACKAGES: dict[str, FaultKind] = {
     "file": FaultKind(("bitflip", "truncate", "zero"), "start", ("follower", "one"),
                       PROCESS_TARGETS, "#B8B8B8", note="a broker's file damaged while it is "
                       "down; local, docker"),
+    # a KRaft voter removed (or stopped, wiped and removed: replaced), then every removed one
+    # added back (nemesis.membership; KIP-853's dynamic quorum, Kafka 3.9+)
+    "membership": FaultKind(("remove-voter", "replace-voter"), "add-voter",
+                            ("one", "controller"), ("one", "controller"), "#A0E9A8",
+                            note="KRaft voters removed or replaced, then added back "
+                            "(KIP-853); local"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
                          ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,
                          takes="topic"),
 }
 #: Fault packages only a cluster of the tool's own takes: they need libfaketime, the lossy
-#: filesystem or the brokers' files, which an attached cluster has not.
-OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file")
+#: filesystem, the brokers' files or a quorum formatted dynamic, which an attached cluster
+#: has not.
+OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "membership")
 #: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
 #: packages that change a setting (``unclean``) are left out: they fault nothing.
 STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}

@@ -10,7 +10,7 @@ from confluent_kafka import KafkaError
 from kafka_chaos.clusters import backends
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.clusters.errors import EnvironmentUnsupported
-from kafka_chaos.clusters.kafka_config import server_properties
+from kafka_chaos.clusters.kafka_config import initial_controllers, server_properties
 from kafka_chaos.admission import admit
 from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import Composed, Nemesis, NemesisError
@@ -361,3 +361,15 @@ def test_admission_reads_once_what_the_run_needs():
     assert planned.scenario is None and planned.packages == ("kill", "partition")
     assert planned.targets == {"kill": ["leader"], "partition": ["halves"]}
     assert planned.faults == {"kill", "partition"} and not planned.toggles_unclean
+
+
+def test_a_dynamic_quorum_is_found_through_bootstrap_servers_and_formatted_with_its_voters():
+    nodes = [Node(1, "n1", "10.0.0.1", ("broker",)),
+             Node(2, "c1", "10.0.0.2", ("controller",)), Node(3, "c2", "10.0.0.3", ("controller",))]
+    p = _props(server_properties(nodes[0], nodes, "/d", {}, dynamic=True, metadata_dir="/m"))
+    assert "controller.quorum.voters" not in p
+    assert p["controller.quorum.bootstrap.servers"] == "10.0.0.2:9093,10.0.0.3:9093"
+    assert p["metadata.log.dir"] == "/m" and p["log.dirs"] == "/d"
+    assert "metadata.log.dir" not in _props(server_properties(nodes[0], nodes, "/d", {}))
+    assert initial_controllers(nodes, {2: "AAA", 3: "BBB"}) == (
+        "2@10.0.0.2:9093:AAA,3@10.0.0.3:9093:BBB")

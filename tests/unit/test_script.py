@@ -247,3 +247,38 @@ def test_a_late_produce_must_have_come_after_its_transaction_ended(api, seen, me
     assert ("unmet" not in seen_) == met, seen_
     with pytest.raises(ValueError, match="after_txn_end goes with do: request-heal"):
         script.Script(name="x", steps=[{"do": "heal", "after_txn_end": True}])
+
+
+def _quorum(leader, voters=(1, 2, 3)):
+    return {**_state(1, [1, 2, 3]),
+            "controller": None if leader is None else {
+                "leader": leader, "epoch": 1, "high_watermark": 9,
+                "voters": {str(v): 9 for v in voters}, "observers": {}}}
+
+
+def test_quorum_marks_and_conditions_read_the_controller_sample():
+    steps = [{"mark_controller": "Q", "mark_voter": "V", "do": "partition", "target": "V"},
+             {"do": "remove-voter", "target": "Q",
+              "until": {"voting": {"Q": False, "V": True}, "quorum_leader": "not Q"}},
+             {"do": "add-voter", "until": {"voting": {"Q": True}}}]
+    states = [_quorum(2), _quorum(2), _quorum(3, (1, 3)), _quorum(3)]
+    seen, ops = _run(states, steps)
+    assert seen == {"steps_done": 3, "marks": {"Q": "n2", "V": "n1"}}, seen
+    assert ops[0] == ("partition", {"target": [1], "topic": "t", "partition": 0})
+    assert ops[1] == ("remove-voter", {"target": [2], "topic": "t", "partition": 0})
+    assert ops[2] == ("add-voter", None)
+    # the leader still Q, or no leader answering: the step does not hold
+    seen, _ = _run([_quorum(2), _quorum(2, (1, 3))],
+                   [{"mark_controller": "Q", "do": "remove-voter", "target": "Q",
+                     "until": {"quorum_leader": "not Q"}, "timeout": 0.05}])
+    assert seen["unmet"].endswith("quorum_leader not Q not seen within 0.05 s"), seen
+    seen, _ = _run([_quorum(None)], [{"mark_controller": "Q", "do": "kill"}])
+    assert seen["unmet"].endswith("the KRaft quorum had no leader to mark"), seen
+    seen, _ = _run([_quorum(2, (2,))], [{"mark_voter": "V", "do": "kill"}])
+    assert seen["unmet"].endswith("no voter besides its leader to mark"), seen
+
+
+def test_a_quorum_condition_names_only_marks_made_before_it(tmp_path):
+    text = "name: x\nsteps:\n  - do: add-voter\n    until: {voting: {Q: true}}\n"
+    with pytest.raises(ValueError, match="'Q' is no mark made before it"):
+        load_scenario(str(_write(tmp_path, text)))

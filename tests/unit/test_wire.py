@@ -81,12 +81,14 @@ def test_describe_quorum_v1_frame_and_reply_byte_by_byte() -> None:
                "03",  # 2 current voters: id, log end offset, 2 timestamps, tags
                "00000001 000000000000012c ffffffffffffffff ffffffffffffffff 00",
                "00000002 000000000000012d ffffffffffffffff ffffffffffffffff 00",
-               "01",  # no observers
+               "03",  # 2 observers: broker 3 twice (a replaced node's old and new entry)
+               "00000003 0000000000000122 ffffffffffffffff ffffffffffffffff 00",
+               "00000003 0000000000000127 ffffffffffffffff ffffffffffffffff 00",
                "00 00 00")  # partition, topic, response tagged fields
     broker = Broker(reply)
     state = wire.describe_quorum(broker.endpoint, timeout_s=2)
     assert state == {"leader": 2, "epoch": 7, "high_watermark": 300,
-                     "voters": {1: 300, 2: 301}}
+                     "voters": {1: 300, 2: 301}, "observers": {3: 295}}
     broker.thread.join(2)
     assert broker.got == _h(
         "0000003a", "0037 0001 00000001", CLIENT, "00",  # key 55 v1, header v2's tags

@@ -1,0 +1,90 @@
+"""The KRaft quorum's membership under faults on real brokers (``nemesis.membership``, KIP-853,
+issue 52): a dynamic quorum formatted by the tool, voters removed (the quorum's own leader
+too) and added back while brokers are killed or a voter is cut off; each change seen in the
+monitor's samples of ``DescribeQuorum``, and the safe configuration's writes all read back."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.history import read_history
+from tests.integration.conftest import kafka_chaos, leftovers, results_of
+
+pytestmark = pytest.mark.kafka
+
+#: The metadata checks of the quorum (``analysis.quorum``): each had samples to check.
+LOST = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "garbage-read")
+
+
+def _run(tmp_path, scenario: str, version: str):
+    proc = kafka_chaos("run", "--scenario", scenario, "--kafka-version", version,
+                       "--time-limit", "60", "--seed", "7", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    ops = read_history(run / "history.jsonl")
+    done = [op for op in ops if op.process == "nemesis" and op.type.value != "invoke"]
+    quorum = [op.value["controller"] for op in ops if op.process == "monitor"
+              and op.type.value == "ok" and op.value.get("controller")]
+    return proc, res, done, quorum
+
+
+def _check_writes(proc, res) -> None:
+    assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
+    for name in LOST:
+        assert res["anomalies"][name]["count"] == 0, (name, res["anomalies"][name])
+    assert res["run"]["heal_left"] == [] and res["stats"]["acked_sends"] > 300, res["run"]
+    assert leftovers() == []
+
+
+def _remove_quorum_leader(tmp_path, version: str) -> None:
+    proc, res, done, quorum = _run(tmp_path, "remove-quorum-leader", version)
+    scenario = res["run"]["scenario"]
+    assert scenario["steps_done"] == 7 and "unmet" not in scenario, scenario
+    q, r = int(scenario["marks"]["Q"][1:]), int(scenario["marks"]["R"][1:])
+    removed = next(op.value for op in done if op.f == "remove-voter")
+    # the leader removed itself, committed it, and another voter took over in a new epoch
+    assert removed["removed"] == q == removed["leader"][0] != removed["leader"][1], removed
+    assert removed["voters"] == [[1, 2, 3], sorted({1, 2, 3} - {q})], removed
+    assert removed["epoch"][1] > removed["epoch"][0], removed
+    added = next(op.value for op in done if op.f == "add-voter")
+    assert added["added"] == {str(q): removed["directory_id"]} and added["voters"] == [1, 2, 3]
+    # the monitor saw the quorum without Q, then with Q again, and R's kill elect another
+    without = [i for i, c in enumerate(quorum) if str(q) not in c["voters"]]
+    assert without and any(str(q) in c["voters"] for c in quorum[without[-1]:]), quorum[-1]
+    assert any(c["leader"] not in (r, -1) for c in quorum[without[-1]:]), quorum[-1]
+    assert any(str(q) in c["observers"] for c in quorum[without[0]:without[-1] + 1]), \
+        "the removed voter fetched on as an observer"
+    epochs = [c["epoch"] for c in quorum]
+    assert epochs == sorted(epochs), epochs
+    _check_writes(proc, res)
+
+
+def test_the_quorum_leader_removed_and_added_back_under_kills(tmp_path):
+    """Kafka 4.4.0: the quorum's leader Q removes itself (KAFKA-17608's path), is killed and
+    restarted as an observer, added back; the new leader R is killed: a third leader is
+    elected, and nothing acknowledged (acks=all, min.insync.replicas=2) is lost."""
+    _remove_quorum_leader(tmp_path, "4.4.0")
+
+
+@pytest.mark.long
+def test_the_quorum_leader_removed_and_added_back_under_kills_on_3_9(tmp_path):
+    _remove_quorum_leader(tmp_path, "3.9.1")
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.1"])
+def test_a_voter_removed_while_another_is_cut_off(tmp_path, version):
+    """V cut off, then the leader Q removed: the new voter set's majority needs V, so the
+    removal cannot commit while V is cut (the op ends ``info``, or ``ok`` once the cut
+    heals); after the heal it commits, another voter leads, and Q is added back."""
+    proc, res, done, quorum = _run(tmp_path, "remove-voter-while-cut", version)
+    scenario = res["run"]["scenario"]
+    assert scenario["steps_done"] == 5 and "unmet" not in scenario, scenario
+    q = int(scenario["marks"]["Q"][1:])
+    heal = next(i for i, op in enumerate(done) if op.f == "heal")
+    remove = next(op for op in done if op.f == "remove-voter")
+    print(f"{version}: remove-voter while cut: {remove.type.value} {remove.value}")
+    assert done.index(remove) < heal
+    assert any(str(q) not in c["voters"] and c["leader"] != q for c in quorum), quorum
+    assert next(op.value for op in done if op.f == "add-voter")["voters"] == [1, 2, 3]
+    _check_writes(proc, res)
