@@ -69,7 +69,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Any
+from typing import Any, Iterator
 
 from kafka_chaos.analysis import evidence as ev
 from kafka_chaos.analysis import liveness
@@ -185,25 +185,24 @@ def leaders(rec: ev.Record) -> list[Leader]:
     return out
 
 
-def views(rec: ev.Record) -> dict[tuple[int, ev.TP], list[tuple[int, int, int]]] | None:
-    """``(broker id, (topic, partition))`` -> ``(sample index, time ns, leader epoch)`` of
-    each sample in which that broker told its own view of the partition's leader epoch (the
-    sample's ``epochs``), in sample order; None when no sample has ``epochs``."""
-    out: dict[tuple[int, ev.TP], list[tuple[int, int, int]]] = {}
-    seen = False
+def views(rec: ev.Record) -> Iterator[tuple[int, int, int, ev.TP, int]]:
+    """``(sample index, time ns, broker id, (topic, partition), leader epoch)`` of every view a
+    broker told of a partition's leader epoch (the samples' ``epochs``), in sample order
+    (a generator: a long run of many partitions holds millions)."""
+    tps: dict[tuple[str, Any], ev.TP | None] = {}  # each (topic, partition key) parsed once
     for index, _, time, value in rec.samples:
         epochs = value.get("epochs")
-        if not isinstance(epochs, dict):
-            continue
-        seen = True
-        for broker, topics in epochs.items():
+        for broker, topics in (epochs.items() if isinstance(epochs, dict) else ()):
             node = _int(broker)
-            for topic, parts in (topics.items() if isinstance(topics, dict) else ()):
+            for topic, parts in (topics.items() if isinstance(topics, dict) and node is not None
+                                 else ()):
                 for p, epoch in (parts.items() if isinstance(parts, dict) else ()):
-                    partition, e = _int(p), _int(epoch)
-                    if node is not None and partition is not None and e is not None:
-                        out.setdefault((node, (topic, partition)), []).append((index, time, e))
-    return out if seen else None
+                    if (topic, p) not in tps:
+                        partition = _int(p)
+                        tps[(topic, p)] = None if partition is None else (topic, partition)
+                    tp = tps[(topic, p)]
+                    if tp is not None and type(epoch) is int:
+                        yield index, time, node, tp, epoch
 
 
 def _answering(rec: ev.Record) -> dict[int, dict[int, bool]]:
@@ -453,26 +452,26 @@ def leader_epoch_regress(rec: ev.Record) -> dict[str, Any]:
     it went below, ``{"node", "partition": "t-p", "epoch" (the lowest it told), "earlier":
     {"epoch", "index", "at_s"} (its highest view before), "indexes", "at_s" (its first and
     last sample below)}``."""
-    seen = views(rec)
-    if seen is None:
+    if not any(isinstance(value.get("epochs"), dict) for *_, value in rec.samples):
         return _not_applicable(NO_EPOCHS)
+    top: dict[tuple[int, ev.TP], tuple[int, int, int]] = {}  # its highest view so far
     found: dict[tuple[int, ev.TP, int], dict[str, Any]] = {}
-    for (node, tp), told in sorted(seen.items()):
-        top: tuple[int, int, int] | None = None
-        for index, time, epoch in told:
-            if top is not None and epoch < top[2]:
-                key = (node, tp, top[0])
-                if key not in found:
-                    found[key] = {"node": node, "partition": f"{tp[0]}-{tp[1]}", "epoch": epoch,
-                                  "earlier": {"epoch": top[2], "index": top[0],
-                                              "at_s": _s(top[1])},
-                                  "indexes": [index, index], "at_s": [_s(time), _s(time)]}
-                ex = found[key]
-                ex["epoch"] = min(ex["epoch"], epoch)
-                ex["indexes"][1], ex["at_s"][1] = index, _s(time)
-            if top is None or epoch > top[2]:
-                top = (index, time, epoch)
-    return _result([(ex, _damage(rec, ex["indexes"][0])) for ex in found.values()])
+    for index, time, node, tp, epoch in views(rec):
+        best = top.get((node, tp))
+        if best is not None and epoch < best[2]:
+            key = (node, tp, best[0])
+            if key not in found:
+                found[key] = {"node": node, "partition": f"{tp[0]}-{tp[1]}", "epoch": epoch,
+                              "earlier": {"epoch": best[2], "index": best[0],
+                                          "at_s": _s(best[1])},
+                              "indexes": [index, index], "at_s": [_s(time), _s(time)]}
+            ex = found[key]
+            ex["epoch"] = min(ex["epoch"], epoch)
+            ex["indexes"][1], ex["at_s"][1] = index, _s(time)
+        if best is None or epoch > best[2]:
+            top[(node, tp)] = (index, time, epoch)
+    findings = sorted(found.values(), key=lambda ex: (ex["indexes"][0], ex["node"]))
+    return _result([(ex, _damage(rec, ex["indexes"][0])) for ex in findings])
 
 
 def check(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
