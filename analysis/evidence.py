@@ -214,7 +214,10 @@ class Record:
     whose report the record lacks. ``late_maybe``: ``[lo, hi]`` stretches of proxy faults
     that kept more Produce requests than their reports list one by one, or whose report the
     record lacks (a late Produce may have reached any partition then), and the moments a
-    late Produce was forwarded whose answer the report lacks.
+    late Produce was forwarded whose answer the report lacks. ``samples``: ``(index, invoke
+    time ns, completion time ns, value)`` of every ``cluster-state`` sample that completed
+    ``ok``, in index order (``nemesis.monitor``'s value; ``analysis.quorum`` reads its
+    ``controller``, ``epochs`` and ``answering``).
     """
 
     events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
@@ -243,6 +246,7 @@ class Record:
     forgotten: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     late_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    samples: list[tuple[int, int, int, dict]] = dataclasses.field(default_factory=list)
     loose: bool = False
 
     def index_before(self, t_ns: int) -> int:
@@ -360,8 +364,12 @@ def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
                    for r in rows), key=lambda r: r["op"])
     rec.clock = sorted([(r["invoke_time"], r["op"]) for r in rows]
                        + [(r["time"], r["index"]) for r in rows if r.get("index") is not None])
-    states = _states([r for r in rows if r["process"] == "monitor" and r["type"] == "ok"
-                      and isinstance(r["done"], dict)])
+    samples = [r for r in rows if r["process"] == "monitor" and r["type"] == "ok"
+               and isinstance(r["done"], dict)]
+    rec.samples = sorted(((r["index"], r["invoke_time"], r["time"], r["done"]) for r in samples
+                          if r.get("f") == "cluster-state" and r.get("index") is not None),
+                         key=lambda s: s[0])
+    states = _states(samples)
     _monitor_events(rec, states)
     rec.offsets = {tp: [(r["index"], r["time"], int(p["hw"]), int(p["lso"])) for r, p in seen
                         if isinstance(p.get("hw"), int) and isinstance(p.get("lso"), int)]

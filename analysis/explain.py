@@ -87,6 +87,32 @@ _RENDER: dict[str, Callable[[dict], str]] = {
         f"watermark ({ex['hw']}) from {ex['at_s'][0]} s to {ex['at_s'][1]} s, {ex['quiet_s']} s "
         f"of it in one stretch with no fault active (at most {ex['bound_s']} s: the "
         f"transaction timeout and the coordinator's abort check)"),
+    "quorum-split-brain": lambda ex: (
+        f"nodes {_pair(ex['leaders'])} each answered as quorum leader in epoch {ex['epoch']} "
+        f"(first at {_pair(ex['at_s'], ' s and ')} s, samples {_pair(ex['indexes'], ', ')})"),
+    "quorum-hw-regress": lambda ex: (
+        f"quorum leader {ex['node']} in epoch {ex['epoch']} reported high watermark "
+        f"{ex['high_watermark']} {_span(ex)}, below the {ex['earlier']['high_watermark']} "
+        f"that leader {ex['earlier']['node']} reported in epoch {ex['earlier']['epoch']} "
+        f"{_sample(ex['earlier'])}"),
+    "quorum-epoch-regress": lambda ex: (
+        f"node {ex['node']} answered as quorum leader in epoch {ex['epoch']} {_span(ex)}, "
+        f"after node {ex['higher']['node']} had answered as leader in epoch "
+        f"{ex['higher']['epoch']} {_sample(ex['higher'])}: {ex['after_s']} s with no pause "
+        f"or clock fault active (at most {ex['bound_s']} s: 1.5 x "
+        f"controller.quorum.fetch.timeout.ms and slack, KAFKA-15489's check quorum)"),
+    "metadata-lag": lambda ex: (
+        f"{ex['role']} {ex['node']}'s metadata log did not reach offset "
+        f"{ex['high_watermark']}, the quorum's high watermark {_sample(ex['reference'])}, "
+        f"within {ex['bound_s']:g} s of the final heal at {ex['healed_s']} s: at "
+        f"{ex['at_s'][1]} s (sample {ex['indexes'][1]}) it "
+        + ("was absent from the quorum's voters and observers" if ex["end_offset"] is None
+           else f"had reached offset {ex['end_offset']}")
+        + ("" if ex.get("caught_up_s") is None else
+           f"; it caught up at {ex['caught_up_s']} s")),
+    "leader-epoch-regress": lambda ex: (
+        f"broker {ex['node']}'s own view of {ex['partition']}'s leader epoch went back from "
+        f"{ex['earlier']['epoch']} {_sample(ex['earlier'])} to {ex['epoch']} {_span(ex)}"),
     "no-rewind-after-abort": lambda ex: (
         f"process {ex['process']} aborted a transaction that had read key {ex['key']} from "
         f"offset {ex['aborted_from']} and sought back to offset {ex['seek_to']}, then read on "
@@ -137,6 +163,17 @@ _AFTER = {"release": "a release", "no-ack": "no acknowledgement (lock expiry or 
           "ack-refused": "an acknowledgement the broker refused",
           "ack-unknown": "an acknowledgement of unknown outcome",
           "accept": "an accept", "reject": "a reject"}
+
+
+def _sample(at: dict) -> str:
+    """``at 4.5 s (sample 126)``: one monitor sample of an example."""
+    return f"at {at['at_s']} s (sample {at['index']})"
+
+
+def _span(ex: dict) -> str:
+    """When an example's monitor samples (``at_s``, ``indexes``: first and last) were."""
+    (a, b), (i, j) = ex["at_s"], ex["indexes"]
+    return f"at {a} s (sample {i})" if i == j else f"from {a} s to {b} s (samples {i} to {j})"
 
 
 def _record(ex: dict) -> str:

@@ -117,11 +117,16 @@ def judge(h: History, found: dict[str, dict[str, Any]], facts: dict[str, Any] | 
         elif cases is not None:
             reasons += _cases(h, name, a, cases, facts, rec, lookups)
         elif a.get("doubt") and not verdict["permitted"]:  # the checker's bound is unsure
-            a.update(permitted=False, outcomes=_outcomes(**{promises.UNEXPLAINED: count}),
+            # ``doubtful``: how many of them (the rest are violations; their examples come
+            # without a ``why``); without it, every one
+            unsure = min(a.get("doubtful", count), count)
+            a.update(permitted=False, outcomes=_outcomes(**{promises.UNEXPLAINED: unsure,
+                                                            promises.VIOLATION: count - unsure}),
                      rules={})
             for ex in a["examples"]:
-                ex["outcome"] = promises.UNEXPLAINED
-            reasons.append(f"{count} {name} finding(s) unexplained: {a['doubt']}")
+                ex["outcome"] = (promises.UNEXPLAINED if unsure == count or ex.get("why")
+                                 else promises.VIOLATION)
+            reasons.append(f"{unsure} {name} finding(s) unexplained: {a['doubt']}")
         else:
             outcome = promises.PERMITTED if verdict["permitted"] else promises.VIOLATION
             a.update(permitted=verdict["permitted"], outcomes=_outcomes(**{outcome: count}),

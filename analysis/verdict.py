@@ -12,7 +12,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from kafka_chaos.analysis import elle, judge, liveness, promises, remote
+from kafka_chaos.analysis import elle, judge, liveness, promises, quorum, remote
 from kafka_chaos.analysis.checkers import (ANOMALIES, CHECKERS, CONSUMER_SIDE, EXAMPLES, cycles,
                                           versions)
 from kafka_chaos.analysis.checkers.common import summarize
@@ -258,8 +258,9 @@ def _run_checkers(h: History, v, reasons: list[str],
     alone, so a broken one marks only its own anomalies unknown and hides no other finding.
     The run's record (``judge.record``) is read first: it decides which anomalies are judged
     finding by finding, whose cases the job then collects whole (``judged`` gets ``facts``
-    and ``record``). Then ``EXAMPLES`` completes the examples of what was found (a raise
-    makes those anomalies unknown too)."""
+    and ``record``); the liveness and the quorum checks (``analysis.quorum``: a check it
+    could not judge is a reason) read the monitor's samples in it. Then ``EXAMPLES``
+    completes the examples of what was found (a raise makes those anomalies unknown too)."""
     rec = judge.record(h)
     facts = promises.facts_of(h.config, rec)
     judged.update(facts=facts, record=rec)
@@ -285,6 +286,13 @@ def _run_checkers(h: History, v, reasons: list[str],
         anomalies[liveness.NAME] = liveness.hanging(rec, h.config)
     except Exception as exc:
         _failed(anomalies, reasons, liveness.NAME, exc)
+    try:  # the KRaft quorum's metadata, from the same samples (``analysis.quorum``)
+        metadata = quorum.check(rec, h.config)
+        anomalies.update(metadata)
+        reasons.extend(f"{name} not judged: {a['not_judged']}" for name, a in metadata.items()
+                       if a.get("not_judged"))
+    except Exception as exc:
+        _failed(anomalies, reasons, "+".join(quorum.NAMES), exc)
     for name, complete in EXAMPLES.items():
         found = [k for k in name.split("+") if anomalies.get(k, {}).get("count")]
         if not found:

@@ -229,16 +229,22 @@ class RunVerdict(BaseModel):
         """The anomalies whose checker had nothing to check in this run, each with why:
         none found, and a client op it needs (``catalogue.anomalies.Anomaly.needs``) never
         completed ``ok`` (``stats["by_f"]``), e.g. ``{"group-skip": ["no consumer group ran
-        (--sub-via subscribe)"]}``. Empty without the op counts (no verdict)."""
+        (--sub-via subscribe)"]}``, or its checker said so itself (its result's
+        ``not_applicable``: the quorum checks of a history whose monitor recorded no quorum
+        state, ``analysis.quorum``). Empty without the op counts or such a result (no
+        verdict)."""
         by_f = self.stats.get("by_f")
-        if not by_f:
-            return {}
-        ran = {f for f, types in by_f.items() if (types or {}).get("ok")}
+        ran = {f for f, types in (by_f or {}).items() if (types or {}).get("ok")}
         out = {}
         for a in CATALOGUE:
-            missing = [f for f in a.needs if f not in ran]
-            if missing and self.count(a.name) == 0:
-                out[a.name] = [NEEDED[f] for f in missing]
+            if self.count(a.name) != 0:
+                continue
+            why = [NEEDED[f] for f in a.needs if f not in ran] if by_f else []
+            said = (self.anomalies.get(a.name) or {}).get("not_applicable")
+            if isinstance(said, str) and said not in why:
+                why.append(said)
+            if why:
+                out[a.name] = why
         return out
 
     def not_applicable_by_reason(self) -> dict[str, list[str]]:

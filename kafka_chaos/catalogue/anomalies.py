@@ -23,6 +23,18 @@ GROUP_OVERLAP = "group-overlap"
 #: aborted transaction consumed instead of rewinding (``analysis.checkers.rewind``).
 HANGING_TXN = "hanging-transaction"
 NO_REWIND = "no-rewind-after-abort"
+#: The KRaft metadata quorum, from the monitor's samples (``analysis.quorum``): two quorum
+#: leaders in one epoch; a leader's high watermark below an earlier one of its epoch or an
+#: older; a deposed leader still answering as leader past the check-quorum bound; a broker's
+#: metadata log not caught up after the final heal; a broker's own view of a partition's
+#: leader epoch going back.
+QUORUM_SPLIT_BRAIN = "quorum-split-brain"
+QUORUM_HW_REGRESS = "quorum-hw-regress"
+QUORUM_EPOCH_REGRESS = "quorum-epoch-regress"
+METADATA_LAG = "metadata-lag"
+LEADER_EPOCH_REGRESS = "leader-epoch-regress"
+METADATA = [QUORUM_SPLIT_BRAIN, QUORUM_HW_REGRESS, QUORUM_EPOCH_REGRESS, METADATA_LAG,
+            LEADER_EPOCH_REGRESS]
 #: Share groups (KIP-932, ``analysis.checkers.share``): an acknowledged record never
 #: accepted, rejected or archived; accepted twice; delivered after it was settled; a delivery
 #: count not above an earlier one; above the limit; two holders of one lock; and the
@@ -55,6 +67,9 @@ class Anomaly:
             gate: no transaction, no consumer group or no share group, nothing to scan);
             empty: every run has something. Without them it is *not applicable*
             (``NEEDED`` says why), which the reports show and JUnit skips, never "passed".
+            A checker may also say so itself, for what no client op decides (the
+            ``metadata`` checks of a history whose monitor recorded no quorum state): its
+            result's ``not_applicable`` (``kafka_chaos.verdict.RunVerdict.not_applicable``).
     """
 
     name: str
@@ -83,6 +98,7 @@ CATALOGUE: tuple[Anomaly, ...] = (
     # a failed send read back is G1a with or without transactions (Jepsen's g1a-cases)
     Anomaly("G1a", "transactions"), Anomaly("precommitted-read", "transactions", needs=TXN),
     *(Anomaly(n, "cycles") for n in CYCLE_ANOMALIES),
+    *(Anomaly(n, "metadata") for n in METADATA),
     Anomaly(HANGING_TXN, "liveness", needs=TXN),
     *(Anomaly(n, "consumer delivery", consumer=True, needs=GROUP) for n in (
         "group-skip", "group-redelivery", GROUP_REWIND)),
@@ -99,4 +115,4 @@ CONSUMER_SIDE = tuple(a.name for a in CATALOGUE if a.consumer)
 #: (every name of ``ANOMALIES`` once): one JUnit test case each (``kafka_chaos.report.junit``).
 PROPERTIES = {prop: [a.name for a in CATALOGUE if a.breaks == prop] for prop in (
     "lost writes", "duplicates", "log integrity", "ordering", "transactions", "cycles",
-    "consumer delivery", "share delivery", "liveness")}
+    "consumer delivery", "share delivery", "metadata", "liveness")}

@@ -6,7 +6,7 @@ suite of the same tests. Its test cases:
 
 - one per property the checkers check (``catalogue.anomalies.PROPERTIES``: lost writes,
   duplicates, log integrity, ordering, transactions, cycles, consumer delivery, share
-  delivery, liveness): a ``<failure>`` when anomalies that break it are counted under
+  delivery, metadata, liveness): a ``<failure>`` when anomalies that break it are counted under
   ``--fail-on`` (its message lists them with their counts, its body explains the first
   examples, ``analysis.explain``); else ``<skipped>`` when none of its anomalies had anything
   to check in the run (``RunVerdict.not_applicable``: consumer delivery without a consumer

@@ -122,11 +122,12 @@ def test_no_client_is_named_outside_its_driver():
 
 
 def test_every_anomaly_is_found_explained_judged_and_reported():
-    """A checker (``analysis.checkers.CHECKERS``), Elle's cycle search (``elle.ANOMALY_SPECS``)
-    or the liveness check (the hanging transaction) finds each name; ``explain`` has its
+    """A checker (``analysis.checkers.CHECKERS``), Elle's cycle search (``elle.ANOMALY_SPECS``),
+    the liveness check (the hanging transaction) or the quorum checks (``analysis.quorum``)
+    finds each name; ``explain`` has its
     sentence (a cycle's example carries its own); every name a promise rule may permit is one
     of the catalogue's; the JUnit report gives each one property."""
-    from kafka_chaos.analysis import explain, promises
+    from kafka_chaos.analysis import explain, promises, quorum
     from kafka_chaos.analysis.checkers import CHECKERS
     from kafka_chaos.analysis.elle import ANOMALY_SPECS
 
@@ -139,7 +140,7 @@ def test_every_anomaly_is_found_explained_judged_and_reported():
     listed = [n for names in anomalies.PROPERTIES.values() for n in names]
     assert sorted(listed) == sorted(anomalies.ANOMALIES)
     found = {n for key in CHECKERS for n in key.split("+")} | set(ANOMALY_SPECS) \
-        | {anomalies.HANGING_TXN}
+        | {anomalies.HANGING_TXN} | set(quorum.NAMES)
     assert set(anomalies.ANOMALIES) <= found, set(anomalies.ANOMALIES) - found
 
 

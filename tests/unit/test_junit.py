@@ -25,7 +25,7 @@ def config(**overrides) -> dict:
 
 
 PROPERTIES = ["lost writes", "duplicates", "log integrity", "ordering", "transactions",
-              "cycles", "consumer delivery", "liveness"]
+              "cycles", "consumer delivery", "metadata", "liveness"]
 
 
 def parsed(tmp_path: Path, results: dict, cfg: dict | None):
@@ -36,7 +36,7 @@ def parsed(tmp_path: Path, results: dict, cfg: dict | None):
     assert path == tmp_path / "junit.xml"
     [suite] = list(JUnitXml.fromfile(str(path)))
     cases = {case.name: case for case in suite}
-    assert [c for c in cases if c != "share delivery"][:8] == PROPERTIES
+    assert [c for c in cases if c != "share delivery"][:9] == PROPERTIES
     assert {case.classname for case in suite} == {suite.name}
     props = {p.name: p.value for p in suite.properties()}
     return suite, cases, props
@@ -46,7 +46,7 @@ def test_a_valid_run_passes_every_property_with_the_run_facts(tmp_path) -> None:
     results = verdict(config(), {})
     suite, cases, props = parsed(tmp_path, results, config())
     # a hand-made verdict without op counts: nothing shows a check had nothing to check
-    assert (suite.tests, suite.failures, suite.errors) == (9, 0, 0)
+    assert (suite.tests, suite.failures, suite.errors) == (10, 0, 0)
     assert all(case.is_passed for case in cases.values())
     assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
     # one configuration is one suite whatever the seed (a nightly job's new seed each night)
@@ -68,7 +68,7 @@ def test_share_delivery_is_a_property_of_share_group_runs_only(tmp_path) -> None
             "max_delivery_count": None}
     results = verdict(config(sub_via="share"), {"share-lost": (1, [lost])})
     suite, cases, _ = parsed(tmp_path, results, config(sub_via="share"))
-    assert (suite.tests, suite.failures) == (9, 1)
+    assert (suite.tests, suite.failures) == (10, 1)
     [failure] = cases["share delivery"].result
     assert failure.message == "violations: share-lost (1)"
     assert "was never accepted, rejected or archived" in failure.text
@@ -79,7 +79,7 @@ def test_a_violation_fails_its_property_naming_counts_and_explaining_examples(
     results = verdict(config(), {"lost-write": (2, [LOST, LOST_2])})
     assert exit_code(results) == 1
     suite, cases, _ = parsed(tmp_path, results, config())
-    assert (suite.tests, suite.failures, suite.errors) == (9, 1, 0)
+    assert (suite.tests, suite.failures, suite.errors) == (10, 1, 0)
     [failure] = cases["lost writes"].result
     assert isinstance(failure, Failure) and failure.type == "violation"
     assert failure.message == "violations: lost-write (2)"
@@ -115,7 +115,7 @@ def test_an_unknown_verdict_errs_every_property_its_reasons_concern(tmp_path) ->
              "heal_left": []}
     results = verdict(cfg, {}, reasons=reasons, facts=facts)
     suite, cases, props = parsed(tmp_path, results, cfg)
-    assert (suite.failures, suite.errors) == (0, 10)
+    assert (suite.failures, suite.errors) == (0, 11)
     for name in PROPERTIES:
         [error] = cases[name].result
         assert isinstance(error, Error) and error.type == "unknown"
@@ -137,7 +137,7 @@ def test_a_violation_outranks_unknown_and_no_config_still_renders(tmp_path) -> N
     results["anomalies"]["unseen"].update(count=None, error="boom")
     suite, cases, props = parsed(tmp_path, results, None)
     # the checker that raised names no anomaly: no property but the failed one is decided
-    assert (suite.failures, suite.errors) == (1, 8)
+    assert (suite.failures, suite.errors) == (1, 9)
     assert isinstance(cases["lost writes"].result[0], Failure)
     assert suite.name == "kafka-chaos queue nemesis=none config=unknown"
     assert props == {"seed": "7", "kafka_version": "3.9.1", "fail_on": "violation",
@@ -152,7 +152,7 @@ def test_each_fault_asked_for_is_a_case_skipped_when_it_never_ran(tmp_path) -> N
     assert isinstance(skipped, Skipped) and "never ran" in skipped.message
     [error] = cases["final heal"].result
     assert isinstance(error, Error) and error.message == "n2 is not running"
-    assert (suite.tests, suite.skipped, suite.errors) == (12, 1, 1)
+    assert (suite.tests, suite.skipped, suite.errors) == (13, 1, 1)
 
 
 def test_unclean_at_runtime_is_a_property(tmp_path) -> None:
@@ -177,7 +177,8 @@ def test_a_run_without_a_verdict_still_leaves_results_and_junit(tmp_path) -> Non
     assert res["run"]["seed"] == 7
     [suite] = list(JUnitXml.fromfile(str(tmp_path / "junit.xml")))
     assert suite.name.startswith("kafka-chaos queue nemesis=kill,partition config=")
-    assert [case.name for case in suite] == [*PROPERTIES[:7], "share delivery", "liveness"]
+    assert [case.name for case in suite] == [*PROPERTIES[:7], "share delivery", "metadata",
+                                             "liveness"]
     for case in suite:  # a crash decides no property
         assert isinstance(case.result[0], Error) and "broker n2" in case.result[0].message
     summary = (tmp_path / "summary.md").read_text()
