@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from kafka_chaos.catalogue.anomalies import METADATA
 from kafka_chaos.history import read_history
 from tests.integration.conftest import kafka_chaos, leftovers, results_of
 
 pytestmark = pytest.mark.kafka
 
-#: The metadata checks of the quorum (``analysis.quorum``): each had samples to check.
 LOST = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "garbage-read")
 
 
@@ -32,6 +32,10 @@ def _check_writes(proc, res) -> None:
     assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
     for name in LOST:
         assert res["anomalies"][name]["count"] == 0, (name, res["anomalies"][name])
+    for name in METADATA:  # each had samples to check (not "not applicable") and held
+        a = res["anomalies"][name]
+        assert a["count"] == 0 and not a.get("not_applicable") and not a.get("not_judged"), \
+            (name, a)
     assert res["run"]["heal_left"] == [] and res["stats"]["acked_sends"] > 300, res["run"]
     assert leftovers() == []
 
