@@ -44,10 +44,10 @@ Five anomalies (``catalogue.anomalies.METADATA``), each a promise of KRaft's Raf
   with it. Topics are never deleted and created again in a run.
 
 Doubt (the finding is *unexplained*, the verdict unknown, never a violation): a power loss
-(``lose-unfsynced``) or a file fault (``bitflip``, ``truncate``, ``zero``) began before the
-finding was seen: the metadata log, a ``quorum-state`` file, may have lost un-fsynced writes
-or been damaged, and Raft's promises assume stable storage (Raft's Figure 2: persistent
-state is "updated on stable storage before responding to RPCs"). For
+(``lose-unfsynced``) or a file fault (``bitflip``, ``truncate``, ``zero``, ``restore-file``)
+began before the finding was seen: the metadata log, a ``quorum-state`` file, may have lost
+un-fsynced writes or been damaged, and Raft's promises assume stable storage (Raft's Figure
+2: persistent state is "updated on stable storage before responding to RPCs"). For
 ``quorum-epoch-regress`` also a Kafka before 3.7 (no check quorum), and a cluster the run
 attached to whose fetch timeout it did not set; for ``metadata-lag`` a node that did not
 answer the monitor after the bound (its process may not run: the run's own facts say
@@ -99,7 +99,7 @@ LAG_BOUND_S = 30.0
 #: The first Kafka with the check-quorum fix (KAFKA-15489).
 CHECK_QUORUM_SINCE = (3, 7)
 #: Nemesis ops after which the metadata log or a quorum-state file may be damaged.
-_DAMAGING = ("lose-unfsynced", *PACKAGES["file"].start)
+_DAMAGING = ("lose-unfsynced", *PACKAGES["file"].start, PACKAGES["rollback"].stop)
 #: Faults whose time does not count toward the check-quorum bound, with what ends them.
 _TIMERS = (*PACKAGES["pause"].start, PACKAGES["pause"].stop, *PACKAGES["clock"].start,
            PACKAGES["clock"].stop, "heal-all")

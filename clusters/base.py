@@ -225,6 +225,11 @@ class FilesOnHost(abc.ABC):
         """The node's ``log.dirs``: its partitions' directories and checkpoint files (and, in
         combined mode, ``__cluster_metadata-0``)."""
 
+    def metadata_dir(self, node: Node) -> Path:
+        """The node's ``metadata.log.dir`` (``__cluster_metadata-0`` is in it): ``data_dir``
+        unless the cluster gives the metadata log a directory of its own."""
+        return self.data_dir(node)
+
 
 class DynamicQuorum(abc.ABC):
     """Ability: the KRaft quorum was formatted dynamic (KIP-853, Kafka 3.9+: its voters are in

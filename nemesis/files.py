@@ -1,13 +1,18 @@
-"""File faults: a broker's own files damaged while it is down, after Jepsen's file-corruption
-nemesis (``jepsen.nemesis.file``: bits flipped, files truncated, chunks zeroed on one node or a
-minority).
+"""File faults: a broker's own files damaged while it is down (or while it runs), or put back
+as they were earlier, after Jepsen's file-corruption nemesis (``jepsen.nemesis.file``: bits
+flipped, files truncated, chunks zeroed, file chunks snapshotted and restored, on one node or
+a minority).
 
 ``bitflip``, ``truncate`` and ``zero`` SIGKILL their target nodes, damage one file of each
 (named as Kafka names its files: ``FILE_KINDS``), and leave them down; ``start`` (the process
-nemesis) brings them back, so Kafka's recovery at startup meets the damage. Each completion
-records exactly what was done: the node, the file (relative to its log directory), its kind,
-the byte region or bits changed, and the file's size and SHA-256 before and after, so that a
-finding can be located on that node, file and offset.
+nemesis) brings them back, so Kafka's recovery at startup meets the damage. With ``running``
+the node is not killed: the file changes under the running broker. ``snapshot-file`` copies
+one file of each target while it runs, and ``restore-file``, the end of that fault, kills the
+node, puts the old copy back and starts it: a rollback (a disk or a backup restore that lost
+the latest writes of one file). Each completion records exactly what was done: the node, the
+file (relative to its directory), its kind, the byte region or bits changed, and the file's
+size and SHA-256 before and after, so that a finding can be located on that node, file and
+offset.
 
 Only on clusters whose log directories are on this host (``clusters.base.FilesOnHost``: the
 local and docker backends).
@@ -21,44 +26,41 @@ import random
 from pathlib import Path
 from typing import Any
 
+from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
 from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import pick
 
-#: The damages: the ``f`` of each file fault.
+#: The damages: the ``f`` of each file fault; the rollback's start and end.
 DAMAGES = ("bitflip", "truncate", "zero")
+SNAPSHOT, RESTORE = "snapshot-file", "restore-file"
 #: Bits a ``bitflip`` flips, each at a random position of the file.
 BITS = 8
 #: Bytes a ``zero`` overwrites at most, at a random position.
 ZERO_BYTES = 512
-#: The files a fault may damage, as Kafka names them (``kafka.log.UnifiedLog``,
-#: ``LogManager``, ``ReplicaManager``): the fault's partition's, then the node's.
-FILE_KINDS = {
-    "segment": "the partition's active log segment (<base offset>.log)",
-    "index": "its offset index (.index)",
-    "timeindex": "its time index (.timeindex)",
-    "snapshot": "its newest producer-state snapshot (.snapshot)",
-    "leader-epoch-checkpoint": "its leader epochs and their start offsets",
-    "replication-offset-checkpoint": "the node's high watermark of each partition",
-    "recovery-point-offset-checkpoint": "the node's flushed offset of each partition",
-    "log-start-offset-checkpoint": "the node's log start offset of each partition",
-}
 _SUFFIX = {"segment": ".log", "index": ".index", "timeindex": ".timeindex",
-           "snapshot": ".snapshot"}
+           "snapshot": ".snapshot", "metadata-segment": ".log",
+           "metadata-snapshot": ".checkpoint"}
+_METADATA = "__cluster_metadata-0"
 
 
-def find(data_dir: Path, kind: str, topic: str, partition: int) -> Path | None:
-    """The file of ``kind`` (``FILE_KINDS``) in ``data_dir`` for ``topic``-``partition``:
+def find(data_dir: Path, kind: str, topic: str, partition: int,
+         metadata_dir: Path | None = None) -> Path | None:
+    """The file of ``kind`` (``FILE_KINDS``, ``METADATA_KINDS``) in ``data_dir`` for
+    ``topic``-``partition`` (the metadata log's in ``metadata_dir``, default ``data_dir``):
     for a segment's files, the one with the highest base offset (the active segment's);
     None when the node has none (a producer snapshot is written at a segment roll or a clean
     shutdown only). Raises ``ValueError`` for an unknown kind."""
-    if kind not in FILE_KINDS:
-        raise ValueError(f"file kind {kind!r}: choose from {', '.join(FILE_KINDS)}")
+    if kind not in FILE_KINDS and kind not in METADATA_KINDS:
+        raise ValueError(f"file kind {kind!r}: choose from "
+                         f"{', '.join([*FILE_KINDS, *METADATA_KINDS])}")
     part = data_dir / f"{topic}-{partition}"
+    if kind in METADATA_KINDS and kind != "meta.properties":
+        part = (metadata_dir or data_dir) / _METADATA
     if kind in _SUFFIX:
         found = sorted(part.glob(f"*{_SUFFIX[kind]}"))
         return found[-1] if found else None
-    path = (part if kind == "leader-epoch-checkpoint" else data_dir) / kind
+    path = (part if kind in ("leader-epoch-checkpoint", "quorum-state") else data_dir) / kind
     return path if path.is_file() else None
 
 
@@ -111,51 +113,122 @@ def damage(path: Path, how: str, rng: random.Random) -> dict[str, Any]:
     return out
 
 
+def restore(path: Path, old: bytes) -> dict[str, Any]:
+    """Put ``old`` back as the whole content of the file at ``path`` (fsynced). Returns
+    ``{"size": [before, after], "sha256": [before, after]}`` as ``damage`` does."""
+    size, before = path.stat().st_size, _sha256(path)
+    with open(path, "r+b") as fh:
+        fh.write(old)
+        fh.truncate(len(old))
+        fh.flush()
+        os.fsync(fh.fileno())
+    return {"size": [size, len(old)], "sha256": [before, _sha256(path)]}
+
+
 class FileNemesis(Nemesis):
-    """``bitflip``, ``truncate``, ``zero`` (``DAMAGES``) of one file on each target node.
+    """``bitflip``, ``truncate``, ``zero`` (``DAMAGES``) of one file on each target node, and
+    its rollback: ``snapshot-file`` then ``restore-file``.
 
     ``value``: ``{"target": a process target (``nemesis.targets.pick``), "topic", "partition",
-    "file": a ``FILE_KINDS`` name (optional)}``. Without ``file``, the kinds are tried in a
-    random order until one exists on the node. Completes with ``{"killed": [names],
-    "damaged": {name: {"file": path relative to the log directory, "kind", ...``damage``'s
-    record}}}``; a node with no file of the kinds tried is killed all the same and named in
-    ``"nothing": [names]``. Raises ``NemesisError`` on a cluster without ``FilesOnHost``."""
+    "file": a ``FILE_KINDS`` or ``METADATA_KINDS`` name (optional), "running": true
+    (optional: damage without a kill)}``. Without ``file``, the kinds of ``FILE_KINDS`` are
+    tried in a random order until one exists on the node. A damage completes with
+    ``{"killed": [names], "damaged": {name: {"file": path relative to the node's directory,
+    "kind", ...``damage``'s record}}}`` (``"running": [names]`` instead of killed ones); a node
+    with no file of the kinds tried is named in ``"nothing": [names]``. ``snapshot-file``
+    completes with ``{"copied": {name: {"file", "kind", "size", "sha256"}}}``;
+    ``restore-file`` with ``{"restored": {name: {"file", "kind", "size": [before, after],
+    "sha256": [before, after]}}, "started": [names]}`` (each node killed, its copy put back,
+    started). Raises ``NemesisError`` on a cluster without ``FilesOnHost``."""
 
-    fs = frozenset(DAMAGES)
+    fs = frozenset((*DAMAGES, SNAPSHOT, RESTORE))
     name = "file"
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
         #: every file damaged so far: ``{"node", "file", "kind", "damage"}`` (the run's facts)
         self.damaged: list[dict[str, str]] = []
+        #: node id -> (path, kind, the bytes copied) of the rollback in progress
+        self.copies: dict[int, tuple[Path, str, bytes]] = {}
 
     def invoke(self, f: str, value: Any) -> Any:
         if not (isinstance(self.cluster, FilesOnHost) and isinstance(self.cluster, Killable)):
             raise NemesisError("this cluster backend's log directories are not on this host: "
                                "file faults run on the local and docker backends")
+        if f == RESTORE:
+            return self._restore()
         value = value or {}
         live = [n for n in self.cluster.nodes if self.cluster.is_running(n)]
         nodes = pick(self.cluster, self.rng, live, value)
-        out: dict[str, Any] = {"killed": [], "damaged": {}}
+        if f == SNAPSHOT:
+            return self._snapshot(nodes, value)
+        running = bool(value.get("running"))
+        out: dict[str, Any] = {"running" if running else "killed": [], "damaged": {}}
         for node in nodes:
-            self.cluster.kill(node)  # nothing may write the file while it is damaged
-            out["killed"].append(node.name)
-            done = self._damage(node, f, value)
-            if done is None:
+            if not running:
+                self.cluster.kill(node)  # nothing may write the file while it is damaged
+            out["running" if running else "killed"].append(node.name)
+            found = self._file(node, value)
+            if found is None:
                 out.setdefault("nothing", []).append(node.name)
-            else:
-                out["damaged"][node.name] = done
-                self.damaged.append({"node": node.name, "file": done["file"],
-                                     "kind": done["kind"], "damage": f})
+                continue
+            path, kind, rel = found
+            done = out["damaged"][node.name] = {"file": rel, "kind": kind,
+                                                **damage(path, f, self.rng)}
+            self.damaged.append({"node": node.name, "file": done["file"],
+                                 "kind": done["kind"], "damage": f})
         return out
 
-    def _damage(self, node: Node, how: str, value: dict) -> dict[str, Any] | None:
+    def _file(self, node: Node, value: dict) -> tuple[Path, str, str] | None:
+        """``(path, kind, path relative to the node's directory)`` of the file ``value``
+        names, or of one of ``FILE_KINDS`` drawn at random, that exists and is not empty."""
         data = self.cluster.data_dir(node)
+        meta = self.cluster.metadata_dir(node)
         kinds = [value["file"]] if value.get("file") else self.rng.sample(
             list(FILE_KINDS), len(FILE_KINDS))
         for kind in kinds:
-            path = find(data, kind, value.get("topic", ""), value.get("partition", 0))
+            path = find(data, kind, value.get("topic", ""), value.get("partition", 0), meta)
             if path is not None and path.stat().st_size > 0:
-                return {"file": str(path.relative_to(data)), "kind": kind,
-                        **damage(path, how, self.rng)}
+                root = data if path.is_relative_to(data) else meta.parent
+                return path, kind, str(path.relative_to(root))
         return None
+
+    def _snapshot(self, nodes: list[Node], value: dict) -> dict[str, Any]:
+        out: dict[str, Any] = {"copied": {}}
+        for node in nodes:
+            found = self._file(node, value)
+            if found is None:
+                out.setdefault("nothing", []).append(node.name)
+                continue
+            path, kind, rel = found
+            old = path.read_bytes()  # while the broker runs, as a backup would
+            self.copies[node.node_id] = (path, kind, old)
+            out["copied"][node.name] = {"file": rel, "kind": kind, "size": len(old),
+                                        "sha256": hashlib.sha256(old).hexdigest()}
+        return out
+
+    def _restore(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"restored": {}, "started": []}
+        for node_id, (path, kind, old) in sorted(self.copies.items()):
+            node = self.cluster.node(node_id)
+            self.cluster.kill(node)
+            rel = (path.relative_to(self.cluster.data_dir(node))
+                   if path.is_relative_to(self.cluster.data_dir(node))
+                   else path.relative_to(self.cluster.metadata_dir(node).parent))
+            if path.exists():
+                out["restored"][node.name] = {"file": str(rel), "kind": kind,
+                                              **restore(path, old)}
+                self.damaged.append({"node": node.name, "file": str(rel), "kind": kind,
+                                     "damage": "rollback"})
+            else:  # Kafka deleted it meanwhile (a segment rolled and cleaned): nothing to roll
+                out.setdefault("gone", []).append(node.name)
+            self.cluster.start(node)
+            out["started"].append(node.name)
+        self.copies.clear()
+        return out
+
+    def teardown(self) -> Any:
+        """A rollback not yet restored is dropped: putting the copy back *is* the fault."""
+        dropped = sorted(self.cluster.node(i).name for i in self.copies)
+        self.copies.clear()
+        return {"dropped_copies": dropped} if dropped else None

@@ -83,7 +83,7 @@ PERFORMED_BY: dict[str, type[Nemesis]] = {
     "kill": ProcessNemesis, "stop": ProcessNemesis, "pause": ProcessNemesis,
     "lose-unfsynced": ProcessNemesis, "roll": ProcessNemesis, "partition": PartitionNemesis,
     "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis,
-    "file": FileNemesis, "membership": MembershipNemesis}
+    "file": FileNemesis, "rollback": FileNemesis, "membership": MembershipNemesis}
 #: Packages whose stop another package's nemesis performs: a file fault's ``start``.
 STOPPED_BY: dict[str, type[Nemesis]] = {"file": ProcessNemesis}
 

@@ -36,7 +36,9 @@ quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader``
 ``leader``; ``mark_controller: Q`` marks the quorum's leader, ``mark_voter: V`` its lowest
 voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
-before it). A ``crash-clients`` step is unmet when no client crashed. A step whose
+before it). A ``crash-clients`` step is unmet when no client crashed, a file damage (``file:``
+names the file, ``running: true`` spares the kill) when no such file was damaged, and a
+``restore-file`` when no copy it put back differed from the file it replaced. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).
 """
@@ -51,8 +53,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from kafka_chaos.catalogue.faults import (KILL_TARGETS, LEADER_TARGETS, PACKAGES,
-                                          PARTITION_TARGETS)
+from kafka_chaos.catalogue.faults import (FILE_KINDS, KILL_TARGETS, LEADER_TARGETS,
+                                          METADATA_KINDS, PACKAGES, PARTITION_TARGETS)
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.nemesis.proxy.faults import RequestFault
 
@@ -73,6 +75,9 @@ _TOPIC_ONLY = {f for kind in _KINDS if kind.takes == "topic"
                for f in (*kind.start, kind.stop)} | {ELECT_UNCLEAN}
 _NO_VALUE = {kind.stop for kind in _KINDS if not kind.stop_at_target} | {CRASH_CLIENTS}
 _REQUEST = {f for kind in _KINDS if kind.takes == "request" for f in kind.start}
+#: The fs that damage or copy one file, and the files they may be given (``nemesis.files``).
+_FILE_FS = {*PACKAGES["file"].start, *PACKAGES["rollback"].start}
+_FILE_KINDS = (*FILE_KINDS, *METADATA_KINDS)
 _TARGET_NAMES = (set(KILL_TARGETS) | set(PARTITION_TARGETS) | {"topic", "cluster"}
                  | set(LEADER_TARGETS))
 
@@ -116,6 +121,10 @@ class Step(BaseModel):
     into_open_txn: bool = False
     after_txn_end: bool = False
     loss: float | None = Field(None, gt=0, lt=1)
+    #: a file fault's file (``catalogue.faults.FILE_KINDS``, ``METADATA_KINDS``), and a damage
+    #: done while the broker runs instead of after a kill
+    file: str | None = None
+    running: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -140,6 +149,15 @@ class Step(BaseModel):
                              "fault: {fault: delay, apis: [EndTxn], delay_ms: 5000, ...})")
         if self.loss is not None and "loss" not in self.do:
             raise ValueError("loss (a packet loss probability) goes with do: loss")
+        if self.file is not None:
+            if not set(self.do) & _FILE_FS:
+                raise ValueError(f"file goes with do: {', '.join(sorted(_FILE_FS))}")
+            if self.file not in _FILE_KINDS:
+                raise ValueError(f"file: {self.file!r} is no file kind; choose from "
+                                 f"{', '.join(_FILE_KINDS)}")
+        if self.running and not set(self.do) & set(PACKAGES["file"].start):
+            raise ValueError("running (damage without a kill) goes with do: "
+                             f"{', '.join(PACKAGES['file'].start)}")
         if self.retry_every is not None and self.until is None:
             raise ValueError("retry_every needs until (what to retry for)")
         if self.at is not None and self.after:
@@ -289,6 +307,10 @@ class Runner:
                             f"({done})")
                 if f == "crash-clients" and not (done or {}).get("crashed"):
                     return "no client crashed"
+                if f in PACKAGES["file"].start and not (done or {}).get("damaged"):
+                    return f"no {step.file or 'file'} to damage on the target"
+                if f == PACKAGES["rollback"].stop and not _rolled_back(done):
+                    return "no copied file had changed since its copy: nothing was rolled back"
                 if f == "request-heal" and (idle := _idle_faults(done)):
                     return f"the request fault {idle} met no request it could act on"
                 if f == "request-heal" and step.into_open_txn and not _into_open_txn(done):
@@ -329,7 +351,10 @@ class Runner:
             target = [target]
         return {"target": target if target is not None else "one", "topic": self.topic,
                 "partition": step.partition,
-                **({"loss": step.loss} if f == "loss" and step.loss is not None else {})}
+                **({"loss": step.loss} if f == "loss" and step.loss is not None else {}),
+                **({"file": step.file} if f in _FILE_FS and step.file else {}),
+                **({"running": True} if f in PACKAGES["file"].start and step.running
+                   else {})}
 
     def _node_id(self, ref: str | int) -> int | None:
         ref = str(ref)
@@ -390,6 +415,12 @@ def _lost_partition_data(done: Any, topic: str, partition: int) -> bool:
     return any(gone > 0 and path.startswith(prefix)
                for node in ((done or {}).get("lost") or {}).values()
                for path, gone in (node.get("logs") or {}).items())
+
+
+def _rolled_back(done: Any) -> bool:
+    """Whether a ``restore-file`` put back a copy that differed from the file it replaced."""
+    return any(r["sha256"][0] != r["sha256"][1]
+               for r in ((done or {}).get("restored") or {}).values())
 
 
 def _idle_faults(done: Any) -> str | None:

@@ -36,6 +36,30 @@ LEADER_TARGETS = ("in-sync-follower",)
 REQUEST_KINDS = ("delay", "hold", "drop-request", "drop-response", "duplicate", "reorder",
                  "bandwidth", "forget-leader-epoch")
 
+#: The files a fault may damage, as Kafka names them (``kafka.log.UnifiedLog``,
+#: ``LogManager``, ``ReplicaManager``; ``nemesis.files`` finds them): the fault's
+#: partition's, then the node's.
+FILE_KINDS = {
+    "segment": "the partition's active log segment (<base offset>.log)",
+    "index": "its offset index (.index)",
+    "timeindex": "its time index (.timeindex)",
+    "snapshot": "its newest producer-state snapshot (.snapshot)",
+    "leader-epoch-checkpoint": "its leader epochs and their start offsets",
+    "replication-offset-checkpoint": "the node's high watermark of each partition",
+    "recovery-point-offset-checkpoint": "the node's flushed offset of each partition",
+    "log-start-offset-checkpoint": "the node's log start offset of each partition",
+}
+#: Files damaged only when a fault names them (a scenario step's ``file``): the KRaft
+#: metadata log's (``__cluster_metadata-0`` in the metadata log directory, ``KafkaRaftClient``,
+#: ``FileQuorumStateStore``) and the log directory's identity (``MetaPropertiesEnsemble``).
+#: A random draw keeps to ``FILE_KINDS``, whose damage a broker can meet and go on.
+METADATA_KINDS = {
+    "metadata-segment": "the KRaft metadata log's active segment (__cluster_metadata-0)",
+    "metadata-snapshot": "its newest snapshot (<end offset>-<epoch>.checkpoint)",
+    "quorum-state": "the node's KRaft election state: its epoch, its vote, the leader",
+    "meta.properties": "the log directory's cluster id, node id and directory id",
+}
+
 _PROCESS_DEFAULT = ("one", "leader", "controller", "follower")
 #: A plain kill of a leader whose followers fetch within milliseconds rarely holds a write
 #: they lack (0 lost writes in 30,448 acknowledged with acks=1, issue 33): kills and power
@@ -105,6 +129,11 @@ PACKAGES: dict[str, FaultKind] = {
     "file": FaultKind(("bitflip", "truncate", "zero"), "start", ("follower", "one"),
                       PROCESS_TARGETS, "#B8B8B8", note="a broker's file damaged while it is "
                       "down; local, docker"),
+    # one file of a broker copied while it runs, later put back (the broker killed first and
+    # started after): a rollback, after Jepsen's snapshot-file-chunks/restore-file-chunks
+    "rollback": FaultKind(("snapshot-file",), "restore-file", ("follower", "one"),
+                          PROCESS_TARGETS, "#989898", note="a broker's file put back as it "
+                          "was earlier; local, docker"),
     # a KRaft voter removed (or stopped, wiped and removed: replaced), then every removed one
     # added back (nemesis.membership; KIP-853's dynamic quorum, Kafka 3.9+)
     "membership": FaultKind(("remove-voter", "replace-voter"), "add-voter",
@@ -119,7 +148,7 @@ PACKAGES: dict[str, FaultKind] = {
 #: Fault packages only a cluster of the tool's own takes: they need libfaketime, the lossy
 #: filesystem, the brokers' files or a quorum formatted dynamic, which an attached cluster
 #: has not.
-OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "membership")
+OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "rollback", "membership")
 #: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
 #: packages that change a setting (``unclean``) are left out: they fault nothing.
 STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -16,7 +17,9 @@ from hypothesis import strategies as st
 from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
 from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import NemesisError
-from kafka_chaos.nemesis.files import BITS, FILE_KINDS, ZERO_BYTES, FileNemesis, damage, find
+from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
+from kafka_chaos.nemesis import script
+from kafka_chaos.nemesis.files import BITS, ZERO_BYTES, FileNemesis, damage, find
 from kafka_chaos.verdict import judge_run
 
 pytestmark = pytest.mark.fast
@@ -115,6 +118,12 @@ class _Nodes(FilesOnHost, Killable):
     def kill(self, node: Node) -> None:
         self.down.add(node.node_id)
 
+    def start(self, node: Node) -> None:
+        self.down.discard(node.node_id)
+
+    def node(self, node_id: int) -> Node:
+        return next(n for n in self.nodes if n.node_id == node_id)
+
 
 def test_the_nemesis_kills_its_target_and_records_what_it_damaged(tmp_path) -> None:
     nodes = _Nodes(tmp_path)
@@ -171,3 +180,75 @@ def test_findings_after_file_damage_are_unknown_and_a_clean_run_stays_valid() ->
     alone = {"valid": True, "anomaly_types": ["G0"],
              "anomalies": {"G0": {"count": 3, "by_configuration": 3}}}
     assert judge_run(alone, {"file_damage": DAMAGED})["valid"] is True
+
+
+def test_kraft_files_are_found_in_the_metadata_log_directory(tmp_path) -> None:
+    data = _log_dir(tmp_path / "data")
+    meta = tmp_path / "metadata" / "__cluster_metadata-0"
+    meta.mkdir(parents=True)
+    for name in ("00000000000000000000.log", "00000000000000000120.log",
+                 "00000000000000000100-0000000002.checkpoint", "quorum-state"):
+        (meta / name).write_bytes(b"\x02" * 32)
+    (data / "meta.properties").write_text("version=1\n")
+    found = {k: find(data, k, "kafka-chaos", 0, meta.parent) for k in METADATA_KINDS}
+    assert found["metadata-segment"] == meta / "00000000000000000120.log"
+    assert found["metadata-snapshot"].suffix == ".checkpoint"
+    assert found["quorum-state"] == meta / "quorum-state"
+    assert found["meta.properties"] == data / "meta.properties"
+    # without a metadata directory of its own, the metadata log is in the log directory
+    assert find(data, "quorum-state", "kafka-chaos", 0) is None
+
+
+def test_damage_while_running_keeps_the_node_up(tmp_path) -> None:
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(5))
+    done = nemesis.invoke("truncate", {"target": [3], "topic": "kafka-chaos", "partition": 0,
+                                       "file": "replication-offset-checkpoint",
+                                       "running": True})
+    assert done["running"] == ["n3"] and "killed" not in done and nodes.down == set()
+    assert done["damaged"]["n3"]["file"] == "replication-offset-checkpoint"
+
+
+def test_a_rollback_puts_the_copy_back_with_the_node_down_then_starts_it(tmp_path) -> None:
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(7))
+    path = tmp_path / "n2" / "replication-offset-checkpoint"
+    old = path.read_bytes()
+    copied = nemesis.invoke("snapshot-file", {"target": [2], "topic": "kafka-chaos",
+                                              "file": "replication-offset-checkpoint"})
+    assert copied["copied"]["n2"] == {"file": "replication-offset-checkpoint",
+                                      "kind": "replication-offset-checkpoint",
+                                      "size": len(old),
+                                      "sha256": hashlib.sha256(old).hexdigest()}
+    assert nodes.down == set() and nemesis.damaged == []  # a copy damages nothing
+    path.write_text("0\n1\nkafka-chaos 0 900\n")  # the broker moved its high watermark on
+    newer = path.read_bytes()
+    done = nemesis.invoke("restore-file", None)
+    assert path.read_bytes() == old and nodes.down == set() and done["started"] == ["n2"]
+    assert done["restored"]["n2"]["sha256"] == [hashlib.sha256(newer).hexdigest(),
+                                                hashlib.sha256(old).hexdigest()]
+    assert done["restored"]["n2"]["size"] == [len(newer), len(old)]
+    assert nemesis.damaged == [{"node": "n2", "file": "replication-offset-checkpoint",
+                                "kind": "replication-offset-checkpoint", "damage": "rollback"}]
+    # a copy never restored is dropped by the heal: putting it back would be the fault
+    nemesis.invoke("snapshot-file", {"target": [1], "topic": "kafka-chaos"})
+    assert nemesis.teardown() == {"dropped_copies": ["n1"]} and nemesis.copies == {}
+    assert nemesis.invoke("restore-file", None) == {"restored": {}, "started": []}
+
+
+def test_a_scenario_step_names_its_file_and_may_damage_a_running_broker(tmp_path) -> None:
+    from kafka_chaos.admission import load_scenario
+
+    step = {"do": "bitflip", "target": "one", "file": "quorum-state", "running": True}
+    s = script.Script(name="x", steps=[step])
+    value = script.Runner(None, None, None, "t", None, None)._value("bitflip", s.steps[0])
+    assert value == {"target": "one", "topic": "t", "partition": 0, "file": "quorum-state",
+                     "running": True}
+    for text, words in [
+            ("  - do: kill\n    file: segment\n", "file goes with do: bitflip"),
+            ("  - do: zero\n    file: wal\n", "file: 'wal' is no file kind"),
+            ("  - do: snapshot-file\n    running: true\n", "running (damage without a kill)")]:
+        path = tmp_path / "s.yaml"
+        path.write_text("name: x\nsteps:\n" + text)
+        with pytest.raises(ValueError, match=re.escape(words)):
+            load_scenario(str(path))
