@@ -139,7 +139,8 @@ class FileNemesis(Nemesis):
     completes with ``{"copied": {name: {"file", "kind", "size", "sha256"}}}``;
     ``restore-file`` with ``{"restored": {name: {"file", "kind", "size": [before, after],
     "sha256": [before, after]}}, "started": [names]}`` (each node killed, its copy put back,
-    started). Raises ``NemesisError`` on a cluster without ``FilesOnHost``."""
+    started; ``"unchanged": true`` where the broker had not changed the file since its copy:
+    no damage). Raises ``NemesisError`` on a cluster without ``FilesOnHost``."""
 
     fs = frozenset((*DAMAGES, SNAPSHOT, RESTORE))
     name = "file"
@@ -216,10 +217,13 @@ class FileNemesis(Nemesis):
                    if path.is_relative_to(self.cluster.data_dir(node))
                    else path.relative_to(self.cluster.metadata_dir(node).parent))
             if path.exists():
-                out["restored"][node.name] = {"file": str(rel), "kind": kind,
-                                              **restore(path, old)}
-                self.damaged.append({"node": node.name, "file": str(rel), "kind": kind,
-                                     "damage": "rollback"})
+                done = out["restored"][node.name] = {"file": str(rel), "kind": kind,
+                                                     **restore(path, old)}
+                if done["sha256"][0] != done["sha256"][1]:
+                    self.damaged.append({"node": node.name, "file": str(rel), "kind": kind,
+                                         "damage": "rollback"})
+                else:  # the broker had not changed it: nothing was rolled back
+                    done["unchanged"] = True
             else:  # Kafka deleted it meanwhile (a segment rolled and cleaned): nothing to roll
                 out.setdefault("gone", []).append(node.name)
             self.cluster.start(node)

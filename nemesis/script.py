@@ -37,7 +37,7 @@ quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader``
 voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
 before it). A ``crash-clients`` step is unmet when no client crashed, a file damage (``file:``
-names the file, ``running: true`` spares the kill) when no such file was damaged, and a
+names the file, ``running: true`` spares the kill) or a copy when no such file was there, and a
 ``restore-file`` when no copy it put back differed from the file it replaced. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).
@@ -309,6 +309,8 @@ class Runner:
                     return "no client crashed"
                 if f in PACKAGES["file"].start and not (done or {}).get("damaged"):
                     return f"no {step.file or 'file'} to damage on the target"
+                if f in PACKAGES["rollback"].start and not (done or {}).get("copied"):
+                    return f"no {step.file or 'file'} to copy on the target"
                 if f == PACKAGES["rollback"].stop and not _rolled_back(done):
                     return "no copied file had changed since its copy: nothing was rolled back"
                 if f == "request-heal" and (idle := _idle_faults(done)):

@@ -78,3 +78,40 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
           f"brokers down for good: {down}; verdict {res['verdict']}; anomalies "
           f"{res['anomaly_types']}")
     assert leftovers() == []
+
+
+def _rollback(tmp_path, version: str) -> None:
+    proc = kafka_chaos("run", "--scenario", "hw-checkpoint-rollback", "--kafka-version",
+                       version, "--time-limit", "60", "--seed", "3", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    facts = res["run"]
+    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
+    ops = read_history(run / "history.jsonl")
+    done = {op.f: op.value for op in ops if op.process == "nemesis" and op.type.value == "ok"}
+    [(name, copied)] = done["snapshot-file"]["copied"].items()
+    restored = done["restore-file"]["restored"][name]
+    assert copied["file"] == restored["file"] == "replication-offset-checkpoint"
+    # the broker had rewritten its checkpoint, and the copy of 15 s before replaced it
+    assert restored["sha256"][1] == copied["sha256"] != restored["sha256"][0], restored
+    assert done["restore-file"]["started"] == [name]
+    assert [(d["node"], d["damage"]) for d in facts["file_damage"]] == [(name, "rollback")]
+    # the follower's high watermarks came from its leader again: back in the ISR, nothing
+    # acknowledged lost; findings only those the configuration permits (writes interleave)
+    assert proc.returncode == 0 and res["verdict"] == "valid", proc.stdout
+    for anomaly in ("lost-write", "unseen", "duplicate", "inconsistent-offsets"):
+        assert res["anomalies"][anomaly]["count"] == 0, (anomaly, res["anomalies"][anomaly])
+    assert res["stats"]["acked_sends"] > 300 and not facts["heal_left"], facts
+    assert leftovers() == []
+
+
+def test_a_follower_whose_high_watermark_checkpoint_is_rolled_back_rejoins(tmp_path):
+    """Scenario ``hw-checkpoint-rollback`` on Kafka 4.4.0: a follower's
+    replication-offset-checkpoint put back as it was 15 s earlier, the follower restarted:
+    it rejoins the ISR and the safe configuration loses nothing."""
+    _rollback(tmp_path, "4.4.0")
+
+
+@pytest.mark.long
+def test_a_rolled_back_high_watermark_checkpoint_on_3_9(tmp_path):
+    _rollback(tmp_path, "3.9.1")

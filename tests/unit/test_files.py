@@ -230,6 +230,10 @@ def test_a_rollback_puts_the_copy_back_with_the_node_down_then_starts_it(tmp_pat
     assert done["restored"]["n2"]["size"] == [len(newer), len(old)]
     assert nemesis.damaged == [{"node": "n2", "file": "replication-offset-checkpoint",
                                 "kind": "replication-offset-checkpoint", "damage": "rollback"}]
+    # a file the broker left as it was is put back all the same, but damages nothing
+    nemesis.invoke("snapshot-file", {"target": [3], "file": "log-start-offset-checkpoint"})
+    same = nemesis.invoke("restore-file", None)["restored"]["n3"]
+    assert same["unchanged"] is True and len(nemesis.damaged) == 1
     # a copy never restored is dropped by the heal: putting it back would be the fault
     nemesis.invoke("snapshot-file", {"target": [1], "topic": "kafka-chaos"})
     assert nemesis.teardown() == {"dropped_copies": ["n1"]} and nemesis.copies == {}

@@ -282,3 +282,15 @@ def test_a_quorum_condition_names_only_marks_made_before_it(tmp_path):
     text = "name: x\nsteps:\n  - do: add-voter\n    until: {voting: {Q: true}}\n"
     with pytest.raises(ValueError, match="'Q' is no mark made before it"):
         load_scenario(str(_write(tmp_path, text)))
+
+
+def test_a_file_step_is_unmet_without_a_file_and_a_rollback_without_a_change():
+    seen, _ = _run([_state(1, [1, 2, 3])], [{"do": "snapshot-file", "file": "segment"}])
+    assert seen["unmet"].endswith("no segment to copy on the target"), seen
+    seen, _ = _run([_state(1, [1, 2, 3])], [{"do": "zero", "running": True}])
+    assert seen["unmet"].endswith("no file to damage on the target"), seen
+    seen, _ = _run([_state(1, [1, 2, 3])], [{"do": "restore-file"}])
+    assert seen["unmet"].endswith("nothing was rolled back"), seen
+    unchanged = {"restored": {"n1": {"sha256": ["a", "a"]}}}
+    changed = {"restored": {"n1": {"sha256": ["a", "a"]}, "n2": {"sha256": ["b", "a"]}}}
+    assert not script._rolled_back(unchanged) and script._rolled_back(changed)
