@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import os
 import random
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -72,19 +73,46 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def batch_spans(content: bytes) -> list[tuple[int, int, int]]:
+    """``(base offset, first byte, end byte)`` of each record batch of a log segment's
+    ``content``, in file order, as Kafka lays them out: an 8-byte base offset, then a 4-byte
+    length of the rest of the batch (``DefaultRecordBatch``: ``BASE_OFFSET_OFFSET``,
+    ``LENGTH_OFFSET``, ``LOG_OVERHEAD`` = 12). The walk stops at a length that does not fit (a
+    torn or damaged tail): the bytes after the last span belong to no batch."""
+    spans, pos = [], 0
+    while pos + 12 <= len(content):
+        base, length = struct.unpack_from(">qi", content, pos)
+        end = pos + 12 + length
+        if length < 0 or end > len(content):
+            break
+        spans.append((base, pos, end))
+        pos = end
+    return spans
+
+
+def hit_batches(spans: list[tuple[int, int, int]], lo: int, hi: int) -> list[int]:
+    """The base offsets of the batches of ``spans`` that bytes ``[lo, hi)`` touch."""
+    return [base for base, a, b in spans if a < hi and lo < b]
+
+
 def damage(path: Path, how: str, rng: random.Random) -> dict[str, Any]:
     """Damage the file at ``path`` in place (``DAMAGES``): ``bitflip`` flips ``BITS`` bits at
     random positions, ``truncate`` cuts it to a random shorter length, ``zero`` overwrites up
     to ``ZERO_BYTES`` bytes at a random position with zeros; each change reaches the disk
     (fsync) before it returns. Returns ``{"size": [before, after], "sha256": [before,
     after]}`` (bytes; hex digests) plus ``"bits": [bit positions]`` (bitflip) or ``"region":
-    [first byte, end byte)`` (truncate: what was cut off; zero: what was zeroed). Raises
+    [first byte, end byte)`` (truncate: what was cut off; zero: what was zeroed); for a log
+    segment (``.log``) also ``"batches"``: the base offsets of the record batches the change
+    touched (``batch_spans`` before it), and ``"past_batches"``: it touched bytes after the
+    last whole batch. Raises
     ``NemesisError`` for an empty file (nothing to damage) or an unknown ``how``."""
     size = path.stat().st_size
     if size == 0:
         raise NemesisError(f"{path.name} is empty: nothing to damage")
     before = _sha256(path)
     out: dict[str, Any] = {}
+    # a segment's batches, read before the damage: which records the damage can reach
+    spans = batch_spans(path.read_bytes()) if path.suffix == ".log" else None
     with open(path, "r+b") as fh:
         if how == "bitflip":
             bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))
@@ -110,6 +138,13 @@ def damage(path: Path, how: str, rng: random.Random) -> dict[str, Any]:
         os.fsync(fh.fileno())
     out["size"] = [size, path.stat().st_size]
     out["sha256"] = [before, _sha256(path)]
+    if spans is not None:
+        regions = ([(b // 8, b // 8 + 1) for b in out["bits"]] if "bits" in out
+                   else [tuple(out["region"])])
+        out["batches"] = sorted({base for lo, hi in regions
+                                 for base in hit_batches(spans, lo, hi)})
+        parsed = spans[-1][2] if spans else 0
+        out["past_batches"] = any(hi > parsed for _, hi in regions)
     return out
 
 

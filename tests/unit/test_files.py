@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import random
 import re
+import struct
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,8 @@ from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import NemesisError
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
 from kafka_chaos.nemesis import script
-from kafka_chaos.nemesis.files import BITS, ZERO_BYTES, FileNemesis, damage, find
+from kafka_chaos.nemesis.files import (BITS, ZERO_BYTES, FileNemesis, batch_spans, damage,
+                                       find, hit_batches)
 from kafka_chaos.verdict import judge_run
 
 pytestmark = pytest.mark.fast
@@ -256,3 +258,36 @@ def test_a_scenario_step_names_its_file_and_may_damage_a_running_broker(tmp_path
         path.write_text("name: x\nsteps:\n" + text)
         with pytest.raises(ValueError, match=re.escape(words)):
             load_scenario(str(path))
+
+
+def _segment(batches: list[tuple[int, int]]) -> bytes:
+    """A log segment of batches ``(base offset, bytes after the 12-byte overhead)``."""
+    return b"".join(struct.pack(">qi", base, n) + bytes([base % 251]) * n for base, n in batches)
+
+
+def test_a_segments_batches_are_walked_and_the_damaged_ones_named(tmp_path) -> None:
+    content = _segment([(0, 40), (5, 100), (9, 20)])
+    assert batch_spans(content) == [(0, 0, 52), (5, 52, 164), (9, 164, 196)]
+    assert batch_spans(content + b"\x00" * 7) == batch_spans(content)  # a torn tail
+    assert batch_spans(content[:100]) == [(0, 0, 52)]
+    assert hit_batches(batch_spans(content), 50, 53) == [0, 5]
+    path = tmp_path / "00000000000000000000.log"
+    for seed in range(20):
+        path.write_bytes(content)
+        done = damage(path, "zero", random.Random(seed))
+        lo, hi = done["region"]
+        assert done["batches"] == hit_batches(batch_spans(content), lo, hi)
+        assert done["past_batches"] is False
+        path.write_bytes(content + b"\x01" * 30)
+        done = damage(path, "truncate", random.Random(seed))
+        keep = done["region"][0]
+        assert done["batches"] == [b for b, _, end in batch_spans(content) if end > keep]
+        assert done["past_batches"] is True  # the torn tail was cut too
+    path.write_bytes(content)
+    done = damage(path, "bitflip", random.Random(3))
+    assert done["batches"] == sorted({b for bit in done["bits"]
+                                      for b in hit_batches(batch_spans(content), bit // 8,
+                                                           bit // 8 + 1)})
+    other = tmp_path / "replication-offset-checkpoint"
+    other.write_bytes(content)
+    assert "batches" not in damage(other, "zero", random.Random(1))
