@@ -184,8 +184,9 @@ class FileNemesis(Nemesis):
         super().__init__(cluster, rng)
         #: every file damaged so far: ``{"node", "file", "kind", "damage"}`` (the run's facts)
         self.damaged: list[dict[str, str]] = []
-        #: node id -> (path, kind, the bytes copied) of the rollback in progress
-        self.copies: dict[int, tuple[Path, str, bytes]] = {}
+        #: node id -> (path, kind, path as recorded, the bytes copied) of the rollback in
+        #: progress
+        self.copies: dict[int, tuple[Path, str, str, bytes]] = {}
 
     def invoke(self, f: str, value: Any) -> Any:
         if not (isinstance(self.cluster, FilesOnHost) and isinstance(self.cluster, Killable)):
@@ -238,32 +239,31 @@ class FileNemesis(Nemesis):
                 continue
             path, kind, rel = found
             old = path.read_bytes()  # while the broker runs, as a backup would
-            self.copies[node.node_id] = (path, kind, old)
+            self.copies[node.node_id] = (path, kind, rel, old)
             out["copied"][node.name] = {"file": rel, "kind": kind, "size": len(old),
                                         "sha256": hashlib.sha256(old).hexdigest()}
         return out
 
     def _restore(self) -> dict[str, Any]:
         out: dict[str, Any] = {"restored": {}, "started": []}
-        for node_id, (path, kind, old) in sorted(self.copies.items()):
+        copies, self.copies = sorted(self.copies.items()), {}
+        for node_id, (path, kind, rel, old) in copies:
             node = self.cluster.node(node_id)
             self.cluster.kill(node)
-            rel = (path.relative_to(self.cluster.data_dir(node))
-                   if path.is_relative_to(self.cluster.data_dir(node))
-                   else path.relative_to(self.cluster.metadata_dir(node).parent))
-            if path.exists():
-                done = out["restored"][node.name] = {"file": str(rel), "kind": kind,
-                                                     **restore(path, old)}
-                if done["sha256"][0] != done["sha256"][1]:
-                    self.damaged.append({"node": node.name, "file": str(rel), "kind": kind,
-                                         "damage": "rollback"})
-                else:  # the broker had not changed it: nothing was rolled back
-                    done["unchanged"] = True
-            else:  # Kafka deleted it meanwhile (a segment rolled and cleaned): nothing to roll
-                out.setdefault("gone", []).append(node.name)
-            self.cluster.start(node)
+            try:
+                if path.exists():
+                    done = out["restored"][node.name] = {"file": rel, "kind": kind,
+                                                         **restore(path, old)}
+                    if done["sha256"][0] != done["sha256"][1]:
+                        self.damaged.append({"node": node.name, "file": rel, "kind": kind,
+                                             "damage": "rollback"})
+                    else:  # the broker had not changed it: nothing was rolled back
+                        done["unchanged"] = True
+                else:  # Kafka deleted it meanwhile (a segment rolled and cleaned)
+                    out.setdefault("gone", []).append(node.name)
+            finally:  # a failed write must not leave the node down: no other nemesis starts it
+                self.cluster.start(node)
             out["started"].append(node.name)
-        self.copies.clear()
         return out
 
     def teardown(self) -> Any:

@@ -372,14 +372,9 @@ class Runner:
             if p is None or sorted(p.get("isr") or []) != sorted(self._node_id(x)
                                                                  for x in cond.isr):
                 return False
-        if cond.leader is not None:
-            want = str(cond.leader)
-            negate = want.startswith("not ")
-            want = want.removeprefix("not ").strip()
-            leader = -1 if p is None else p.get("leader", -1)
-            is_it = leader < 0 if want == "none" else leader == self._node_id(want)
-            if is_it == negate or (negate and leader < 0):
-                return False
+        if cond.leader is not None and not self._leads(
+                cond.leader, -1 if p is None else p.get("leader", -1)):
+            return False
         if cond.truncated is not None:  # any sample since the step began, seen or not
             tp = (self.topic, partition)
             drops = self.monitor.hw_drops.get(tp, 0) - self._drops_before.get(tp, 0)
@@ -399,15 +394,16 @@ class Runner:
         for ref, votes in (cond.voting or {}).items():
             if (str(self._node_id(ref)) in quorum["voters"]) != votes:
                 return False
-        if cond.quorum_leader is not None:
-            want = str(cond.quorum_leader)
-            negate = want.startswith("not ")
-            want = want.removeprefix("not ").strip()
-            is_it = (quorum["leader"] < 0 if want == "none"
-                     else quorum["leader"] == self._node_id(want))
-            if is_it == negate or (negate and quorum["leader"] < 0):
-                return False
-        return True
+        return cond.quorum_leader is None or self._leads(cond.quorum_leader, quorum["leader"])
+
+    def _leads(self, want: str | int, leader: int) -> bool:
+        """Whether ``leader`` (a node id, -1: none) is what a ``leader`` or ``quorum_leader``
+        condition asks: a mark or node, ``none``, or ``not X`` (which also needs a leader)."""
+        ref = str(want)
+        negate = ref.startswith("not ")
+        ref = ref.removeprefix("not ").strip()
+        is_it = leader < 0 if ref == "none" else leader == self._node_id(ref)
+        return is_it != negate and not (negate and leader < 0)
 
 
 def _lost_partition_data(done: Any, topic: str, partition: int) -> bool:

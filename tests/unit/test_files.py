@@ -291,3 +291,19 @@ def test_a_segments_batches_are_walked_and_the_damaged_ones_named(tmp_path) -> N
     other = tmp_path / "replication-offset-checkpoint"
     other.write_bytes(content)
     assert "batches" not in damage(other, "zero", random.Random(1))
+
+
+def test_a_rollback_that_fails_to_write_still_starts_its_node(tmp_path, monkeypatch) -> None:
+    import kafka_chaos.nemesis.files as files
+
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(7))
+    nemesis.invoke("snapshot-file", {"target": [2], "file": "replication-offset-checkpoint"})
+
+    def broken(path, old):
+        raise OSError("disk gone")
+
+    monkeypatch.setattr(files, "restore", broken)
+    with pytest.raises(OSError, match="disk gone"):
+        nemesis.invoke("restore-file", None)
+    assert nodes.down == set() and nemesis.copies == {} and nemesis.damaged == []
