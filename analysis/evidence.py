@@ -79,6 +79,13 @@ Event kinds (``Event.kind``), per topic-partition:
   and the nodes that lost bytes of it are all its replicas: those of the sample nearest
   before the op, any age, or with none, as many nodes as the run's replication factor; no
   ISR can have kept a record then, whatever the samples say).
+- ``file-damage``: a ``bitflip``, ``truncate`` or ``zero`` op (``nemesis.files``) damaged a
+  log segment of that partition on one node, located by the op. ``facts``: ``node``,
+  ``f``, ``file``, ``running`` (the broker was left up: it serves the changed bytes as they
+  are, no recovery checked them), ``offsets`` (``[first, last]`` offsets of each batch the
+  damage touched), ``unchecked`` (the base offsets of those touched only in the bytes no
+  CRC covers), ``past_batches`` (it touched bytes after the last whole batch, whose offsets
+  the record lacks). A file op of unknown outcome is in ``Record.damage_maybe``.
 - ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
   requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
   times on the history clock (its first and last such request). ``facts``: ``requests``
@@ -108,6 +115,8 @@ from typing import Any, Iterable, Iterator
 
 import orjson
 
+from kafka_chaos.catalogue.faults import PACKAGES
+
 #: Consecutive samples of a partition further apart than this (ns) leave the record blind on it.
 #: The monitor samples every 500 ms; a sample whose brokers do not answer takes up to a few
 #: hundred ms more, so only a monitor that could not see the partition leaves such a gap.
@@ -118,9 +127,12 @@ END = 2**62
 LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
                                                      "forced-unclean", "power-loss")
 UNSEEN = "unseen-elections"
+FILE_DAMAGE = "file-damage"
 #: The kinds whose stretch a window must hold whole for the event to lie in it: an election
 #: the monitor brackets between two samples, a nemesis op between its invoke and completion.
-INSIDE = (LEADER_CHANGE, FORCED_UNCLEAN, POWER_LOSS)
+INSIDE = (LEADER_CHANGE, FORCED_UNCLEAN, POWER_LOSS, FILE_DAMAGE)
+#: The file faults that damage a file (``nemesis.files``; ``catalogue.faults.PACKAGES``).
+DAMAGES = PACKAGES["file"].start
 DUPLICATED = "request-duplicated"
 LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
 #: The proxy fault that strips committed offsets of their leader epoch.
@@ -247,7 +259,16 @@ class Record:
     forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     late_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     samples: list[tuple[int, int, int, dict]] = dataclasses.field(default_factory=list)
+    #: ``[lo, hi]`` of file-damage ops that completed ``info`` or never did: any segment of
+    #: any partition may have been damaged then
+    damage_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
     loose: bool = False
+
+    @property
+    def file_damage(self) -> bool:
+        """A file op damaged a log segment, or may have (``damage_maybe``)."""
+        return bool(self.damage_maybe) or any(
+            e.kind == FILE_DAMAGE for events in self.events.values() for e in events)
 
     def index_before(self, t_ns: int) -> int:
         """The last index of the record's ops at or before time ``t_ns``, or 0."""
@@ -525,9 +546,32 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
             # it raised or never returned: the power may have gone, on any partition
             rec.power_losses = True
             rec.power_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
+        elif f in DAMAGES and typ == "ok" and isinstance(done, dict):
+            _file_damage(rec, r, done, ids)
+        elif f in DAMAGES and typ in ("info", "pending"):
+            rec.damage_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
     _late(rec, by_op)
+
+
+def _file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
+    """The ``file-damage`` events of a damage op that completed: one per node whose damaged
+    file was a partition's log segment (``<topic>-<partition>/<base offset>.log``)."""
+    running = set(done.get("running") or ())
+    for name, d in (done.get("damaged") or {}).items():
+        path = str(d.get("file") or "")
+        if d.get("kind") != "segment" or name not in ids or not path.endswith(".log"):
+            continue
+        topic, _, partition = path.rsplit("/", 2)[-2].rpartition("-")
+        if not topic or not partition.isdigit():
+            continue
+        tp = (topic, int(partition))
+        rec.events.setdefault(tp, []).append(Event(
+            FILE_DAMAGE, tp, r["op"], r["index"], r["invoke_time"], r["time"],
+            {"node": ids[name], "f": r["f"], "file": path, "running": name in running,
+             "offsets": d.get("offsets"), "unchecked": d.get("unchecked") or [],
+             "past_batches": bool(d.get("past_batches"))}))
 
 
 def _targets(r: dict, ids: dict[str, int]) -> set[int]:

@@ -135,6 +135,11 @@ _RENDER: dict[str, Callable[[dict], str]] = {
                                  f"{_ENDED.get(ex['ended_by'], ex['ended_by'])}{_ops(ex)}"),
     "garbage-read": lambda ex: (f"key {ex['key']} offset {ex['offset']} holds value "
                                 f"{ex['value']}, which no send wrote to that key"),
+    "corrupt-read": lambda ex: (f"key {ex['key']} offset {ex['offset']} could not be read: "
+                                f"its bytes are no value a send wrote, or its batch failed "
+                                f"the consumer's CRC check ({ex['reads']} time(s), processes "
+                                f"{', '.join(map(str, ex['processes']))}; op {ex['op']} "
+                                f"first)"),
     "share-lost": lambda ex: (f"key {ex['key']} offset {ex['offset']} (value {ex['value']}) "
                               f"was never accepted, rejected or archived: delivered "
                               f"{ex['deliveries']} time(s), the share group's drain ended "

@@ -19,13 +19,16 @@ from pyspark.sql import functions as F
 from kafka_chaos.analysis import evidence, kafka_log, promises
 from kafka_chaos.analysis.checkers.common import MAX_EXAMPLES
 from kafka_chaos.analysis.load import History
-from kafka_chaos.catalogue.anomalies import CYCLE_ANOMALIES, HANGING_TXN
+from kafka_chaos.catalogue.anomalies import CYCLE_ANOMALIES, GARBAGE_READ, HANGING_TXN
 from kafka_chaos.analysis.remote import is_url
 from kafka_chaos.history import MONITOR, NEMESIS
 
 #: Anomalies whose window ends at the *invoke* of the read that shows them (the event must
 #: come before that read began); every other window ends at its last op's completion.
 _TO_READ = ("lost-write", "unseen")
+#: Findings about the record at one offset (``ex["offset"]``), which a damage of the batch
+#: holding it may explain (``mechanisms.damaged_unchecked``).
+_AT_OFFSET = (*_TO_READ, GARBAGE_READ, "corrupt-read", "inconsistent-offsets")
 #: Most ops looked up as literals in one filter (more go through a broadcast join).
 _LITERALS = 5000
 _OUTCOME_ORDER = (promises.VIOLATION, promises.UNEXPLAINED, promises.PERMITTED)
@@ -295,6 +298,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
         if hi is None:  # a poll read another value at its offset: the first such poll
             hi = lookups["reader"].get((key, ex.get("offset"), ex.get("value")))
         hi = evidence.END if hi is None else hi
+    elif name == GARBAGE_READ:  # up to the first read of that value there
+        hi = lookups["garbage"].get((key, ex.get("offset"), ex.get("value")), evidence.END)
     else:
         hi = evidence.END if hi is None else done.get(hi) or evidence.END
     write = None
@@ -311,7 +316,7 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          epochless=_epochless(ex, lo, rec) if name == "group-skip" else False,
                          reset=ex.get("reset") if name == "group-skip" else False,
                          read_before=bool(ex.get("read_before")) and name in _TO_READ,
-                         offset=ex.get("offset") if name in _TO_READ else None,
+                         offset=ex.get("offset") if name in _AT_OFFSET else None,
                          ack_ns=acked,
                          read_to=ex.get("final_end") if name == "unseen" else None)
 
@@ -335,19 +340,28 @@ def _epochless(ex: dict, lo: int, rec: evidence.Record) -> bool | None:
 def _lookups(h: History, judged: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """What the cases' windows and writers need from the history: ``done`` (op -> its
     completion index), ``f`` (op -> its ``f``), ``reader`` ((key, offset, value) of a lost
-    write covered by a poll -> the first poll that read another value there) and ``ack``
-    ((writer op, value) of a lost or unseen write -> its ``ack_ns``, where recorded)."""
-    ops, polled, writers = set(), [], set()
+    write covered by a poll -> the first poll that read another value there), ``ack``
+    ((writer op, value) of a lost or unseen write -> its ``ack_ns``, where recorded) and
+    ``garbage`` ((key, offset, value) of a ``garbage-read`` -> the first op, final reads
+    included, that read it)."""
+    ops, polled, writers, garbage = set(), [], set(), []
     for name, a in judged.items():
         if name == HANGING_TXN:  # its windows are sample indexes, not ops
             continue
         for ex, at in a["cases"]:
+            if name == GARBAGE_READ:
+                garbage.append((at["key"], ex["offset"], ex["value"]))
             ops.update(x for x in (at.get("hi"), at.get("writer")) if x is not None)
             if name in _TO_READ and at.get("hi") is None and ex.get("covered_by"):
                 polled.append((at["key"], ex["offset"], ex["value"]))
             if name in _TO_READ and at.get("writer") is not None:
                 writers.add(at["writer"])
-    out: dict[str, Any] = {"done": {}, "f": {}, "reader": {}, "ack": {}}
+    out: dict[str, Any] = {"done": {}, "f": {}, "reader": {}, "ack": {}, "garbage": {}}
+    if garbage:
+        rows = (h.reads.where(F.col("key").isin(sorted({k for k, _, _ in garbage}))
+                              & F.col("value").isin(sorted({v for _, _, v in garbage})))
+                .groupBy("key", "offset", "value").agg(F.min("op").alias("op")).collect())
+        out["garbage"] = {(r["key"], r["offset"], r["value"]): r["op"] for r in rows}
     if writers:
         rows = _of_ops(h.sends.where(F.col("ack_ns").isNotNull())
                        .select("op", "value", "ack_ns"), writers)

@@ -304,3 +304,49 @@ ACKS_BELOW_ALL_ALSO = {**RESUMED_BLIND, "lost-write": uncommitted, "unseen": unc
 def plain_producer(case: Case) -> bool:
     # a transactional producer is idempotent whatever enable.idempotence says (KIP-98)
     return case.writer_f == "send"
+
+
+def _covers(e: ev.Event, offset: int) -> bool | None:
+    """Whether damage ``e`` reached the record at ``offset`` in a way nothing checks: a
+    touched batch holds it, and the broker was left running on the damaged file (no recovery
+    read it) or the batch was touched only where no CRC looks. None when the record cannot
+    tell (no batch offsets recorded, or bytes past the last whole batch touched and the
+    offset beyond every batch it names)."""
+    spans = e.facts.get("offsets")
+    if spans is None:
+        return None
+    for first, last in spans:
+        if first <= offset <= last:
+            return bool(e.facts.get("running")) or first in e.facts.get("unchecked", ())
+    if e.facts.get("past_batches") and offset > max((b for _, b in spans), default=-1):
+        return None
+    return False
+
+
+def damaged_unchecked(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """File damage within the window of the finding's partition that reached its record
+    (``Case.offset``) unchecked (``_covers``): the broker serves a segment's bytes as they
+    are (``docs/file-faults.md``, S1), so a reader meets the changed record."""
+    if c.offset is None:
+        return []
+    return [e for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi) if _covers(e, c.offset)]
+
+
+def damage_applies(rec: ev.Record, c: Case) -> bool:
+    """A file op damaged a segment of the finding's partition before its window ends, or
+    one of unknown outcome (which may have damaged any) happened by then."""
+    return (bool(rec.of(c.tp, ev.FILE_DAMAGE, 0, c.hi, loose=True))
+            or any(a <= c.hi for a, _ in rec.damage_maybe))
+
+
+def damage_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A damage of the partition that may lie in the window and may have reached the record
+    but that the record cannot settle: one whose batches it cannot match to the offset
+    (``_covers`` None), one that straddles an edge of the window, or a file op of unknown
+    outcome that may lie in it."""
+    for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi, loose=True):
+        reach = None if c.offset is None else _covers(e, c.offset)
+        if reach is None or (reach and not e.inside(c.lo, c.hi)):
+            return e.stretch
+    return next(((a, b, None, None) for a, b in rec.damage_maybe
+                 if a <= c.hi and c.lo <= b), None)

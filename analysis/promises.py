@@ -40,7 +40,8 @@ from kafka_chaos.analysis import evidence as ev
 from kafka_chaos.analysis import mechanisms as m
 from kafka_chaos.analysis.mechanisms import Case
 from kafka_chaos.config import RunConfig
-from kafka_chaos.catalogue.anomalies import (EOS_DUPLICATE, GROUP_OVERLAP, GROUP_REWIND,
+from kafka_chaos.catalogue.anomalies import (CORRUPT_READ, EOS_DUPLICATE, GARBAGE_READ,
+                                             GROUP_OVERLAP, GROUP_REWIND,
                                              HANGING_TXN, SHARE_COUNT_REGRESS, SHARE_LOCK_OVERLAP,
                                              SHARE_REDELIVERY)
 
@@ -200,6 +201,20 @@ RULES: tuple[Rule, ...] = (
          applies=m.power_applies,
          mechanism="a power loss while every other replica that had the writes was down",
          also=m.RESUMED_BLIND),
+    Rule("damage-served-unchecked",
+         (GARBAGE_READ, CORRUPT_READ, "lost-write", "unseen", "inconsistent-offsets"),
+         lambda c: bool(c.get("file_damage")),
+         "a file fault changed the bytes of the batch holding the record on a broker's disk "
+         "where nothing checks them: the broker serves a segment as it is and checks CRCs "
+         "only in recovery at startup, which a broker left running never ran, and the "
+         "bytes in front of the CRC are checked by nothing; the reader got the changed "
+         "record (another value, bytes that are no value, or a batch its own CRC check "
+         "refused) instead of the one written",
+         "docs/file-faults.md (S1, R1-R3, B1); librdkafka CONFIGURATION.md, `check.crcs`",
+         "Verify CRC32 of consumed messages, ensuring no on-the-wire or on-disk corruption to "
+         "the messages occurred. This check comes at slightly increased CPU usage.",
+         evidence=m.damaged_unchecked, doubt=m.damage_unjudged, applies=m.damage_applies,
+         mechanism="a damage of the record's batch on disk that no check read"),
     Rule("proxy-duplicated-produce", ("duplicate",),
          lambda c: bool(c.get("proxy")) and not c.get("idempotence"),
          "the Kafka protocol proxy's duplicate fault sent a Produce request of the partition "
@@ -394,13 +409,14 @@ def facts_of(config: dict[str, Any] | None, record: ev.Record | None = None
              ) -> dict[str, Any] | None:
     """The facts rules' ``when`` is judged on: ``config`` plus, from ``record``,
     ``unclean_possible`` (unclean leader election was, or may have been, on at some time, or
-    was forced) and ``power_losses`` (a ``lose-unfsynced`` op completed). None when the
+    was forced), ``power_losses`` (a ``lose-unfsynced`` op completed) and ``file_damage`` (a
+    file op damaged a segment, or may have: ``Record.file_damage``). None when the
     configuration is unknown."""
     if config is None:
         return None
     record = record or ev.Record(unclean_config=bool(config.get("unclean_leader_election")))
     return {**config, "unclean_possible": record.unclean_possible,
-            "power_losses": record.power_losses}
+            "power_losses": record.power_losses, "file_damage": record.file_damage}
 
 
 def candidates(name: str, facts: dict[str, Any] | None) -> list[Rule]:

@@ -25,7 +25,7 @@ V1_FS = ("send", "poll")
 _INT64 = (-(2**63), 2**63 - 1)
 _KEY = re.compile(r"(0|[1-9][0-9]{0,18})")
 _EVENTS = ("assigned", "revoked", "lost")
-_OFFSET_EVENTS = ("committed", "seek")
+_OFFSET_EVENTS = ("committed", "seek", "corrupt")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -225,6 +225,11 @@ class RunConfig(BaseModel):
     auto_offset_reset: Literal["earliest", "latest"] = setting(
         "earliest", section="workload", prop="auto.offset.reset", role="consumer",
         help="auto.offset.reset: earliest or latest.")
+    check_crcs: bool | None = setting(
+        None, section="workload", prop="check.crcs", role="consumer", report=True,
+        help="Consumers' check.crcs: verify each fetched batch's CRC-32C (a damaged one is "
+        "a corrupt-read, and the consumer stays at it); unset: the client's own default "
+        "(librdkafka: off, so a damaged record reads as its bytes; Java client: on).")
     crash_clients: bool = setting(False, section="workload",
                                   help="Drop a client without closing it now and then.")
     crash_client_interval_s: float = setting(

@@ -324,7 +324,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,
                                        isolation_level=s.isolation_level,
-                                       connection=s.connection, ids=s.ids)
+                                       connection=s.connection, ids=s.ids,
+                                       check_crcs=s.check_crcs)
     if s.sub_via == "share":
         facts["share"] = _drain(cluster, history, keys, workload, monitor, log)
     # the record must see the partitions up to the end of the final reads: an election

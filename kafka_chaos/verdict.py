@@ -77,23 +77,32 @@ def _share_state(share: dict) -> list[str]:
             f"the history cannot name ({shown})"]
 
 
+#: The rule whose evidence is the damage itself (``analysis.promises``): its findings are
+#: decided, whatever else the damage may have done.
+DAMAGE_RULE = "damage-served-unchecked"
+
+
 def _after_damage(result: dict) -> list[str]:
     """The anomalies a file fault leaves undecided: those found with findings that no rule
     permits without an event of the run (``by_configuration``, ``promises.by_configuration``:
     G0 under ``interleaved-writes`` holds whatever a run does; a lost write permitted by an
-    election may be the damage's instead)."""
+    election may be the damage's instead) or by the damage itself (``DAMAGE_RULE``: the
+    record at that offset was in a batch the damage reached unchecked)."""
     anomalies = result.get("anomalies") or {}
     return [n for n in result.get("anomaly_types") or []
             if (anomalies.get(n) or {}).get("count") is None
-            or anomalies[n]["count"] > (anomalies[n].get("by_configuration") or 0)]
+            or anomalies[n]["count"] > (anomalies[n].get("by_configuration") or 0)
+            + (anomalies[n].get("rules") or {}).get(DAMAGE_RULE, 0)]
 
 
 def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
-    """Why findings after a file fault decide nothing yet: no rule says what Kafka promises
-    once a broker's own files are damaged (what its recovery detects, what reaches a client
-    unchecked), so an anomaly found in a run that damaged files is neither permitted nor a
-    violation, and the verdict is unknown with the damage named; findings the configuration
-    alone permits stay permitted (``_after_damage``). Without such a finding the run stays
+    """Why findings after a file fault decide nothing yet: but for a record the damage
+    reached where nothing checks it (``DAMAGE_RULE``), no rule says what Kafka promises once
+    a broker's own files are damaged (what recovery cuts and an election then loses, where a
+    changed batch header sends a reader), so such an anomaly found in a run that damaged
+    files is neither permitted nor a violation, and the verdict is unknown with the damage
+    named; findings the configuration alone, or the damage, permits stay permitted
+    (``_after_damage``). Without such a finding the run stays
     valid: nothing met the damage that the checkers could see."""
     found = _after_damage(result)
     if not damaged or not found:
@@ -101,8 +110,8 @@ def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
     files = ", ".join(f"{d['damage']} of {d['node']}'s {d['file']}" for d in damaged[:5])
     more = f" and {len(damaged) - 5} more" if len(damaged) > 5 else ""
     return [f"files were damaged ({files}{more}) and the run found {', '.join(found)}: no "
-            "rule of kafka-chaos judges findings after a file fault yet, so they are neither "
-            "permitted nor violations"]
+            "rule of kafka-chaos judges these findings after a file fault yet, so they are "
+            "neither permitted nor violations"]
 
 
 def judge_run(result: dict, facts: dict) -> dict:

@@ -39,6 +39,9 @@ SNAPSHOT, RESTORE = "snapshot-file", "restore-file"
 BITS = 8
 #: Bytes a ``zero`` overwrites at most, at a random position.
 ZERO_BYTES = 512
+#: Where a ``bitflip`` flips: ``any`` (``BITS`` bits anywhere in the file) or ``value`` (one
+#: bit of one record's value, in a segment: ``value_spans``).
+FLIPS = ("any", "value")
 _SUFFIX = {"segment": ".log", "index": ".index", "timeindex": ".timeindex",
            "snapshot": ".snapshot", "metadata-segment": ".log",
            "metadata-snapshot": ".checkpoint"}
@@ -73,6 +76,15 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+#: Bytes at the head of a record batch (magic 2) that its CRC-32C does not cover: base offset
+#: (8), length (4), partition leader epoch (4), magic (1) (``DefaultRecordBatch``: "The CRC
+#: covers the data from the attributes to the end of the batch"). A change confined to them
+#: passes the CRC checks of recovery, followers and clients (``docs/file-faults.md``, B1).
+UNCHECKED_HEAD = 17
+#: Where a batch's last offset delta (int32) lies (``DefaultRecordBatch.LAST_OFFSET_DELTA_OFFSET``).
+_LAST_DELTA_AT = 23
+
+
 def batch_spans(content: bytes) -> list[tuple[int, int, int]]:
     """``(base offset, first byte, end byte)`` of each record batch of a log segment's
     ``content``, in file order, as Kafka lays them out: an 8-byte base offset, then a 4-byte
@@ -95,27 +107,117 @@ def hit_batches(spans: list[tuple[int, int, int]], lo: int, hi: int) -> list[int
     return [base for base, a, b in spans if a < hi and lo < b]
 
 
-def damage(path: Path, how: str, rng: random.Random) -> dict[str, Any]:
+def _last_offset(content: bytes, base: int, start: int, end: int) -> int:
+    """The last offset of the batch of ``content[start:end]`` whose base offset is ``base``:
+    base plus its last offset delta; the base itself when the batch is too short to hold one."""
+    if end - start < _LAST_DELTA_AT + 4:
+        return base
+    return base + struct.unpack_from(">i", content, start + _LAST_DELTA_AT)[0]
+
+
+#: Bytes of a record batch's header (magic 2) before its first record.
+_BATCH_HEAD = 61
+#: The compression codec bits of a batch's attributes (0: none) and its control flag.
+_CODEC, _CONTROL = 0x07, 0x20
+
+
+def _varint(content: bytes, pos: int) -> tuple[int, int]:
+    """The zigzag varint at ``pos`` (Kafka's record fields, ``ByteUtils.readVarint``) and the
+    position after it. Raises ``IndexError`` past the end of ``content``."""
+    shift = raw = 0
+    while True:
+        byte = content[pos]
+        raw |= (byte & 0x7F) << shift
+        pos += 1
+        if not byte & 0x80:
+            return (raw >> 1) ^ -(raw & 1), pos
+        shift += 7
+
+
+def value_spans(content: bytes) -> list[tuple[int, int, int]]:
+    """``(offset, first byte, end byte)`` of the value of each record of the uncompressed
+    data batches (magic 2) of a log segment's ``content``: a record is a varint length, then
+    attributes (1 byte), timestamp delta, offset delta, key length, key, value length, value
+    (``DefaultRecord``). Compressed and control batches are passed over (their values are
+    not stored as written); so is a batch whose records do not parse."""
+    out = []
+    for base, start, end in batch_spans(content):
+        if end - start < _BATCH_HEAD or content[start + 16] != 2:
+            continue
+        attributes = struct.unpack_from(">h", content, start + 21)[0]
+        if attributes & (_CODEC | _CONTROL):
+            continue
+        found, pos = [], start + _BATCH_HEAD
+        try:
+            while pos < end:
+                length, pos = _varint(content, pos)
+                after = pos + length
+                _, at = _varint(content, pos + 1)       # timestamp delta
+                delta, at = _varint(content, at)        # offset delta
+                key_len, at = _varint(content, at)
+                value_len, at = _varint(content, at + max(key_len, 0))
+                if value_len > 0 and at + value_len <= after <= end:
+                    found.append((base + delta, at, at + value_len))
+                pos = after
+        except IndexError:
+            continue
+        if pos == end:
+            out.extend(found)
+    return out
+
+
+def segment_facts(content: bytes, regions: list[tuple[int, int]]) -> dict[str, Any]:
+    """What a damage of byte ``regions`` (``[lo, hi)`` each) did to the batches of a segment
+    whose bytes before it were ``content``: ``batches`` (base offsets touched), ``offsets``
+    (``[base, last]`` of each, from its header: the records it held), ``unchecked`` (the
+    base offsets of those touched only in their first ``UNCHECKED_HEAD`` bytes, which no CRC
+    covers) and ``past_batches`` (bytes after the last whole batch were touched)."""
+    spans = batch_spans(content)
+    touched = [(base, a, b) for base, a, b in spans
+               if any(a < hi and lo < b for lo, hi in regions)]
+    parsed = spans[-1][2] if spans else 0
+    return {"batches": [base for base, _, _ in touched],
+            "offsets": [[base, _last_offset(content, base, a, b)] for base, a, b in touched],
+            "unchecked": [base for base, a, b in touched
+                          if all(hi <= a + UNCHECKED_HEAD or lo >= b or hi <= a
+                                 for lo, hi in regions)],
+            "past_batches": any(hi > parsed for _, hi in regions)}
+
+
+def damage(path: Path, how: str, rng: random.Random, flip: str = "any") -> dict[str, Any]:
     """Damage the file at ``path`` in place (``DAMAGES``): ``bitflip`` flips ``BITS`` bits at
-    random positions, ``truncate`` cuts it to a random shorter length, ``zero`` overwrites up
-    to ``ZERO_BYTES`` bytes at a random position with zeros; each change reaches the disk
-    (fsync) before it returns. Returns ``{"size": [before, after], "sha256": [before,
-    after]}`` (bytes; hex digests) plus ``"bits": [bit positions]`` (bitflip) or ``"region":
-    [first byte, end byte)`` (truncate: what was cut off; zero: what was zeroed); for a log
-    segment (``.log``) also ``"batches"``: the base offsets of the record batches the change
-    touched (``batch_spans`` before it), and ``"past_batches"``: it touched bytes after the
-    last whole batch. Raises
-    ``NemesisError`` for an empty file (nothing to damage) or an unknown ``how``."""
+    random positions (``flip="value"``: one bit of one record's value, whose offset it
+    records as ``"record"``; a segment only), ``truncate`` cuts it to a random shorter
+    length, ``zero`` overwrites up to ``ZERO_BYTES`` bytes at a random position with zeros;
+    each change reaches the disk (fsync) before it returns. Returns ``{"size": [before,
+    after], "sha256": [before, after]}`` (bytes; hex digests) plus ``"bits": [bit
+    positions]`` (bitflip) or ``"region": [first byte, end byte)`` (truncate: what was cut
+    off; zero: what was zeroed); for a log segment (``.log``) also ``"batches"``,
+    ``"offsets"``, ``"unchecked"`` and ``"past_batches"`` (``segment_facts``: the record
+    batches the change touched, as ``batch_spans`` found them before it). Raises
+    ``NemesisError`` for an empty file (nothing to damage), an unknown ``how`` or ``flip``,
+    or a ``value`` flip in a file with no record value."""
     size = path.stat().st_size
     if size == 0:
         raise NemesisError(f"{path.name} is empty: nothing to damage")
     before = _sha256(path)
     out: dict[str, Any] = {}
-    # a segment's batches, read before the damage: which records the damage can reach
-    spans = batch_spans(path.read_bytes()) if path.suffix == ".log" else None
+    # a segment's bytes, read before the damage: which records the damage can reach
+    content = path.read_bytes() if path.suffix == ".log" else None
+    if flip not in FLIPS or (flip != "any" and how != "bitflip"):
+        raise NemesisError(f"flip {flip!r}: a bitflip's flip is one of {', '.join(FLIPS)}")
     with open(path, "r+b") as fh:
         if how == "bitflip":
-            bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))
+            if flip == "value":
+                values = value_spans(content or b"")
+                if not values:
+                    raise NemesisError(f"{path.name} holds no record value to flip a bit of "
+                                       "(no uncompressed data batch)")
+                offset, first, end = rng.choice(values)
+                bits = [rng.randrange(first * 8, end * 8)]
+                out["record"] = offset
+            else:
+                bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))
             for bit in bits:
                 fh.seek(bit // 8)
                 byte = fh.read(1)[0]
@@ -138,13 +240,10 @@ def damage(path: Path, how: str, rng: random.Random) -> dict[str, Any]:
         os.fsync(fh.fileno())
     out["size"] = [size, path.stat().st_size]
     out["sha256"] = [before, _sha256(path)]
-    if spans is not None:
+    if content is not None:
         regions = ([(b // 8, b // 8 + 1) for b in out["bits"]] if "bits" in out
                    else [tuple(out["region"])])
-        out["batches"] = sorted({base for lo, hi in regions
-                                 for base in hit_batches(spans, lo, hi)})
-        parsed = spans[-1][2] if spans else 0
-        out["past_batches"] = any(hi > parsed for _, hi in regions)
+        out.update(segment_facts(content, regions))
     return out
 
 
@@ -211,7 +310,8 @@ class FileNemesis(Nemesis):
                 continue
             path, kind, rel = found
             done = out["damaged"][node.name] = {"file": rel, "kind": kind,
-                                                **damage(path, f, self.rng)}
+                                                **damage(path, f, self.rng,
+                                                         value.get("flip", "any"))}
             self.damaged.append({"node": node.name, "file": done["file"],
                                  "kind": done["kind"], "damage": f})
         return out

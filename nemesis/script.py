@@ -37,7 +37,8 @@ quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader``
 voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
 before it). A ``crash-clients`` step is unmet when no client crashed, a file damage (``file:``
-names the file, ``running: true`` spares the kill) or a copy when no such file was there, and a
+names the file, ``running: true`` spares the kill, ``flip: value`` flips one bit of one record's
+value) or a copy when no such file was there, and a
 ``restore-file`` when no copy it put back differed from the file it replaced. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).
@@ -49,7 +50,7 @@ import re
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -125,6 +126,9 @@ class Step(BaseModel):
     #: done while the broker runs instead of after a kill
     file: str | None = None
     running: bool = False
+    #: where a bitflip flips (``nemesis.files.FLIPS``): anywhere, or one bit of one record's
+    #: value (a segment only)
+    flip: Literal["any", "value"] = "any"
 
     @model_validator(mode="before")
     @classmethod
@@ -158,6 +162,9 @@ class Step(BaseModel):
         if self.running and not set(self.do) & set(PACKAGES["file"].start):
             raise ValueError("running (damage without a kill) goes with do: "
                              f"{', '.join(PACKAGES['file'].start)}")
+        if self.flip != "any" and (self.do != ["bitflip"] or self.file != "segment"):
+            raise ValueError(f"flip: {self.flip} goes with do: bitflip and file: segment "
+                             "(a record's value is in a log segment)")
         if self.retry_every is not None and self.until is None:
             raise ValueError("retry_every needs until (what to retry for)")
         if self.at is not None and self.after:
@@ -356,7 +363,8 @@ class Runner:
                 **({"loss": step.loss} if f == "loss" and step.loss is not None else {}),
                 **({"file": step.file} if f in _FILE_FS and step.file else {}),
                 **({"running": True} if f in PACKAGES["file"].start and step.running
-                   else {})}
+                   else {}),
+                **({"flip": step.flip} if f == "bitflip" and step.flip != "any" else {})}
 
     def _node_id(self, ref: str | int) -> int | None:
         ref = str(ref)

@@ -20,7 +20,8 @@ from kafka_chaos.clusters.admin import COORDINATOR_STARTING
 from kafka_chaos.workloads import share
 from kafka_chaos.workloads.base import Completion
 from kafka_chaos.workloads.keys import KeySpace
-from kafka_chaos.workloads.outcomes import classify, classify_commit, txn_action
+from kafka_chaos.workloads.outcomes import (bad_batch, classify, classify_commit, record_value,
+                                            txn_action)
 from kafka_chaos.workloads.settings import WorkloadSettings
 
 
@@ -271,16 +272,28 @@ class Client:
         return "ok", value, None
 
     def _poll(self) -> list:
-        """One ``consume()``: the poll mop (events from callbacks are appended before it)."""
+        """One ``consume()``: the poll mop (events from callbacks are appended before it, and
+        a ``corrupt`` event for each record it could not read: ``outcomes.bad_batch``,
+        ``outcomes.record_value``)."""
         read: dict[str, list[list[int]]] = {}
         if self.consumer is None:
             return ["poll", read]
         for msg in self.consumer.consume(self.s.poll_max, self.s.poll_timeout_ms / 1000):
             if msg.error() is not None:
-                continue  # partition EOF, transient fetch errors: nothing was delivered
+                # a batch the consumer's CRC check refused (check.crcs): the position stays
+                # at it (librdkafka: "failed CRC32C check"); other errors (partition EOF,
+                # transient fetch errors) delivered nothing
+                if bad_batch(msg.error()) and msg.topic() is not None:
+                    self._event("corrupt", {str(self.keys.key(msg.topic(), msg.partition())):
+                                            msg.offset()})
+                continue
             key = str(self.keys.key(msg.topic(), msg.partition()))
-            read.setdefault(key, []).append([msg.offset(), int(msg.value())])
+            value = record_value(msg.value())
             self.uncommitted[key] = msg.offset() + 1
+            if value is None:  # bytes no send wrote: read, but with no value to record
+                self._event("corrupt", {key: msg.offset()})
+                continue
+            read.setdefault(key, []).append([msg.offset(), value])
             epoch = msg.leader_epoch()
             self.epochs[key] = -1 if epoch is None else epoch
         return ["poll", read]

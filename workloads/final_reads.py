@@ -18,20 +18,27 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from kafka_chaos.clusters.admin import PASSING_ERRORS
 from kafka_chaos.history import HistoryWriter, OpType
 from kafka_chaos.workloads.keys import KeySpace
+from kafka_chaos.workloads.outcomes import bad_batch, record_value
 
 
 def final_reads(bootstrap: str, history: HistoryWriter, keys: KeySpace,
                 new_process: Callable[[], int], isolation_level: str = "read_committed",
                 timeout_s: float = 60.0, chunk: int = 10_000,
-                connection: dict[str, str] | None = None, ids: str = "kc") -> dict[str, str]:
+                connection: dict[str, str] | None = None, ids: str = "kc",
+                check_crcs: bool | None = None) -> dict[str, str]:
     """Read every key of ``keys`` fully; returns ``{"key": "ok"|"info"}``.
 
     The end is where the consumer reports end of partition (the high watermark, or the last
     stable offset under ``read_committed``) at or past the high watermark taken when the read
     starts; a key that cannot be read to there within ``timeout_s`` gets an ``info`` op for the
     chunk it was in (and its records are not recorded: a partial chunk must not count as read).
+    A record whose bytes are no value a send wrote is a ``corrupt`` event of its chunk (read,
+    but with no value); a batch the consumer's CRC check refused (``check_crcs``) ends the
+    key's read there: its chunk completes up to it with the event, then an ``info`` op
+    (``BAD_MSG``): the consumer cannot move past it (``outcomes.bad_batch``).
     Each key is read by a process id from ``new_process()``. ``connection``: librdkafka's
-    security settings (``WorkloadSettings.connection``); ``ids`` prefixes the group ids.
+    security settings (``WorkloadSettings.connection``); ``ids`` prefixes the group ids;
+    ``check_crcs``: librdkafka's ``check.crcs`` (None: its default, false).
     """
     results: dict[str, str] = {}
     for key in range(keys.keys):
@@ -40,7 +47,8 @@ def final_reads(bootstrap: str, history: HistoryWriter, keys: KeySpace,
                              "group.id": f"{ids}-final-{uuid.uuid4()}",
                              "enable.auto.commit": False, "auto.offset.reset": "earliest",
                              "enable.partition.eof": True, "isolation.level": isolation_level,
-                             "log_level": 0, **(connection or {})})
+                             "log_level": 0, **(connection or {}),
+                             **({} if check_crcs is None else {"check.crcs": check_crcs})})
         try:
             results[str(key)] = _read_key(consumer, history, keys, key, process, timeout_s, chunk)
         finally:
@@ -64,7 +72,8 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
     while not done:
         history.append(process, OpType.INVOKE, "poll", [["poll"]])
         records: list[list[int]] = []
-        end = start
+        corrupt: list[int] = []  # offsets of records that could not be read
+        end, stuck = start, False
         try:
             while len(records) < chunk:
                 if time.monotonic() > deadline:
@@ -78,19 +87,34 @@ def _read_key(consumer: Consumer, history: HistoryWriter, keys: KeySpace, key: i
                         end, done = msg.offset(), True
                         break
                     continue  # not yet at the high watermark (read_committed: LSO behind)
+                if bad_batch(err):
+                    # the position stays at a batch the CRC check refused (librdkafka): what
+                    # was read before it is complete, the rest cannot be read
+                    corrupt.append(msg.offset())
+                    stuck = True
+                    break
                 if err is not None and not _passing(err):
                     raise KafkaException(err)
                 if err is not None:
                     continue
-                records.append([msg.offset(), int(msg.value())])
+                value = record_value(msg.value())
+                if value is None:
+                    corrupt.append(msg.offset())
+                else:
+                    records.append([msg.offset(), value])
                 end = msg.offset() + 1
         except (KafkaException, TimeoutError) as exc:
             name = exc.args[0].name() if isinstance(exc, KafkaException) else "TIMEOUT"
             history.append(process, OpType.INFO, "poll", [], name)
             return "info"
         history.append(process, OpType.OK, "poll",
-                       [["poll", {k: records} if records else {},
+                       [*(["corrupt", {k: o}] for o in corrupt),
+                        ["poll", {k: records} if records else {},
                          {"final": True, "range": {k: [start, end]}, "eof": done}]])
+        if stuck:
+            history.append(process, OpType.INVOKE, "poll", [["poll"]])
+            history.append(process, OpType.INFO, "poll", [], "BAD_MSG")
+            return "info"
         start = end
     return "ok"
 

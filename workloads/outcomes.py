@@ -69,3 +69,21 @@ def txn_action(error: KafkaError, committing: bool) -> str:
     if committing and error.retriable():
         return "retry"
     return "unknown"
+
+
+def record_value(raw: bytes | None) -> int | None:
+    """The value a polled record carries: the decimal integer a send wrote (``str(v)``
+    encoded), or None when its bytes are no such integer (a record damaged on disk and
+    served as it is: librdkafka checks no CRC by default, ``check.crcs``)."""
+    try:
+        return int(raw)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def bad_batch(error: KafkaError | None) -> bool:
+    """The consumer error says a fetched batch failed the client's own check (librdkafka's
+    ``_BAD_MSG`` at the batch's base offset when ``check.crcs`` is on, "MessageSet at offset
+    … failed CRC32C check"; also its answer to a batch it cannot parse); the consumer's
+    position stays at that offset (``docs/file-faults.md``, L2 and L4)."""
+    return error is not None and error.code() == KafkaError._BAD_MSG

@@ -34,7 +34,8 @@ class WorkloadSettings:
     ``txn_timeout_ms`` (``transaction.timeout.ms``).
 
     Consumer: ``auto_commit`` (``enable.auto.commit``), ``auto_offset_reset``,
-    ``isolation_level``, ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
+    ``isolation_level``, ``check_crcs`` (``check.crcs``; None: the client's default),
+    ``session_timeout_ms``, ``max_poll_interval_ms``, ``poll_max``
     (records per ``consume()``), ``poll_timeout_ms``; ``group`` is the consumer group of
     ``subscribe`` clients, ``group_protocol`` its protocol (``classic``, or ``consumer``:
     KIP-848, whose session and heartbeat the brokers set, so the clients may not). With
@@ -77,6 +78,7 @@ class WorkloadSettings:
     auto_commit: bool = _default("auto_commit")
     auto_offset_reset: str = _default("auto_offset_reset")
     isolation_level: str = _default("isolation_level")
+    check_crcs: bool | None = _default("check_crcs")
     session_timeout_ms: int = 6000
     max_poll_interval_ms: int = 10000
     poll_max: int = 500
@@ -126,7 +128,8 @@ class WorkloadSettings:
         under their Kafka property (the settings table's ``prop``), with this workload's
         values: ``{"acks": "all", "linger.ms": 5, ...}``. librdkafka and the Java client
         name these the same."""
-        return {s.prop: getattr(self, name) for name, s in SETTINGS.items() if s.role == role}
+        return {s.prop: getattr(self, name) for name, s in SETTINGS.items()
+                if s.role == role and getattr(self, name) is not None}
 
     def producer_config(self, bootstrap: str, transactional_id: str | None = None) -> dict:
         """librdkafka configuration of one process's producer (transactional with an id)."""

@@ -16,7 +16,8 @@ from kafka_chaos.analysis.checkers import (consumer, cycles, lost, offsets, owne
 from kafka_chaos.analysis.checkers.versions import Versions, versions
 from kafka_chaos.analysis.load import History
 from kafka_chaos.catalogue.anomalies import (ANOMALIES, CONSUMER_SIDE,  # re-exported
-                                             EOS_DUPLICATE, GARBAGE_READ, GROUP_OVERLAP,
+                                             CORRUPT_READ, EOS_DUPLICATE, GARBAGE_READ,
+                                             GROUP_OVERLAP,
                                              GROUP_REWIND, SHARE, SHARE_UNJUDGED)
 
 #: How ``analysis.check`` runs them: name -> function of ``(History, Versions)`` returning the
@@ -28,6 +29,7 @@ CHECKERS: dict[str, Callable[[History, Versions], DataFrame]] = {
     "duplicate": lambda h, v: offsets.duplicates(v),
     "inconsistent-offsets": lambda h, v: offsets.inconsistent_offsets(v),
     GARBAGE_READ: lambda h, v: offsets.garbage_reads(v),
+    CORRUPT_READ: lambda h, v: offsets.corrupt_reads(h),
     "nonmonotonic-send+int-nonmonotonic-send+int-send-skip": lambda h, v: sends.send_order(v),
     "poll-skip+nonmonotonic-poll+int-poll-skip+int-nonmonotonic-poll": polls.poll_order,
     "G1a+precommitted-read": lambda h, v: txn.invisible_reads(v),

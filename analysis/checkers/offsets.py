@@ -1,5 +1,5 @@
-"""Checkers on the offset order of each key: ``duplicate``, ``inconsistent-offsets`` and
-``garbage-read``.
+"""Checkers on the offset order of each key: ``duplicate``, ``inconsistent-offsets``,
+``garbage-read`` and ``corrupt-read``.
 
 Source: Jepsen's ``jepsen.tests.kafka`` (``jepsen/src/jepsen/tests/kafka.clj``):
 ``version-orders`` (whose ``:errors`` are reported as ``:inconsistent-offsets``) and
@@ -15,7 +15,8 @@ from pyspark.sql import functions as F
 
 from kafka_chaos.analysis.checkers.common import MAX_OPS_PER_EXAMPLE, at, cases
 from kafka_chaos.analysis.checkers.versions import BY_VALUE, Versions
-from kafka_chaos.catalogue.anomalies import GARBAGE_READ
+from kafka_chaos.analysis.load import History
+from kafka_chaos.catalogue.anomalies import CORRUPT_READ, GARBAGE_READ
 
 
 def _sorted_set(col: str) -> Column:
@@ -118,3 +119,23 @@ def garbage_reads(v: Versions) -> DataFrame:
     found = v.obs.where(F.col("read") & F.col("w_op").isNull()).select("key", "offset", "value")
     return cases(found, F.lit(GARBAGE_READ), ["key", "offset", "value"],
                  ["key", "offset", "value"], at(key="key"))
+
+
+def corrupt_reads(h: History) -> DataFrame:
+    """Count ``corrupt-read``: an offset of a key at which some consumer met a record it
+    could not read (its ``corrupt`` events, ``docs/history-format.md``): bytes that are no
+    value the workload writes, or a batch its CRC check refused. Kafka's log is the record
+    of what producers wrote; no rule of it makes a record unreadable, so only a damage below
+    the broker can (``docs/file-faults.md``). The record at that offset is not read, so
+    ``lost-write`` may also name it.
+
+    Returns the cases (``common.cases``); one per (key, offset), each with ``key, offset,
+    reads`` (how many times it was met: a refused batch is met at every poll),
+    ``processes`` and ``op`` (the invoke index of the first op that met it).
+    """
+    found = (h.events.where(F.col("kind") == "corrupt")
+             .groupBy("key", "offset")
+             .agg(F.min("op").alias("op"), F.count(F.lit(1)).alias("reads"),
+                  F.sort_array(F.collect_set("process")).alias("processes")))
+    return cases(found, F.lit(CORRUPT_READ), ["key", "offset"],
+                 ["key", "offset", "reads", "processes", "op"], at(key="key", hi="op"))

@@ -10,7 +10,8 @@ passed over); *nonmonotonic* is a step back or in place.
 A consumer's reads are compared only within a *segment*: its position is legitimately moved by
 ``assign``/``subscribe`` ops, by rebalance and seek events of that key (Jepsen ignores keys in an
 op's rebalance log), and after a transaction that did not complete ``ok`` (an aborted
-transaction seeks back). Nothing else resets it: a ``send`` that failed never moved a consumer. Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
+transaction seeks back). Two reads with a record between them that the consumer met but
+could not read (a ``corrupt`` event: ``corrupt-read``) are no skip. Nothing else resets it: a ``send`` that failed never moved a consumer. Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
 them is a ``lost-write``.
 """
 
@@ -121,6 +122,13 @@ def poll_order(h: History, v: Versions) -> DataFrame:
     kept = without_resets(pairs, op_resets, ["process"])
     if h.rows.get("events", 1):  # no event rows, no pass (fewer operators to plan)
         kept = without_resets(kept, key_resets, ["process", "key"])
+        # a record the consumer met but could not read (``corrupt-read``) lies between
+        # the two reads: it was passed over as read, no skip
+        met = h.events.where(F.col("kind") == "corrupt").select(
+            "process", "key", F.col("offset").alias("met"))
+        kept = kept.join(F.broadcast(met), (kept["process"] == met["process"])
+                         & (kept["key"] == met["key"]) & (met["met"] > F.col("prev_offset"))
+                         & (met["met"] < F.col("offset")), "left_anti")
     same = F.col("op") == F.col("prev_op")
     kind = (F.when(delta > 1, F.when(same, "int-poll-skip").otherwise("poll-skip"))
             .when(delta < 1, F.when(same, "int-nonmonotonic-poll").otherwise("nonmonotonic-poll")))

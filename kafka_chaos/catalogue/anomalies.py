@@ -12,6 +12,9 @@ CYCLE_ANOMALIES = ["G0", "G1c", "G0-process", "G1c-process", "G0-realtime", "G1c
 #: A record in the log that no send wrote, to that key (Elle's "garbage read"; Jepsen's Kafka
 #: checker throws ``:no-writer-of-value`` on such a history instead of reporting it).
 GARBAGE_READ = "garbage-read"
+#: A record a consumer met at an offset and could not read: bytes that are no value the
+#: workload writes, or a batch its CRC check refused (the workload's ``corrupt`` events).
+CORRUPT_READ = "corrupt-read"
 #: A group delivering again a record below the offset it had committed before the delivery.
 GROUP_REWIND = "group-rewind"
 #: A record consumed by two committed read-process-write transactions of one group.
@@ -92,6 +95,7 @@ CATALOGUE: tuple[Anomaly, ...] = (
     Anomaly("lost-write", "lost writes"), Anomaly("unseen", "lost writes"),
     Anomaly("duplicate", "duplicates"),
     Anomaly("inconsistent-offsets", "log integrity"), Anomaly(GARBAGE_READ, "log integrity"),
+    Anomaly(CORRUPT_READ, "log integrity"),
     *(Anomaly(n, "ordering") for n in (
         "nonmonotonic-send", "int-nonmonotonic-send", "int-send-skip", "poll-skip",
         "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll")),

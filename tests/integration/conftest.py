@@ -184,6 +184,16 @@ def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
     return facts
 
 
+def down_removed(proc: subprocess.CompletedProcess) -> list[str]:
+    """What ``kafka-chaos cluster down`` printed it removed, less the warm-up histories: those
+    are swept machine-wide (``analysis.warm.remove_stale``), so a run another test worker
+    SIGKILLed may leave one for any ``down`` to find. ``[]`` is "nothing to remove"."""
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    lines = [line for line in proc.stdout.splitlines() if line.strip()]
+    return [line for line in lines if line != "nothing to remove"
+            and not line.startswith("removed warm-up history ")]
+
+
 def free_port() -> int:
     """A TCP port of 127.0.0.1 free a moment ago."""
     with socket.socket() as s:

@@ -14,7 +14,7 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from kafka_chaos.clusters import admin, dist, security
 from tests import compose_cluster as cc
-from tests.integration.conftest import faults_observed, kafka_chaos, results_of
+from tests.integration.conftest import down_removed, faults_observed, kafka_chaos, results_of
 
 pytestmark = [pytest.mark.kafka, pytest.mark.docker]
 
@@ -203,4 +203,4 @@ def test_docker_attach_faults_the_compose_containers_in_place(compose_cluster, t
     _no_secret_in(run_dir)
     down = kafka_chaos("cluster", "down", "--backend", "docker-attach", "--compose-project",
                        PROJECT)
-    assert down.returncode == 0 and "nothing to remove" in down.stdout, down.stdout
+    assert down_removed(down) == [], down.stdout

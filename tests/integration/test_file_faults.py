@@ -105,13 +105,87 @@ def _rollback(tmp_path, version: str) -> None:
     assert leftovers() == []
 
 
-def test_a_follower_whose_high_watermark_checkpoint_is_rolled_back_rejoins(tmp_path):
-    """Scenario ``hw-checkpoint-rollback`` on Kafka 4.4.0: a follower's
-    replication-offset-checkpoint put back as it was 15 s earlier, the follower restarted:
-    it rejoins the ISR and the safe configuration loses nothing."""
-    _rollback(tmp_path, "4.4.0")
+@pytest.mark.long
+@pytest.mark.parametrize("version", ["4.4.0", "3.9.1"])
+def test_a_follower_whose_high_watermark_checkpoint_is_rolled_back_rejoins(tmp_path, version):
+    """Scenario ``hw-checkpoint-rollback``: a follower's replication-offset-checkpoint put
+    back as it was 15 s earlier, the follower restarted: it rejoins the ISR and the safe
+    configuration loses nothing."""
+    _rollback(tmp_path, version)
+
+
+def _value_flip(tmp_path, *flags: str) -> tuple[dict, dict, int]:
+    """Scenario ``leader-value-bitflip`` on Kafka 4.4.0; returns ``(results, the damage
+    record, the offset of the flipped record)`` once the record shows the flip was where
+    the scenario says: one bit of that record's value, in partition 0's active segment on
+    the node that led it (the monitor's last sample before), which was left running."""
+    proc = kafka_chaos("run", "--scenario", "leader-value-bitflip", "--time-limit", "30",
+                       "--seed", "3", *flags, "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    facts = res["run"]
+    assert facts["scenario"]["steps_done"] == 2 and "unmet" not in facts["scenario"], facts
+    ops = read_history(run / "history.jsonl")
+    ids = {v["name"]: int(k) for k, v in read_header(run / "history.jsonl")["nodes"].items()}
+    leader = None
+    for op in ops:
+        if op.process == "monitor" and op.type.value == "ok" and op.value["partitions"]:
+            leader = op.value["partitions"]["kafka-chaos"][0]["leader"]
+        if op.process == "nemesis" and op.f == "bitflip" and op.type.value == "ok":
+            break
+    assert op.value["running"] == [name for name in ids if ids[name] == leader], (op, leader)
+    [(name, d)] = op.value["damaged"].items()
+    assert d["kind"] == "segment" and d["file"].startswith("kafka-chaos-0/"), d
+    assert len(d["bits"]) == 1 and d["size"][0] == d["size"][1], d
+    assert any(a <= d["record"] <= b for a, b in d["offsets"]) and d["unchecked"] == [], d
+    assert not facts["heal_left"] and res["stats"]["acked_sends"] > 300, facts
+    return res, {**d, "node": name}, d["record"]
+
+
+def _at_the_flip(res: dict, damage: dict, offset: int) -> dict[str, list[dict]]:
+    """The findings of the run by anomaly, each checked to be the flipped record's (key 0,
+    an offset of its batch: a refused batch is met at its base offset) and permitted by
+    that damage alone."""
+    first, last = next((a, b) for a, b in damage["offsets"] if a <= offset <= b)
+    found = {}
+    for name in ("corrupt-read", "garbage-read", "lost-write", "inconsistent-offsets",
+                 "unseen"):
+        a = res["anomalies"][name]
+        if not a["count"]:
+            continue
+        assert a["outcomes"] == {"permitted": a["count"], "violation": 0, "unexplained": 0}, a
+        for ex in a["examples"]:
+            assert ex["key"] == 0 and first <= ex["offset"] <= last, (name, ex, offset)
+            assert ex["rule"] == "damage-served-unchecked", (name, ex)
+            assert (ex["evidence"]["node"], ex["evidence"]["file"]) == (damage["node"],
+                                                                        damage["file"])
+        found[name] = a["examples"]
+    return found
+
+
+def test_a_value_flipped_under_a_running_leader_is_read_changed_and_pinned_on_it(tmp_path):
+    """With librdkafka's default (``check.crcs`` off) the readers get the flipped bytes:
+    the written value is gone from its offset (``lost-write``) and another value or
+    unreadable bytes stand there (``garbage-read`` or ``corrupt-read``); every such finding
+    is at that offset and permitted by the damage, so the verdict is valid."""
+    res, damage, offset = _value_flip(tmp_path)
+    found = _at_the_flip(res, damage, offset)
+    assert "lost-write" in found and {"corrupt-read", "garbage-read"} & set(found), found
+    assert res["verdict"] == "valid" and not res.get("unknown_reasons"), res.get(
+        "unknown_reasons")
+    print(f"value flip at offset {offset} on {damage['node']}: {sorted(found)}")
+    assert leftovers() == []
 
 
 @pytest.mark.long
-def test_a_rolled_back_high_watermark_checkpoint_on_3_9(tmp_path):
-    _rollback(tmp_path, "3.9.1")
+def test_a_value_flip_refused_by_the_consumers_crc_check_stalls_the_reads(tmp_path):
+    """With ``--check-crcs`` the readers refuse the flipped record's batch (librdkafka
+    ``_BAD_MSG``) and stay at it: a ``corrupt-read`` at that offset, permitted by the
+    damage, and final reads that cannot get past it: unknown, never valid."""
+    res, damage, offset = _value_flip(tmp_path, "--check-crcs")
+    found = _at_the_flip(res, damage, offset)
+    assert set(found) == {"corrupt-read"}, found
+    assert res["verdict"] == "unknown", res["verdict"]
+    assert any("no ok final read of key(s) 0" in r for r in res["unknown_reasons"]), res[
+        "unknown_reasons"]
+    assert leftovers() == []

@@ -15,7 +15,7 @@ from kafka_chaos.clusters import admin, dist
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.clusters.kafka_config import LOG4J2, server_properties
 from kafka_chaos.clusters.local import kafka_uuid
-from tests.integration.conftest import faults_observed, kafka_chaos
+from tests.integration.conftest import down_removed, faults_observed, kafka_chaos
 from tests.integration.sshd_hosts import PREFIX
 
 # the longer tier's (docs/nightly.md): attach mode is docker-attach's in the full suite, the
@@ -107,4 +107,4 @@ def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(
     assert (sorted(remote.rglob("*")) if remote.exists() else []) == uploads
     down = kafka_chaos("cluster", "down", "--backend", "ssh-attach", "--inventory",
                        str(inventory))
-    assert down.returncode == 0 and "nothing to remove" in down.stdout, down.stdout
+    assert down_removed(down) == [], down.stdout

@@ -21,7 +21,7 @@ from kafka_chaos.nemesis.base import NemesisError
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
 from kafka_chaos.nemesis import script
 from kafka_chaos.nemesis.files import (BITS, ZERO_BYTES, FileNemesis, batch_spans, damage,
-                                       find, hit_batches)
+                                       find, hit_batches, segment_facts, value_spans)
 from kafka_chaos.verdict import judge_run
 
 pytestmark = pytest.mark.fast
@@ -182,6 +182,18 @@ def test_findings_after_file_damage_are_unknown_and_a_clean_run_stays_valid() ->
     alone = {"valid": True, "anomaly_types": ["G0"],
              "anomalies": {"G0": {"count": 3, "by_configuration": 3}}}
     assert judge_run(alone, {"file_damage": DAMAGED})["valid"] is True
+    # what the damage itself permits (the record's batch reached unchecked) is decided; a
+    # finding beside it that nothing permits still leaves the run unknown
+    def served(lost: int) -> dict:
+        return {"valid": True, "anomaly_types": ["garbage-read", "lost-write"], "anomalies": {
+            "garbage-read": {"count": 1, "rules": {"damage-served-unchecked": 1}},
+            "lost-write": {"count": 2, "rules": {"damage-served-unchecked": lost}}}}
+
+    assert judge_run(served(1), {"file_damage": DAMAGED})["unknown_reasons"] == [
+        "files were damaged (bitflip of n2's kafka-chaos-0/00000000000000000000.log) and "
+        "the run found lost-write: no rule of kafka-chaos judges these findings after a "
+        "file fault yet, so they are neither permitted nor violations"]
+    assert judge_run(served(2), {"file_damage": DAMAGED})["valid"] is True
 
 
 def test_kraft_files_are_found_in_the_metadata_log_directory(tmp_path) -> None:
@@ -253,7 +265,10 @@ def test_a_scenario_step_names_its_file_and_may_damage_a_running_broker(tmp_path
     for text, words in [
             ("  - do: kill\n    file: segment\n", "file goes with do: bitflip"),
             ("  - do: zero\n    file: wal\n", "file: 'wal' is no file kind"),
-            ("  - do: snapshot-file\n    running: true\n", "running (damage without a kill)")]:
+            ("  - do: snapshot-file\n    running: true\n", "running (damage without a kill)"),
+            ("  - do: bitflip\n    flip: value\n", "flip: value goes with do: bitflip and file"),
+            ("  - do: zero\n    file: segment\n    flip: value\n", "goes with do: bitflip"),
+            ("  - do: bitflip\n    flip: header\n", "flip")]:
         path = tmp_path / "s.yaml"
         path.write_text("name: x\nsteps:\n" + text)
         with pytest.raises(ValueError, match=re.escape(words)):
@@ -293,6 +308,24 @@ def test_a_segments_batches_are_walked_and_the_damaged_ones_named(tmp_path) -> N
     assert "batches" not in damage(other, "zero", random.Random(1))
 
 
+def test_a_damaged_batch_names_its_records_and_whether_its_crc_can_see_the_change() -> None:
+    """``offsets`` comes from each batch's own last offset delta (byte 23); a change only in
+    the 17 bytes before the CRC (base offset, length, leader epoch, magic) is ``unchecked``,
+    one reaching the CRC or what it covers is not."""
+    def batch(base: int, delta: int, n: int) -> bytes:
+        body = bytes(9) + struct.pack(">hi", 0, delta) + bytes(n - 15)
+        return struct.pack(">qi", base, n) + body
+
+    content = batch(0, 2, 60) + batch(3, 4, 60) + batch(8, 0, 60)  # 72 bytes each
+    facts = segment_facts(content, [(5, 6), (72 + 20, 72 + 21)])
+    assert facts["offsets"] == [[0, 2], [3, 7]] and facts["batches"] == [0, 3]
+    assert facts["unchecked"] == [0] and facts["past_batches"] is False
+    facts = segment_facts(content, [(144, 144 + 17), (216, 220)])  # the tail: no batch
+    assert facts["offsets"] == [[8, 8]] and facts["unchecked"] == [8]
+    assert facts["past_batches"] is True
+    assert segment_facts(content, [(144 + 17, 144 + 18)])["unchecked"] == []  # the CRC
+
+
 def test_a_rollback_that_fails_to_write_still_starts_its_node(tmp_path, monkeypatch) -> None:
     import kafka_chaos.nemesis.files as files
 
@@ -307,3 +340,51 @@ def test_a_rollback_that_fails_to_write_still_starts_its_node(tmp_path, monkeypa
     with pytest.raises(OSError, match="disk gone"):
         nemesis.invoke("restore-file", None)
     assert nodes.down == set() and nemesis.copies == {} and nemesis.damaged == []
+
+
+def _zigzag(n: int) -> bytes:
+    raw, out = (n << 1) ^ (n >> 63), b""
+    while True:
+        byte, raw = raw & 0x7F, raw >> 7
+        out += bytes([byte | (0x80 if raw else 0)])
+        if not raw:
+            return out
+
+
+def _batch(base: int, values: list[bytes], attributes: int = 0) -> bytes:
+    """A record batch of magic 2 (``DefaultRecordBatch``), CRC left 0: ``values`` as records
+    with null keys, offset deltas 0, 1, ..."""
+    records = b""
+    for delta, value in enumerate(values):
+        body = (b"\x00" + _zigzag(0) + _zigzag(delta) + _zigzag(-1) + _zigzag(len(value))
+                + value + _zigzag(0))
+        records += _zigzag(len(body)) + body
+    rest = (struct.pack(">ib", 0, 2) + struct.pack(">I", 0) + struct.pack(">hi", attributes,
+            len(values) - 1) + bytes(8 + 8 + 8 + 2 + 4) + struct.pack(">i", len(values))
+            + records)
+    return struct.pack(">qi", base, len(rest)) + rest
+
+
+def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
+    """``value_spans`` finds the value bytes of uncompressed data batches only; ``flip:
+    value`` flips one bit inside one of them and names that record's offset."""
+    content = (_batch(0, [b"100", b"20001"]) + _batch(2, [b"7"], attributes=1)  # gzip
+               + _batch(3, [b"4242"]) + _batch(4, [b"9"], attributes=0x20))  # control
+    spans = value_spans(content)
+    assert [(o, content[a:b]) for o, a, b in spans] == [(0, b"100"), (1, b"20001"),
+                                                        (3, b"4242")]
+    path = tmp_path / "00000000000000000000.log"
+    for seed in range(12):
+        path.write_bytes(content)
+        done = damage(path, "bitflip", random.Random(seed), "value")
+        [bit] = done["bits"]
+        offset, first, end = next(s for s in spans if s[0] == done["record"])
+        assert first <= bit // 8 < end
+        changed = path.read_bytes()
+        assert [i for i in range(len(content)) if changed[i] != content[i]] == [bit // 8]
+        assert any(a <= offset <= b for a, b in done["offsets"]) and done["unchecked"] == []
+    with pytest.raises(NemesisError, match="no record value"):
+        path.write_bytes(_batch(0, [b"1"], attributes=2))
+        damage(path, "bitflip", random.Random(1), "value")
+    with pytest.raises(NemesisError, match="flip"):
+        damage(path, "zero", random.Random(1), "value")

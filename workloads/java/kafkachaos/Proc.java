@@ -1,6 +1,7 @@
 package kafkachaos;
 
 import java.lang.reflect.Method;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -338,10 +339,17 @@ final class Proc {
             for (ConsumerRecord<byte[], byte[]> r
                     : consumer.poll(Duration.ofMillis(s.pollTimeoutMs))) {
                 String key = Integer.toString(s.key(new TopicPartition(r.topic(), r.partition())));
-                read.computeIfAbsent(key, x -> new ArrayList<>())
-                        .add(List.of(r.offset(), Long.parseLong(new String(r.value()))));
                 uncommitted.put(key, r.offset() + 1);
                 epochs.put(key, r.leaderEpoch().orElse(-1));
+                long value;
+                try {
+                    value = Long.parseLong(new String(r.value(), StandardCharsets.UTF_8));
+                } catch (NumberFormatException | NullPointerException e) {
+                    // bytes no send wrote (a record damaged on disk): read, with no value
+                    event("corrupt", Map.of(key, r.offset()));
+                    continue;
+                }
+                read.computeIfAbsent(key, x -> new ArrayList<>()).add(List.of(r.offset(), value));
             }
         }
         return List.of("poll", read);

@@ -1,0 +1,92 @@
+"""The verdict on findings at an offset whose batch a file fault damaged (rule
+``damage-served-unchecked``, ``mechanisms.damaged_unchecked``; ``docs/file-faults.md``).
+
+A damage explains a finding only on its own partition, inside the finding's window, where a
+batch it touched holds the finding's offset and nothing checked the change: the broker was
+left running on the file, or only the bytes in front of the CRC changed. A killed broker's
+recovery checks the CRC of its active segment and cuts the damaged batch, so such a damage
+explains no read of changed bytes. What the record cannot settle is unexplained."""
+
+from __future__ import annotations
+
+import pytest
+
+from kafka_chaos.analysis.mechanisms import Case
+from kafka_chaos.analysis.promises import PERMITTED, UNEXPLAINED, VIOLATION, judge_case
+from tests.unit.test_verdict_classes import T0, T1, Rec
+
+_FILE = "data/t-0/00000000000000000000.log"
+
+
+def _damage(r: Rec, *, running: bool = True, offsets=([4, 6],), unchecked=(),
+            file: str = _FILE, type_: str = "ok", past: bool = False) -> Rec:
+    record = {"file": file, "kind": "segment", "bits": [80], "size": [900, 900],
+              "sha256": ["a", "b"], "batches": [o[0] for o in offsets or ()],
+              "offsets": None if offsets is None else [list(o) for o in offsets],
+              "unchecked": list(unchecked), "past_batches": past}
+    done = {"damaged": {"n1": record}, ("running" if running else "killed"): ["n1"]}
+    return r.nemesis("bitflip", {"target": "one", "topic": "t", "partition": 0},
+                     done if type_ == "ok" else None, type_)
+
+
+def _judge(r: Rec, name: str, offset: int, lo: int, hi: int, tp=T0) -> dict:
+    r.sample(t0=(1, 1, [1, 2, 3]), t1=(1, 1, [1, 2, 3]))
+    rec, facts = r.build(replication_factor=3)
+    write = (lo - 1, lo) if name == "lost-write" else None
+    return judge_case(name, Case(tp, lo, hi, write=write, writer_f="send", offset=offset),
+                      facts, rec)
+
+
+def _window(**damage) -> tuple[Rec, int, int]:
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]), t1=(1, 1, [1, 2, 3]))
+    lo = r.at
+    _damage(r, **damage)
+    hi = r.at
+    return r, lo, hi
+
+
+@pytest.mark.parametrize("name", ["lost-write", "garbage-read", "corrupt-read",
+                                  "inconsistent-offsets", "unseen"])
+def test_a_damage_under_a_running_broker_explains_what_its_batch_held(name):
+    r, lo, hi = _window()
+    verdict = _judge(r, name, 5, lo, hi)
+    assert verdict["outcome"] == PERMITTED, verdict
+    assert verdict["rule"] == "damage-served-unchecked"
+    assert verdict["evidence"].facts["node"] == 1 and verdict["evidence"].facts["running"]
+
+
+@pytest.mark.parametrize("damage, offset, tp, outcome", [
+    ({}, 7, T0, VIOLATION),                               # past the damaged batch
+    ({}, 5, T1, VIOLATION),                               # another partition
+    ({"running": False}, 5, T0, VIOLATION),               # recovery cut the batch (CRC)
+    ({"running": False, "unchecked": [4]}, 5, T0, PERMITTED),  # only bytes no CRC covers
+    ({"offsets": None}, 5, T0, UNEXPLAINED),              # batches not recorded
+    ({"past": True}, 9, T0, UNEXPLAINED),                 # a torn tail, offsets unknown
+    ({"past": True, "running": False}, 9, T0, UNEXPLAINED),
+    ({"type_": "info"}, 5, T0, UNEXPLAINED),              # may have damaged anything
+    ({"type_": "info"}, 5, T1, UNEXPLAINED),
+])
+def test_only_a_damage_that_reached_the_record_unchecked_explains_it(damage, offset, tp,
+                                                                     outcome):
+    r, lo, hi = _window(**damage)
+    verdict = _judge(r, "garbage-read", offset, lo, hi, tp)
+    assert verdict["outcome"] == outcome, verdict
+
+
+def test_a_damage_before_the_write_or_across_the_read_explains_nothing_for_sure():
+    """A lost write acknowledged after the damage was not in the file it damaged: nothing;
+    a damage op still running when the read began may have come after it: doubt."""
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    _damage(r).sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at  # the send's invoke is the sample's completion, after the damage
+    r.sample(t0=(1, 1, [1, 2, 3]))
+    assert _judge(r, "lost-write", 5, lo, r.at)["outcome"] == VIOLATION
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    began = r.at
+    _damage(r)  # the read completed at the damage's invoke: it may have come first
+    assert _judge(r, "corrupt-read", 5, 0, began)["outcome"] == UNEXPLAINED
+
+
+def test_a_damaged_index_or_checkpoint_is_no_segment_damage():
+    r, lo, hi = _window(file="data/t-0/00000000000000000000.index")
+    assert _judge(r, "garbage-read", 5, lo, hi)["outcome"] == VIOLATION
