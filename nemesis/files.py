@@ -23,12 +23,12 @@ from __future__ import annotations
 import hashlib
 import os
 import random
-import struct
 from pathlib import Path
 from typing import Any
 
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
 from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
+from kafka_chaos.nemesis import records
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import pick
 
@@ -81,89 +81,18 @@ def _sha256(path: Path) -> str:
 #: covers the data from the attributes to the end of the batch"). A change confined to them
 #: passes the CRC checks of recovery, followers and clients (``docs/file-faults.md``, B1).
 UNCHECKED_HEAD = 17
-#: Where a batch's last offset delta (int32) lies (``DefaultRecordBatch.LAST_OFFSET_DELTA_OFFSET``).
-_LAST_DELTA_AT = 23
 
 
 def batch_spans(content: bytes) -> list[tuple[int, int, int]]:
     """``(base offset, first byte, end byte)`` of each record batch of a log segment's
-    ``content``, in file order, as Kafka lays them out: an 8-byte base offset, then a 4-byte
-    length of the rest of the batch (``DefaultRecordBatch``: ``BASE_OFFSET_OFFSET``,
-    ``LENGTH_OFFSET``, ``LOG_OVERHEAD`` = 12). The walk stops at a length that does not fit (a
-    torn or damaged tail): the bytes after the last span belong to no batch."""
-    spans, pos = [], 0
-    while pos + 12 <= len(content):
-        base, length = struct.unpack_from(">qi", content, pos)
-        end = pos + 12 + length
-        if length < 0 or end > len(content):
-            break
-        spans.append((base, pos, end))
-        pos = end
-    return spans
+    ``content``, in file order (``records.batches``: the walk stops at a torn or damaged
+    tail, whose bytes belong to no batch)."""
+    return [tuple(b) for b in records.batches(content)]
 
 
 def hit_batches(spans: list[tuple[int, int, int]], lo: int, hi: int) -> list[int]:
     """The base offsets of the batches of ``spans`` that bytes ``[lo, hi)`` touch."""
     return [base for base, a, b in spans if a < hi and lo < b]
-
-
-def _last_offset(content: bytes, base: int, start: int, end: int) -> int:
-    """The last offset of the batch of ``content[start:end]`` whose base offset is ``base``:
-    base plus its last offset delta; the base itself when the batch is too short to hold one."""
-    if end - start < _LAST_DELTA_AT + 4:
-        return base
-    return base + struct.unpack_from(">i", content, start + _LAST_DELTA_AT)[0]
-
-
-#: Bytes of a record batch's header (magic 2) before its first record.
-_BATCH_HEAD = 61
-#: The compression codec bits of a batch's attributes (0: none) and its control flag.
-_CODEC, _CONTROL = 0x07, 0x20
-
-
-def _varint(content: bytes, pos: int) -> tuple[int, int]:
-    """The zigzag varint at ``pos`` (Kafka's record fields, ``ByteUtils.readVarint``) and the
-    position after it. Raises ``IndexError`` past the end of ``content``."""
-    shift = raw = 0
-    while True:
-        byte = content[pos]
-        raw |= (byte & 0x7F) << shift
-        pos += 1
-        if not byte & 0x80:
-            return (raw >> 1) ^ -(raw & 1), pos
-        shift += 7
-
-
-def value_spans(content: bytes) -> list[tuple[int, int, int]]:
-    """``(offset, first byte, end byte)`` of the value of each record of the uncompressed
-    data batches (magic 2) of a log segment's ``content``: a record is a varint length, then
-    attributes (1 byte), timestamp delta, offset delta, key length, key, value length, value
-    (``DefaultRecord``). Compressed and control batches are passed over (their values are
-    not stored as written); so is a batch whose records do not parse."""
-    out = []
-    for base, start, end in batch_spans(content):
-        if end - start < _BATCH_HEAD or content[start + 16] != 2:
-            continue
-        attributes = struct.unpack_from(">h", content, start + 21)[0]
-        if attributes & (_CODEC | _CONTROL):
-            continue
-        found, pos = [], start + _BATCH_HEAD
-        try:
-            while pos < end:
-                length, pos = _varint(content, pos)
-                after = pos + length
-                _, at = _varint(content, pos + 1)       # timestamp delta
-                delta, at = _varint(content, at)        # offset delta
-                key_len, at = _varint(content, at)
-                value_len, at = _varint(content, at + max(key_len, 0))
-                if value_len > 0 and at + value_len <= after <= end:
-                    found.append((base + delta, at, at + value_len))
-                pos = after
-        except IndexError:
-            continue
-        if pos == end:
-            out.extend(found)
-    return out
 
 
 def segment_facts(content: bytes, regions: list[tuple[int, int]]) -> dict[str, Any]:
@@ -172,16 +101,32 @@ def segment_facts(content: bytes, regions: list[tuple[int, int]]) -> dict[str, A
     (``[base, last]`` of each, from its header: the records it held), ``unchecked`` (the
     base offsets of those touched only in their first ``UNCHECKED_HEAD`` bytes, which no CRC
     covers) and ``past_batches`` (bytes after the last whole batch were touched)."""
-    spans = batch_spans(content)
-    touched = [(base, a, b) for base, a, b in spans
-               if any(a < hi and lo < b for lo, hi in regions)]
-    parsed = spans[-1][2] if spans else 0
-    return {"batches": [base for base, _, _ in touched],
-            "offsets": [[base, _last_offset(content, base, a, b)] for base, a, b in touched],
-            "unchecked": [base for base, a, b in touched
-                          if all(hi <= a + UNCHECKED_HEAD or lo >= b or hi <= a
+    found = records.batches(content)
+    touched = [b for b in found if any(b.start < hi and lo < b.end for lo, hi in regions)]
+    parsed = found[-1].end if found else 0
+    return {"batches": [b.base for b in touched],
+            "offsets": [[b.base, records.last_offset(content, b)] for b in touched],
+            "unchecked": [b.base for b in touched
+                          if all(hi <= b.start + UNCHECKED_HEAD or lo >= b.end or hi <= b.start
                                  for lo, hi in regions)],
             "past_batches": any(hi > parsed for _, hi in regions)}
+
+
+def value_spans(content: bytes) -> list[tuple[int, int, int]]:
+    """``(offset, first byte, end byte)`` of each non-empty record value in the uncompressed
+    data batches of a log segment's ``content`` (``records.values``). Compressed and control
+    batches are passed over (their values are not stored as written); so is a batch whose
+    records do not parse."""
+    out = []
+    for batch in records.batches(content):
+        if not records.plain(content, batch) or records.control(content, batch):
+            continue
+        try:
+            out.extend((v.offset, v.start, v.end) for v in records.values(content, batch)
+                       if v.end > v.start)
+        except ValueError:
+            continue
+    return out
 
 
 def damage(path: Path, how: str, rng: random.Random, flip: str = "any") -> dict[str, Any]:

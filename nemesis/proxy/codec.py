@@ -26,6 +26,8 @@ from kio.serial.errors import SerialError
 from kio.serial.readers import read_unsigned_varint
 from kio.static.primitive import i16
 
+from kafka_chaos.nemesis import records
+
 PRODUCE, FETCH, METADATA, API_VERSIONS = 0, 1, 3, 18
 OFFSET_COMMIT, TXN_OFFSET_COMMIT = 8, 28
 #: The APIs whose replies to clients name brokers by address: Produce and Fetch (the new
@@ -112,33 +114,19 @@ def _error_name(code: int) -> str:
 
 def batch_values(data: bytes) -> list[bytes | None] | None:
     """The values of the records in ``data``, a sequence of record batches (magic 2, the
-    format of KIP-98: a 61-byte header, then records of zigzag varints); None when a batch
-    is compressed (its records are then one compressed blob), of an older format, or cut
-    short."""
+    format of KIP-98: ``nemesis.records``); None when a batch is compressed (its records are
+    then one compressed blob), of an older format, or cut short."""
     out: list[bytes | None] = []
-    at = 0
+    found = records.batches(data)
+    if (found[-1].end if found else 0) != len(data):
+        return None
     try:
-        while at < len(data):
-            (length,) = struct.unpack_from(">i", data, at + 8)
-            end = at + 12 + length
-            (attributes,) = struct.unpack_from(">h", data, at + 21)
-            if data[at + 16] != 2 or attributes & 0x07 or end > len(data):
+        for batch in found:
+            if not records.plain(data, batch):
                 return None
-            (count,) = struct.unpack_from(">i", data, at + 57)
-            pos = at + 61
-            for _ in range(count):
-                size, pos = _zigzag(data, pos)
-                record_end = pos + size
-                pos += 1  # attributes
-                for _ in range(2):  # timestamp delta, offset delta
-                    _, pos = _zigzag(data, pos)
-                key_size, pos = _zigzag(data, pos)
-                pos += max(key_size, 0)
-                value_size, pos = _zigzag(data, pos)
-                out.append(None if value_size < 0 else data[pos:pos + value_size])
-                pos = record_end
-            at = end
-    except (struct.error, IndexError, ValueError):
+            out.extend(None if v.null else data[v.start:v.end]
+                       for v in records.values(data, batch))
+    except ValueError:
         return None
     return out
 
@@ -167,11 +155,6 @@ def forget_leader_epochs(data: bytes, api_key: int, version: int
                 p.committed_leader_epoch)(-1)))
         topics.append(dataclasses.replace(topic, partitions=tuple(parts)))
     return _encode(schema, header, dataclasses.replace(body, topics=tuple(topics))), epochs
-
-
-def _zigzag(data: bytes, at: int) -> tuple[int, int]:
-    raw, size = read_unsigned_varint(data, at)
-    return (raw >> 1) ^ -(raw & 1), at + size
 
 
 def metadata_topics(decoded: Any) -> dict[Any, str]:

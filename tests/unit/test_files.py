@@ -23,6 +23,7 @@ from kafka_chaos.nemesis import script
 from kafka_chaos.nemesis.files import (BITS, ZERO_BYTES, FileNemesis, batch_spans, damage,
                                        find, hit_batches, segment_facts, value_spans)
 from kafka_chaos.verdict import judge_run
+from tests.record_batches import batch
 
 pytestmark = pytest.mark.fast
 
@@ -312,11 +313,11 @@ def test_a_damaged_batch_names_its_records_and_whether_its_crc_can_see_the_chang
     """``offsets`` comes from each batch's own last offset delta (byte 23); a change only in
     the 17 bytes before the CRC (base offset, length, leader epoch, magic) is ``unchecked``,
     one reaching the CRC or what it covers is not."""
-    def batch(base: int, delta: int, n: int) -> bytes:
+    def head(base: int, delta: int, n: int) -> bytes:
         body = bytes(9) + struct.pack(">hi", 0, delta) + bytes(n - 15)
         return struct.pack(">qi", base, n) + body
 
-    content = batch(0, 2, 60) + batch(3, 4, 60) + batch(8, 0, 60)  # 72 bytes each
+    content = head(0, 2, 60) + head(3, 4, 60) + head(8, 0, 60)  # 72 bytes each
     facts = segment_facts(content, [(5, 6), (72 + 20, 72 + 21)])
     assert facts["offsets"] == [[0, 2], [3, 7]] and facts["batches"] == [0, 3]
     assert facts["unchecked"] == [0] and facts["past_batches"] is False
@@ -342,34 +343,11 @@ def test_a_rollback_that_fails_to_write_still_starts_its_node(tmp_path, monkeypa
     assert nodes.down == set() and nemesis.copies == {} and nemesis.damaged == []
 
 
-def _zigzag(n: int) -> bytes:
-    raw, out = (n << 1) ^ (n >> 63), b""
-    while True:
-        byte, raw = raw & 0x7F, raw >> 7
-        out += bytes([byte | (0x80 if raw else 0)])
-        if not raw:
-            return out
-
-
-def _batch(base: int, values: list[bytes], attributes: int = 0) -> bytes:
-    """A record batch of magic 2 (``DefaultRecordBatch``), CRC left 0: ``values`` as records
-    with null keys, offset deltas 0, 1, ..."""
-    records = b""
-    for delta, value in enumerate(values):
-        body = (b"\x00" + _zigzag(0) + _zigzag(delta) + _zigzag(-1) + _zigzag(len(value))
-                + value + _zigzag(0))
-        records += _zigzag(len(body)) + body
-    rest = (struct.pack(">ib", 0, 2) + struct.pack(">I", 0) + struct.pack(">hi", attributes,
-            len(values) - 1) + bytes(8 + 8 + 8 + 2 + 4) + struct.pack(">i", len(values))
-            + records)
-    return struct.pack(">qi", base, len(rest)) + rest
-
-
 def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
     """``value_spans`` finds the value bytes of uncompressed data batches only; ``flip:
     value`` flips one bit inside one of them and names that record's offset."""
-    content = (_batch(0, [b"100", b"20001"]) + _batch(2, [b"7"], attributes=1)  # gzip
-               + _batch(3, [b"4242"]) + _batch(4, [b"9"], attributes=0x20))  # control
+    content = (batch([b"100", b"20001"]) + batch([b"7"], base=2, attributes=1)  # gzip
+               + batch([b"4242"], base=3) + batch([b"9"], base=4, attributes=0x20))  # control
     spans = value_spans(content)
     assert [(o, content[a:b]) for o, a, b in spans] == [(0, b"100"), (1, b"20001"),
                                                         (3, b"4242")]
@@ -384,7 +362,7 @@ def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
         assert [i for i in range(len(content)) if changed[i] != content[i]] == [bit // 8]
         assert any(a <= offset <= b for a, b in done["offsets"]) and done["unchecked"] == []
     with pytest.raises(NemesisError, match="no record value"):
-        path.write_bytes(_batch(0, [b"1"], attributes=2))
+        path.write_bytes(batch([b"1"], attributes=2))
         damage(path, "bitflip", random.Random(1), "value")
     with pytest.raises(NemesisError, match="flip"):
         damage(path, "zero", random.Random(1), "value")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import io
-import struct
 import uuid
 
 import pytest
@@ -28,6 +27,7 @@ from kio.static.primitive import Records, i16, i32, i64
 
 from kafka_chaos.clusters import wire
 from kafka_chaos.nemesis.proxy import codec
+from tests.record_batches import batch
 
 ZERO = datetime.timedelta(0)
 
@@ -125,33 +125,11 @@ def test_a_reply_that_does_not_decode_is_none() -> None:
     assert codec.broker_endpoints(b"\x00\x00\x00\x07", 32000, 0) is None
 
 
-def _zigzag(n: int) -> bytes:
-    raw, out = (n << 1) ^ (n >> 63), b""
-    while True:
-        byte, raw = raw & 0x7F, raw >> 7
-        out += bytes([byte | (0x80 if raw else 0)])
-        if not raw:
-            return out
-
-
-def _batch(values: list[bytes | None], attributes: int = 0) -> bytes:
-    """A record batch (magic 2) of ``values``, keyless; the CRC is not checked here."""
-    records = b""
-    for i, v in enumerate(values):
-        body = (b"\x00" + _zigzag(0) + _zigzag(i) + _zigzag(-1)
-                + (_zigzag(-1) if v is None else _zigzag(len(v)) + v) + _zigzag(0))
-        records += _zigzag(len(body)) + body
-    rest = (struct.pack(">i", 0) + b"\x02" + struct.pack(">I", 0)
-            + struct.pack(">hiqqqhii", attributes, len(values) - 1, 0, 0, -1, -1, -1,
-                          len(values)) + records)
-    return struct.pack(">qi", 0, len(rest)) + rest
-
-
 def test_record_values_are_read_from_plain_batches_only() -> None:
-    two = _batch([b"12", b"13"]) + _batch([b"14", None])
+    two = batch([b"12", b"13"]) + batch([b"14", None])
     assert codec.batch_values(two) == [b"12", b"13", b"14", None]
-    assert codec.batch_values(_batch([b"12"], attributes=1)) is None  # gzip
-    assert codec.batch_values(_batch([b"12"])[:-3]) is None
+    assert codec.batch_values(batch([b"12"], attributes=1)) is None  # gzip
+    assert codec.batch_values(batch([b"12"])[:-3]) is None
     assert codec.batch_values(b"") == []
 
 
@@ -161,7 +139,7 @@ def test_the_partitions_a_produce_writes_are_named_by_topic_name_or_id() -> None
     timeout = datetime.timedelta(seconds=30)
     v9 = p9.ProduceRequest(transactional_id=None, acks=i16(-1), timeout=timeout, topic_data=(
         p9.TopicProduceData(name="t", partition_data=(
-            p9.PartitionProduceData(index=i32(0), records=Records(_batch([b"7", b"8"]))),
+            p9.PartitionProduceData(index=i32(0), records=Records(batch([b"7", b"8"]))),
             p9.PartitionProduceData(index=i32(2), records=None))),))
     frame = wire.frame(v9, 5)[4:]
     assert codec.produce_partitions(frame, 9, {}) == {"t-0": [b"7", b"8"], "t-2": []}
