@@ -1,5 +1,8 @@
 """What the run's own record shows happened to each partition, and when: the evidence the
-promises table (``analysis.promises``) must find before it permits an anomaly.
+promises table (``analysis.promises``) must find before it permits an anomaly. The record's
+data (``Event``, ``Record``) is in ``analysis.record``, the events of lost or damaged logs
+(power losses, file damage, recovery cuts) are built in ``analysis.losses``; both are read
+through this module.
 
 Built from the nemesis's and the monitor's ops (``docs/history-format.md``), a few thousand
 rows even for a long run. Positions are history indexes: op ``time`` is taken under the same
@@ -86,6 +89,13 @@ Event kinds (``Event.kind``), per topic-partition:
   damage touched), ``unchecked`` (the base offsets of those touched only in the bytes no
   CRC covers), ``past_batches`` (it touched bytes after the last whole batch, whose offsets
   the record lacks). A file op of unknown outcome is in ``Record.damage_maybe``.
+- ``recovery-cut``: a damage op killed a node and damaged the active segment of that
+  partition in bytes its CRC covers (``file-damage``'s batches, less the ``unchecked``
+  ones): at its next start Kafka's recovery cuts that node's log at the first such batch
+  (``docs/file-faults.md``, R1-R5). Facts as ``power-loss``'s (the cut node in ``nodes``,
+  its ISR read before the damage in ``needed``), plus ``from_offset``: the base offset of
+  that batch, below which it keeps every record. Located from the damage op's invoke to
+  the completion of the op that next (maybe) started that node (``END`` if none did).
 - ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
   requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
   times on the history clock (its first and last such request). ``facts``: ``requests``
@@ -108,259 +118,16 @@ Event kinds (``Event.kind``), per topic-partition:
 
 from __future__ import annotations
 
-import bisect
-import contextlib
 import dataclasses
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 import orjson
 
-from kafka_chaos.catalogue.faults import PACKAGES
-
-#: Consecutive samples of a partition further apart than this (ns) leave the record blind on it.
-#: The monitor samples every 500 ms; a sample whose brokers do not answer takes up to a few
-#: hundred ms more, so only a monitor that could not see the partition leaves such a gap.
-MAX_BLIND_NS = 5_000_000_000
-#: An index past every op: the end of a stretch that lasts to the end of the history.
-END = 2**62
-
-LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS = ("leader-change", "zombie-leader",
-                                                     "forced-unclean", "power-loss")
-UNSEEN = "unseen-elections"
-FILE_DAMAGE = "file-damage"
-#: The kinds whose stretch a window must hold whole for the event to lie in it: an election
-#: the monitor brackets between two samples, a nemesis op between its invoke and completion.
-INSIDE = (LEADER_CHANGE, FORCED_UNCLEAN, POWER_LOSS, FILE_DAMAGE)
-#: The file faults that damage a file (``nemesis.files``; ``catalogue.faults.PACKAGES``).
-DAMAGES = PACKAGES["file"].start
-DUPLICATED = "request-duplicated"
-LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
-#: The proxy fault that strips committed offsets of their leader epoch.
-FORGET = "forget-leader-epoch"
-
-TP = tuple[str, int]
-#: ``(lo, hi, lo_ns, hi_ns)``: history indexes and times (ns; None when unknown) of a stretch.
-Stretch = tuple[int, int, "int | None", "int | None"]
-
-
-@dataclasses.dataclass(frozen=True)
-class Event:
-    """Something the record shows on partition ``tp`` (topic, partition) between history
-    indexes ``lo`` and ``hi``, times ``lo_ns`` and ``hi_ns`` (ns since the run's start, for
-    text); ``facts`` as the module docstring lists per ``kind``; ``wide``: it lies in a stretch
-    where the record is blind, so it locates nothing."""
-
-    kind: str
-    tp: TP
-    lo: int
-    hi: int
-    lo_ns: int
-    hi_ns: int
-    facts: dict[str, Any]
-    wide: bool = False
-
-    @property
-    def stretch(self) -> Stretch:
-        """``(lo, hi, lo_ns, hi_ns)``."""
-        return (self.lo, self.hi, self.lo_ns, self.hi_ns)
-
-    def meets(self, lo: int, hi: int) -> bool:
-        """The event may have happened within history indexes ``[lo, hi]``."""
-        return self.lo <= hi and lo <= self.hi
-
-    def inside(self, lo: int, hi: int, after_ns: int | None = None) -> bool:
-        """The event happened within history indexes ``[lo, hi]``, wherever in its own
-        stretch it happened; with ``after_ns`` (ns), after that time and before ``hi``
-        (a time inside the stretch between two of the record's ops that ``lo`` names)."""
-        start = lo <= self.lo or (after_ns is not None and after_ns < self.lo_ns)
-        return start and self.hi <= hi
-
-    def as_json(self, names: dict[int, str]) -> dict[str, Any]:
-        """The event as the ``evidence`` of an example: ``event``, ``partition``
-        ("topic-p"), ``at_s`` ``[from, to]`` (seconds since the run's start), ``indexes``,
-        and its facts, node ids given as names."""
-        facts = {k: _named(v, names) if k in _NODE_FACTS else v for k, v in self.facts.items()}
-        return {"event": self.kind, "partition": f"{self.tp[0]}-{self.tp[1]}",
-                "at_s": [round(self.lo_ns / 1e9, 3), round(self.hi_ns / 1e9, 3)],
-                "indexes": [self.lo, None if self.hi >= END else self.hi], **facts}
-
-
-_NODE_FACTS = ("from", "to", "isr", "elr", "node", "nodes", "needed", "leaders", "down",
-               "killed", "maybe_down", "leader")
-
-
-def _named(value: Any, names: dict[int, str]) -> Any:
-    if isinstance(value, list):
-        return [names.get(v, v) for v in value]
-    return names.get(value, value) if isinstance(value, int) else value
-
-
-@dataclasses.dataclass
-class Record:
-    """The evidence of one run.
-
-    ``events``: tp -> events in index order. ``blind``: tp -> ``(lo, hi, lo_ns, hi_ns)``:
-    the index (and time) stretches in which the monitor did not see that partition (a tp
-    never sampled is blind throughout: ``blind_in``). ``unclean``: scope (a topic, or
-    ``"*"`` for the cluster-wide default) -> ``[lo, hi]`` stretches in which a nemesis had
-    unclean leader election on (from its
-    ``unclean-on`` invoke to the completion of the ``unclean-off`` or ``heal-all`` that ended
-    it); ``unclean_maybe`` likewise for toggles that completed ``info`` or never completed
-    (they may have taken effect); ``forced_maybe``: topic -> ``[lo, hi]`` of forced unclean
-    elections (KIP-460) whose outcome is unknown. ``unclean_config``: the run's own topic
-    config enabled it throughout. ``names``:
-    node id -> name. ``power_losses``: a ``lose-unfsynced`` op completed ``ok``, or may have
-    taken effect (``power_maybe``: ``[lo, hi]`` of those that completed ``info`` or never did;
-    which partitions they cut is unknown, so they are doubt on every one). ``clock``:
-    ``(time ns, index)`` of every invoke and completion of the record's ops, in time order.
-    ``duplicates_maybe``: ``[lo, hi]`` stretches in which a proxy ``duplicate`` fault was
-    active whose report the record lacks (its end completed ``info`` or never), or that sent
-    Produce requests whose partitions the proxy could not read: any Produce of the run may
-    have been sent twice then. ``copied``: ``(tp, fault id)`` -> the record values of the
-    Produce requests of ``tp`` that fault sent twice (None: the proxy could not read them
-    all). ``offsets``: tp -> ``(index, time ns, hw, lso)`` of every sample whose leader told
-    its high watermark and last stable offset, in order. ``nemesis``: ``(op, f, invoke time
-    ns, completion time ns or None)`` of every nemesis op, in order. ``forgotten``: ``[lo,
-    hi]`` stretches in which a proxy ``forget-leader-epoch`` fault was active that took the
-    leader epoch out of some commit (KAFKA-20507); ``forgotten_maybe``: those of such faults
-    whose report the record lacks. ``late_maybe``: ``[lo, hi]`` stretches of proxy faults
-    that kept more Produce requests than their reports list one by one, or whose report the
-    record lacks (a late Produce may have reached any partition then), and the moments a
-    late Produce was forwarded whose answer the report lacks. ``samples``: ``(index, invoke
-    time ns, completion time ns, value)`` of every ``cluster-state`` sample that completed
-    ``ok``, in index order (``nemesis.monitor``'s value; ``analysis.quorum`` reads its
-    ``controller``, ``epochs`` and ``answering``).
-    """
-
-    events: dict[TP, list[Event]] = dataclasses.field(default_factory=dict)
-    blind: dict[TP, list[Stretch]] = dataclasses.field(default_factory=dict)
-    unclean: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
-    unclean_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
-    unclean_sure: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
-    unclean_config: bool = False
-    forced_maybe: dict[str, list[tuple[int, int]]] = dataclasses.field(default_factory=dict)
-    names: dict[int, str] = dataclasses.field(default_factory=dict)
-    power_losses: bool = False
-    power_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    replication_factor: int | None = None
-    #: the fewest replicas an acknowledged write was on: ``min.insync.replicas`` under
-    #: acks=all, else (or with the configuration unknown) the leader alone
-    acked_on: int = 1
-    #: the consumers read committed (final reads end at the last stable offset)
-    read_committed: bool = False
-    clock: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    duplicates_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    copied: dict[tuple[TP, Any], frozenset[int] | None] = dataclasses.field(
-        default_factory=dict)
-    offsets: dict[TP, list[tuple[int, int, int, int]]] = dataclasses.field(
-        default_factory=dict)
-    nemesis: list[tuple[int, str, int, int | None]] = dataclasses.field(default_factory=list)
-    forgotten: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    forgotten_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    late_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    samples: list[tuple[int, int, int, dict]] = dataclasses.field(default_factory=list)
-    #: ``[lo, hi]`` of file-damage ops that completed ``info`` or never did: any segment of
-    #: any partition may have been damaged then
-    damage_maybe: list[tuple[int, int]] = dataclasses.field(default_factory=list)
-    loose: bool = False
-
-    @property
-    def file_damage(self) -> bool:
-        """A file op damaged a log segment, or may have (``damage_maybe``)."""
-        return bool(self.damage_maybe) or any(
-            e.kind == FILE_DAMAGE for events in self.events.values() for e in events)
-
-    def index_before(self, t_ns: int) -> int:
-        """The last index of the record's ops at or before time ``t_ns``, or 0."""
-        i = bisect.bisect_right(self.clock, (t_ns, END)) - 1
-        return self.clock[i][1] if i >= 0 else 0
-
-    def locate(self, lo_ns: int, hi_ns: int, every_op: tuple[Any, Any] | None = None
-               ) -> tuple[int, int]:
-        """The last line at or before ``lo_ns`` and the first at or after ``hi_ns`` (ns): of
-        ``every_op`` (``(times, indexes)`` of every line of the history in index order,
-        numpy arrays), or of the record's own ops without it."""
-        if every_op is None:
-            return self.index_before(lo_ns), self.index_from(hi_ns)
-        import numpy as np
-
-        times, indexes = every_op
-        i = int(np.searchsorted(times, lo_ns, "right")) - 1
-        j = int(np.searchsorted(times, hi_ns, "left"))
-        return (int(indexes[i]) if i >= 0 else 0), (int(indexes[j]) if j < len(times) else END)
-
-    def index_from(self, t_ns: int) -> int:
-        """The first index of the record's ops (invokes and completions) at or after time
-        ``t_ns`` (ns since the run's start), or ``END``. An event whose ``lo`` is at or after
-        it began after ``t_ns``: events are bounded by the record's own ops."""
-        i = bisect.bisect_left(self.clock, (t_ns, -1))
-        return self.clock[i][1] if i < len(self.clock) else END
-
-    def of(self, tp: TP, kind: str, lo: int, hi: int, *, loose: bool = False,
-           after_ns: int | None = None) -> list[Event]:
-        """The located (not ``wide``) events of ``kind`` on ``tp`` within ``[lo, hi]``: for
-        the kinds a bracket of the record locates (``INSIDE``) those that lie inside it
-        whole (``Event.inside``; ``after_ns``: or after that time, ns, where the window
-        starts at a moment the history knows more finely than ``lo``), unless ``loose`` (or
-        within ``overlapping()``): then, as for other kinds, those that may lie there
-        (their stretch meets it)."""
-        strict = kind in INSIDE and not (loose or self.loose)
-        return [e for e in self.events.get(tp, ()) if e.kind == kind and not e.wide
-                and (e.inside(lo, hi, after_ns) if strict else e.meets(lo, hi))]
-
-    @contextlib.contextmanager
-    def overlapping(self) -> Iterator[None]:
-        """Within it, ``of`` returns every event that may lie in a window, not only those
-        inside it whole: what straddles the window's edge is doubt."""
-        self.loose = True
-        try:
-            yield
-        finally:
-            self.loose = False
-
-    def blind_in(self, tp: TP, lo: int, hi: int) -> Stretch | None:
-        """The first stretch ``(lo, hi, lo_ns, hi_ns)`` meeting ``[lo, hi]`` in which the
-        record is blind on ``tp`` (all of it when the monitor never saw ``tp``: times None),
-        or None: the monitor saw the partition throughout."""
-        if tp not in self.blind:
-            return (lo, hi, None, None)
-        for stretch in self.blind[tp]:
-            if stretch[0] <= hi and lo <= stretch[1]:
-                return stretch
-        return None
-
-    def unlocated(self, tp: TP, lo: int, hi: int) -> Stretch | None:
-        """The stretch of the first event on ``tp`` within ``[lo, hi]`` that the record
-        cannot place: one inside a blind stretch; None if there is none."""
-        for e in self.events.get(tp, ()):
-            if e.meets(lo, hi) and e.wide:
-                return e.stretch
-        return None
-
-    def unclean_on(self, topic: str, lo: int, hi: int, *, maybe: bool = False,
-                   throughout: bool = False) -> bool:
-        """Unclean leader election was on for ``topic`` at some time within ``[lo, hi]``: by
-        the run's config, or by a nemesis toggle of the topic or of the cluster default
-        (``maybe``: also by a toggle, or a forced election, whose outcome is unknown);
-        ``throughout``: on for the whole of ``[lo, hi]``, from a toggle's completion to the
-        invoke of the op that ended it (an event straddling a toggle is not inside it)."""
-        if self.unclean_config:
-            return True
-        if throughout:
-            return any(a <= lo and hi <= b for a, b in
-                       [*self.unclean_sure.get(topic, ()), *self.unclean_sure.get("*", ())])
-        spans = [*self.unclean.get(topic, ()), *self.unclean.get("*", ())]
-        if maybe:
-            spans += [*self.unclean_maybe.get(topic, ()), *self.unclean_maybe.get("*", ()),
-                      *self.forced_maybe.get(topic, ()), *self.forced_maybe.get("*", ())]
-        return any(a <= hi and lo <= b for a, b in spans)
-
-    @property
-    def unclean_possible(self) -> bool:
-        """Unclean leader election may have been on at some time, or was forced."""
-        return (self.unclean_config or bool(self.unclean) or bool(self.unclean_maybe)
-                or bool(self.forced_maybe)
-                or any(e.kind == FORCED_UNCLEAN for es in self.events.values() for e in es))
+from kafka_chaos.analysis import losses
+from kafka_chaos.analysis.record import (  # noqa: F401 (re-exported: ev.Event ...)
+    MAX_BLIND_NS, END, LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS, UNSEEN,
+    FILE_DAMAGE, RECOVERY_CUT, INSIDE, DAMAGES, DUPLICATED, LATE_PRODUCE, LSO_STUCK,
+    FORGET, TP, Stretch, Event, Record)
 
 
 def build(rows: Iterable[dict[str, Any]], nodes: dict[str, Any] | None,
@@ -485,14 +252,6 @@ def _event(kind: str, tp: TP, a: dict, b: dict, rec: Record, facts: dict) -> Eve
     return Event(kind, tp, lo, hi, lo_ns, hi_ns, facts, wide)
 
 
-#: Nemesis ops that never start a broker's process (``docs/history-format.md``): a node a
-#: power loss took down stays down across them. Any other op may have started it again.
-_NOT_STARTING = frozenset((
-    "kill", "pause", "resume", "partition", "heal", "clock-bump", "clock-reset",
-    "clock-strobe", "crash-clients", "elect-unclean", "move-leader", "restore-leader",
-    "unclean-on", "unclean-off", "request-fault", "request-heal", "lose-unfsynced"))
-
-
 def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                     states: dict[TP, list[tuple[dict, dict]]]) -> None:
     by_op = sorted(ops, key=lambda r: r["op"])
@@ -501,8 +260,8 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
     maybe: set[int] = set()  # nodes such an op of unknown outcome may have taken down
     for i, r in enumerate(by_op):
         f, typ, done = r["f"], r["type"], r["done"]
-        if f not in _NOT_STARTING:
-            started = _started_nodes(r)
+        if f not in losses.NOT_STARTING:
+            started = losses.started_nodes(r)
             for dead in (down, killed, maybe):
                 dead.difference_update(dead if started is None else
                                        {ids[n] for n in started if n in ids})
@@ -538,8 +297,8 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
                 (r["op"], END if r["index"] is None else r["index"]))
         elif f == "lose-unfsynced" and typ == "ok" and isinstance(done, dict):
             rec.power_losses = True
-            _power_loss(rec, r, done, ids, states, frozenset(down), frozenset(killed - down),
-                        frozenset(maybe - killed - down))
+            losses.power_loss(rec, r, done, ids, states, frozenset(down),
+                              frozenset(killed - down), frozenset(maybe - killed - down))
             down.update(ids[n] for n in done.get("lost") or () if n in ids)
             killed.difference_update(down)
         elif f == "lose-unfsynced" and typ in ("info", "pending"):
@@ -547,31 +306,19 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
             rec.power_losses = True
             rec.power_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
         elif f in DAMAGES and typ == "ok" and isinstance(done, dict):
-            _file_damage(rec, r, done, ids)
+            losses.file_damage(rec, r, done, ids)
+            for name in done.get("killed") or ():
+                losses.recovery_cut(rec, r, name, by_op[i + 1:], ids, states,
+                                    frozenset(down), frozenset(killed - down),
+                                    frozenset(maybe - killed - down))
+            killed.update(ids[n] for n in done.get("killed") or () if n in ids)
         elif f in DAMAGES and typ in ("info", "pending"):
             rec.damage_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
+            if not (r["inv"] or {}).get("running"):
+                maybe.update(_targets(r, ids))
     _duplicated(rec, by_op)
     _forgotten(rec, by_op)
     _late(rec, by_op)
-
-
-def _file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
-    """The ``file-damage`` events of a damage op that completed: one per node whose damaged
-    file was a partition's log segment (``<topic>-<partition>/<base offset>.log``)."""
-    running = set(done.get("running") or ())
-    for name, d in (done.get("damaged") or {}).items():
-        path = str(d.get("file") or "")
-        if d.get("kind") != "segment" or name not in ids or not path.endswith(".log"):
-            continue
-        topic, _, partition = path.rsplit("/", 2)[-2].rpartition("-")
-        if not topic or not partition.isdigit():
-            continue
-        tp = (topic, int(partition))
-        rec.events.setdefault(tp, []).append(Event(
-            FILE_DAMAGE, tp, r["op"], r["index"], r["invoke_time"], r["time"],
-            {"node": ids[name], "f": r["f"], "file": path, "running": name in running,
-             "offsets": d.get("offsets"), "unchecked": d.get("unchecked") or [],
-             "past_batches": bool(d.get("past_batches"))}))
 
 
 def _targets(r: dict, ids: dict[str, int]) -> set[int]:
@@ -581,24 +328,6 @@ def _targets(r: dict, ids: dict[str, int]) -> set[int]:
     if isinstance(target, list) and all(isinstance(t, int) for t in target):
         return set(target)
     return set(ids.values())
-
-
-def _started_nodes(r: dict) -> list[str] | None:
-    """The node names a nemesis op that may start brokers says it started (``start``,
-    ``heal-all``, ``roll``: ``docs/history-format.md``), or None when it does not say (it
-    ended ``info``, never ended, or is of another kind): it may have started any."""
-    done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
-    if done is None:
-        return None
-    if r["f"] == "start":
-        return list(done.get("started") or [])
-    if r["f"] == "roll":
-        return list(done.get("rolled") or [])
-    if r["f"] == "heal-all":
-        process = done.get("process") if isinstance(done.get("process"), dict) else {}
-        start = process.get("start") if isinstance(process.get("start"), dict) else None
-        return None if start is None else list(start.get("started") or [])
-    return None
 
 
 def _ended(ops: list[dict]) -> Iterable[tuple[dict, dict]]:
@@ -629,13 +358,6 @@ def _reported(r: dict, reported: set[Any]) -> bool:
     return r["type"] == "ok" and (r["done"] or {}).get("id") in reported
 
 
-def _tp(name: str) -> TP | None:
-    """``("t", 3)`` of ``"t-3"`` (a proxy report's partition, a log directory's name); None
-    for a name without a partition."""
-    topic, _, p = name.rpartition("-")
-    return (topic, int(p)) if p.isdigit() else None
-
-
 def _duplicated(rec: Record, ops: list[dict]) -> None:
     """``request-duplicated`` events from the reports of the proxy's ended ``duplicate``
     faults, and ``duplicates_maybe`` for those whose report is missing."""
@@ -645,7 +367,7 @@ def _duplicated(rec: Record, ops: list[dict]) -> None:
             continue  # one whose partitions are unknown leaves it in duplicates_maybe
         reported.add(report.get("id"))
         for name, (first, last, n) in (report.get("partitions") or {}).items():
-            if (tp := _tp(name)) is None:
+            if (tp := losses.tp_of(name)) is None:
                 continue
             values = (report.get("values") or {}).get(name)
             rec.copied[(tp, report.get("id"))] = (None if values is None
@@ -701,7 +423,7 @@ def _late(rec: Record, ops: list[dict]) -> None:
                 continue
             for name in q.get("partitions") or ():
                 answer = (q.get("errors") or {}).get(name)
-                if (tp := _tp(name)) is None or answer not in ("none", None):
+                if (tp := losses.tp_of(name)) is None or answer not in ("none", None):
                     continue  # the leader refused it
                 if answer is None:  # no answer recorded: it may have been appended
                     rec.late_maybe.append((rec.index_before(at), rec.index_from(at)))
@@ -719,99 +441,6 @@ def _late(rec: Record, ops: list[dict]) -> None:
 def _scope(r: dict) -> str:
     v = r["done"] or {}
     return "*" if v.get("target") == "cluster" else v.get("topic") or "*"
-
-
-def _power_loss(rec: Record, r: dict, done: dict, ids: dict[str, int],
-                states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int],
-                killed: frozenset[int] = frozenset(),
-                maybe: frozenset[int] = frozenset()) -> None:
-    lost: dict[TP, dict[str, int]] = {}
-    for name, what in (done.get("lost") or {}).items():
-        for log, n in ((what or {}).get("logs") or {}).items():
-            if n and (tp := _tp(log.split("/", 1)[0])) is not None:
-                lost.setdefault(tp, {})[name] = lost.get(tp, {}).get(name, 0) + int(n)
-    for tp, by_name in lost.items():
-        # the op's own read of the metadata just before the loss, later than any sample
-        sole = [ids[n] for n, what in (done.get("lost") or {}).items() if n in ids and
-                f"{tp[0]}-{tp[1]}" in ((what or {}).get("sole_in_sync_replica_of") or ())]
-        nodes = sorted(ids[n] for n in by_name if n in ids)
-        last = _last_before(states.get(tp, []), r)
-        dead = killed - set(nodes)
-        gone = set(nodes) | down | dead
-        unsure = maybe - gone
-        dead_count = len(by_name) + len(down - set(nodes)) + len(dead)
-        # the span in which each cut node died and lost its bytes, where the op timed it
-        # (nothing it lost can have been acknowledged by it after: it was dead)
-        cut = [(done["lost"][n] or {}).get("cut_ns") for n in by_name]
-        lo, hi, lo_ns, hi_ns = r["op"], r["index"], r["invoke_time"], r["time"]
-        if cut and all(isinstance(c, list) and len(c) == 2 for c in cut):
-            lo_ns, hi_ns = max(lo_ns, min(c[0] for c in cut)), min(hi_ns, max(c[1] for c in cut))
-            lo, hi = max(lo, rec.index_before(lo_ns)), min(hi, rec.index_from(hi_ns))
-        rec.events.setdefault(tp, []).append(Event(
-            POWER_LOSS, tp, lo, hi, lo_ns, hi_ns,
-            {"nodes": nodes, "bytes": by_name, "down": sorted(down - set(nodes)),
-             "cut": (lo_ns, hi_ns) != (r["invoke_time"], r["time"]),
-             "killed": sorted(dead), "maybe_down": sorted(unsure),
-             "needed": _in_sync_before(last, sole),
-             "leader": last[1].get("leader") if last else None,
-             # when who was in sync was read: the op's own read, or that sample's
-             "sampled_ns": r["invoke_time"] if sole else last[0]["time"] if last else None,
-             "sampled": r["op"] if sole else last[0]["index"] if last else None,
-             "every_replica": _every_replica(states.get(tp, []), r, gone, dead_count,
-                                             rec.replication_factor),
-             "every_replica_maybe": bool(unsure) and _every_replica(
-                 states.get(tp, []), r, gone | unsure, dead_count + len(unsure),
-                 rec.replication_factor)}))
-
-
-def _every_replica(seen: list[tuple[dict, dict]], r: dict, nodes: set[int], cut: int,
-                   factor: int | None) -> bool:
-    """Whether the ``cut`` nodes that lost bytes of a partition (``nodes``: their ids) are
-    all its replicas: the replicas of the last of ``seen`` before the op ``r`` (the first
-    after it when none came before), else the run's replication ``factor``. Only a replica
-    holds a log of the partition, so that many nodes are all of them."""
-    before = [p for s, p in seen if s["index"] < r["index"]]
-    nearest = before[-1] if before else (seen[0][1] if seen else None)
-    replicas = (nearest or {}).get("replicas")
-    if replicas:
-        return set(replicas) <= nodes
-    return factor is not None and cut >= int(factor)
-
-
-def _in_sync_before(last: tuple[dict, dict] | None,
-                    sole: list[int] | None = None) -> list[int] | None:
-    """The ISR and ELR in ``last``, the partition's last sample that completed before the
-    power-loss op completed, at most ``MAX_BLIND_NS`` older than that (``_last_before``;
-    None: there is none, and so is the answer). Before the completion, not the invoke: the
-    loss is the op's last act, and a target such as ``lone-leader`` first shrinks the ISR.
-    A sample taken after the loss cannot narrow the set: a fenced broker leaves the ISR
-    unless it is its last member, and then it was the last one in sync when it lost power.
-
-    ``sole``: the nodes the op itself found to be the partition's whole ISR in the metadata
-    it read just before cutting power (``sole_in_sync_replica_of``). That read is later than
-    any sample, and a leader cut from its followers shrinks each partition's ISR on its own
-    clock, so a sample taken half a second before can still list them: the op's ISR then
-    stands for the sample's (its ELR still counts, KIP-966)."""
-    if last is None:
-        return None
-    p = last[1]
-    isr = sole if sole else (p.get("isr") or [])
-    needed = set(isr) | set(p.get("elr") or [])
-    # KIP-966: with the ISR and the ELR both empty, the last known leader is elected once it
-    # is back ("similar behavior prior to the 4.0 when all the replicas are offline")
-    return sorted(needed or set(p.get("last_known_elr") or []))
-
-
-def _last_before(seen: list[tuple[dict, dict]], r: dict) -> tuple[dict, dict] | None:
-    """The last of ``seen`` (sample row, partition state) that completed before op ``r``
-    did, if at most ``MAX_BLIND_NS`` older than that; else None."""
-    best = None
-    for s, p in seen:
-        if s["index"] < r["index"]:
-            best = (s, p)
-    if best is None or r["time"] - best[0]["time"] > MAX_BLIND_NS:
-        return None
-    return best
 
 
 def relocate(rec: Record, every_op: tuple[Any, Any]) -> None:

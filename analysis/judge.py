@@ -29,6 +29,9 @@ _TO_READ = ("lost-write", "unseen")
 #: Findings about the record at one offset (``ex["offset"]``), which a damage of the batch
 #: holding it may explain (``mechanisms.damaged_unchecked``).
 _AT_OFFSET = (*_TO_READ, GARBAGE_READ, "corrupt-read", "inconsistent-offsets")
+#: Findings about two reads of a key (``checkers.polls``): a truncation acted at or below
+#: the later of their offsets, which stands for them (``mechanisms.in_sync_replicas_cut``).
+_POLL_ORDER = ("poll-skip", "nonmonotonic-poll", "int-poll-skip", "int-nonmonotonic-poll")
 #: Most ops looked up as literals in one filter (more go through a broadcast join).
 _LITERALS = 5000
 _OUTCOME_ORDER = (promises.VIOLATION, promises.UNEXPLAINED, promises.PERMITTED)
@@ -316,9 +319,19 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          epochless=_epochless(ex, lo, rec) if name == "group-skip" else False,
                          reset=ex.get("reset") if name == "group-skip" else False,
                          read_before=bool(ex.get("read_before")) and name in _TO_READ,
-                         offset=ex.get("offset") if name in _AT_OFFSET else None,
+                         offset=_offset(name, ex),
                          ack_ns=acked,
                          read_to=ex.get("final_end") if name == "unseen" else None)
+
+
+def _offset(name: str, ex: dict) -> int | None:
+    """The offset a finding is about (``promises.Case.offset``): its record's, or for two
+    reads of a key the later offset of the two (``_POLL_ORDER``); None for the others."""
+    if name in _AT_OFFSET:
+        return ex.get("offset")
+    if name in _POLL_ORDER and ex.get("offsets"):
+        return max(ex["offsets"])
+    return None
 
 
 def _epochless(ex: dict, lo: int, rec: evidence.Record) -> bool | None:

@@ -82,6 +82,25 @@ class Logged:
     node: str = ""
 
 
+#: What a broker writes as it stops for good (Kafka 3.9, 4.x; ``docs/file-faults.md``): every
+#: log directory failed (K7b, ``LogManager``), a fatal fault such as logs that would not
+#: load (K8c, ``BrokerMetadataPublisher``: "Error starting LogManager"), a startup that
+#: failed (``KafkaRaftServer``, ``SharedServer``).
+_HALT = re.compile(r"Shutdown broker because all log dirs in .* have failed"
+                   r"|Encountered fatal fault: .*|Error starting LogManager"
+                   r"|Exiting Kafka due to fatal exception.*|Fatal error during .*")
+
+
+def halt_reason(lines: Iterable[str]) -> str | None:
+    """The last line of a broker's ``server.log`` saying it stopped for good (``_HALT``),
+    its time and level cut off and at most 300 characters; None when it says none."""
+    found = None
+    for line in lines:
+        if (m := _HALT.search(line)) is not None:
+            found = line[m.start():][:300]
+    return found
+
+
 def usable(header: dict[str, Any] | None, clock_faults: bool) -> int | None:
     """The wall time (ns since the epoch) at history time 0 when the run's broker logs may
     be read on the history clock, else None (no anchor, brokers on clocks of their own, or

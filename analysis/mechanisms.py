@@ -35,7 +35,9 @@ class Case:
     op that wrote the value of a ``duplicate`` (completion ``END`` when it never completed),
     ``value`` that value. ``epochless``: a commit above a ``group-skip``'s record was
     stored without a leader epoch (sent without one, or the proxy took it out; None: the
-    record cannot tell). ``offset``: an ``unseen`` record's offset, ``read_to`` the offset
+    record cannot tell). ``offset``: the offset the finding is about (a lost or unseen
+    record's, a garbage or corrupt read's, an inconsistent offset; the later of a poll
+    pair's two; None otherwise: ``judge._offset``), ``read_to`` the offset
     at which the final reads of its partition ended (None unknown). ``reset``: a member of
     a ``group-skip``'s group may have started past the record at the log end, assigned it
     while the group had no committed offset (None: the record cannot tell).
@@ -170,13 +172,19 @@ def power_loss_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
     acknowledgement needs (``Record.acked_on``): the ISR may have shrunk to those before the
     write; or a ``lose-unfsynced`` op of unknown outcome."""
     return next((e.stretch for e in rec.of(c.tp, ev.POWER_LOSS, c.lo, c.hi, loose=True)
-                 if not e.facts.get("every_replica") and (
-                     e.facts["needed"] is None or e.facts.get("every_replica_maybe")
-                     or (e.facts.get("maybe_down") and set(e.facts["needed"])
-                         <= _gone(e) | set(e.facts["maybe_down"]))
-                     or _isr_before_ack(rec, e, c))),
+                 if _loss_unsettled(rec, e, c)),
                 None) or next(((a, b, None, None) for a, b in rec.power_maybe
                                if a <= c.hi and c.lo <= b), None)
+
+
+def _loss_unsettled(rec: ev.Record, e: ev.Event, c: Case) -> bool:
+    """Whether the record cannot settle that loss ``e`` (a power loss, a recovery cut)
+    took every replica that had the write (``power_loss_unjudged``)."""
+    return not e.facts.get("every_replica") and (
+        e.facts["needed"] is None or bool(e.facts.get("every_replica_maybe"))
+        or bool(e.facts.get("maybe_down") and set(e.facts["needed"])
+                <= _gone(e) | set(e.facts["maybe_down"]))
+        or _isr_before_ack(rec, e, c))
 
 
 def _isr_before_ack(rec: ev.Record, e: ev.Event, c: Case) -> bool:
@@ -350,3 +358,39 @@ def damage_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
             return e.stretch
     return next(((a, b, None, None) for a, b in rec.damage_maybe
                  if a <= c.hi and c.lo <= b), None)
+
+
+def _past_cut(e: ev.Event, c: Case) -> bool | None:
+    """The finding's record lies at or above the offset where recovery cut (``recovery-cut``
+    ``from_offset``): below it the cut node kept every record. None without its offset."""
+    if c.offset is None:
+        return None
+    return c.offset >= e.facts["from_offset"]
+
+
+def in_sync_replicas_cut(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """Recovery cuts within the window, at or below the finding's offset, after which every
+    replica that had every acknowledged record was cut or dead (``in_sync_replicas_lost_
+    power``'s condition): a broker whose active segment was damaged while it was down comes
+    back without the damaged batch and all after it (``docs/file-faults.md``, R4, R5), and
+    if it is elected so, what it lost is lost."""
+    return [e for e in rec.of(c.tp, ev.RECOVERY_CUT, c.lo, c.hi, after_ns=c.ack_ns)
+            if _past_cut(e, c) and (e.facts.get("every_replica")
+                                    or (e.facts["needed"] and set(e.facts["needed"])
+                                        <= _gone(e)))]
+
+
+def cut_applies(rec: ev.Record, c: Case) -> bool:
+    """A recovery cut of the finding's partition since its write was sent and before its
+    window ends, not above its record's offset (where known)."""
+    return any(_past_cut(e, c) is not False
+               for e in rec.of(c.tp, ev.RECOVERY_CUT, since_sent(c), c.hi, loose=True))
+
+
+def cut_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """A recovery cut of the partition within the window that the record cannot settle: the
+    finding's offset unknown, or whether it took every replica that had the write
+    (``_loss_unsettled``)."""
+    return next((e.stretch for e in rec.of(c.tp, ev.RECOVERY_CUT, c.lo, c.hi, loose=True)
+                 if _past_cut(e, c) is None
+                 or (_past_cut(e, c) and _loss_unsettled(rec, e, c))), None)

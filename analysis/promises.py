@@ -201,6 +201,21 @@ RULES: tuple[Rule, ...] = (
          applies=m.power_applies,
          mechanism="a power loss while every other replica that had the writes was down",
          also=m.RESUMED_BLIND),
+    Rule("last-in-sync-replica-cut-by-recovery", TRUNCATION,
+         lambda c: bool(c.get("recovery_cuts")),
+         "a file fault damaged the active segment of a killed broker in bytes its CRC covers; "
+         "at its next start Kafka's recovery cut its log at the first damaged batch, that "
+         "batch and every one after it gone, and every replica that had the write was that "
+         "broker or dead: as a power loss of that log",
+         "docs/file-faults.md (R1-R5: LogLoader, LogSegment.recover); Kafka design doc, "
+         "Unclean leader election: What if they all die?",
+         "Note that Kafka's guarantee with respect to data loss is predicated on at least one "
+         "replica remaining in sync. If all the nodes replicating a partition die, this "
+         "guarantee no longer holds.",
+         evidence=m.in_sync_replicas_cut, doubt=m.cut_unjudged, applies=m.cut_applies,
+         mechanism="a recovery that cut the damaged batch while every other replica that "
+                   "had the writes was down",
+         also=m.RESUMED_BLIND),
     Rule("damage-served-unchecked",
          (GARBAGE_READ, CORRUPT_READ, "lost-write", "unseen", "inconsistent-offsets"),
          lambda c: bool(c.get("file_damage")),
@@ -409,14 +424,16 @@ def facts_of(config: dict[str, Any] | None, record: ev.Record | None = None
              ) -> dict[str, Any] | None:
     """The facts rules' ``when`` is judged on: ``config`` plus, from ``record``,
     ``unclean_possible`` (unclean leader election was, or may have been, on at some time, or
-    was forced), ``power_losses`` (a ``lose-unfsynced`` op completed) and ``file_damage`` (a
-    file op damaged a segment, or may have: ``Record.file_damage``). None when the
+    was forced), ``power_losses`` (a ``lose-unfsynced`` op completed), ``file_damage`` (a
+    file op damaged a segment, or may have: ``Record.file_damage``) and ``recovery_cuts``
+    (a damage of a killed broker's segment that its recovery cuts). None when the
     configuration is unknown."""
     if config is None:
         return None
     record = record or ev.Record(unclean_config=bool(config.get("unclean_leader_election")))
     return {**config, "unclean_possible": record.unclean_possible,
-            "power_losses": record.power_losses, "file_damage": record.file_damage}
+            "power_losses": record.power_losses, "file_damage": record.file_damage,
+            "recovery_cuts": record.recovery_cuts}
 
 
 def candidates(name: str, facts: dict[str, Any] | None) -> list[Rule]:

@@ -83,6 +83,24 @@ def _log_tail(cluster: Cluster, lines: int = 15) -> str:
     return "\n".join(parts)
 
 
+def _halted(cluster: Cluster) -> dict[str, str]:
+    """``{node name: the line its log stopped for good with}`` of the nodes whose process
+    is not running and whose log says why (``kafka_log.halt_reason``): a broker that cannot
+    start, e.g. on a log directory a damaged checkpoint failed."""
+    from kafka_chaos.analysis.kafka_log import halt_reason
+
+    out = {}
+    for node in cluster.nodes:
+        if cluster.is_running(node):
+            continue
+        for path in cluster.log_files(node):
+            why = halt_reason(path.read_text(errors="replace").splitlines())
+            if why is not None:
+                out[node.name] = why
+                break
+    return out
+
+
 def run(admitted: Admitted, kafka: KafkaDist, run_dir: Path, log: Callable[[str], None],
         progress: Callable[[float, dict, str], None] | None = None,
         on_ready: Callable[[], None] | None = None, command: str | None = None,
@@ -319,7 +337,10 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         facts["recovery_s"] = round(waited, 2)
     except Exception as exc:  # final reads are still tried; the verdict may become unknown
         facts["recovery_error"] = str(exc)
+        facts["halted"] = _halted(cluster)
         log(f"cluster did not fully recover: {exc}")
+        for name, why in facts["halted"].items():
+            log(f"{name} stopped for good: {why}")
     log("final reads: every partition read to its end")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,

@@ -77,33 +77,35 @@ def _share_state(share: dict) -> list[str]:
             f"the history cannot name ({shown})"]
 
 
-#: The rule whose evidence is the damage itself (``analysis.promises``): its findings are
-#: decided, whatever else the damage may have done.
-DAMAGE_RULE = "damage-served-unchecked"
+#: The rules whose evidence is the damage itself (``analysis.promises``): their findings
+#: are decided, whatever else the damage may have done.
+DAMAGE_RULES = ("damage-served-unchecked", "last-in-sync-replica-cut-by-recovery")
 
 
 def _after_damage(result: dict) -> list[str]:
     """The anomalies a file fault leaves undecided: those found with findings that no rule
     permits without an event of the run (``by_configuration``, ``promises.by_configuration``:
     G0 under ``interleaved-writes`` holds whatever a run does; a lost write permitted by an
-    election may be the damage's instead) or by the damage itself (``DAMAGE_RULE``: the
-    record at that offset was in a batch the damage reached unchecked)."""
+    election may be the damage's instead) or by the damage itself (``DAMAGE_RULES``: the
+    record at that offset was in a batch the damage reached unchecked, or that recovery cut
+    from the last replica that had it)."""
     anomalies = result.get("anomalies") or {}
     return [n for n in result.get("anomaly_types") or []
             if (anomalies.get(n) or {}).get("count") is None
             or anomalies[n]["count"] > (anomalies[n].get("by_configuration") or 0)
-            + (anomalies[n].get("rules") or {}).get(DAMAGE_RULE, 0)]
+            + sum((anomalies[n].get("rules") or {}).get(r, 0) for r in DAMAGE_RULES)]
 
 
 def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
     """Why findings after a file fault decide nothing yet: but for a record the damage
-    reached where nothing checks it (``DAMAGE_RULE``), no rule says what Kafka promises once
-    a broker's own files are damaged (what recovery cuts and an election then loses, where a
-    changed batch header sends a reader), so such an anomaly found in a run that damaged
-    files is neither permitted nor a violation, and the verdict is unknown with the damage
-    named; findings the configuration alone, or the damage, permits stay permitted
-    (``_after_damage``). Without such a finding the run stays
-    valid: nothing met the damage that the checkers could see."""
+    reached where nothing checks it, or that recovery cut from the last replica that had it
+    (``DAMAGE_RULES``), no rule says what Kafka promises once a broker's own files are
+    damaged (where a changed batch header sends a reader, what a damaged index or
+    checkpoint does), so such an anomaly found in a run that damaged files is neither
+    permitted nor a violation, and the verdict is unknown with the damage named; findings
+    the configuration alone, or the damage, permits stay permitted (``_after_damage``).
+    Without such a finding the run stays valid: nothing met the damage that the checkers
+    could see."""
     found = _after_damage(result)
     if not damaged or not found:
         return []
@@ -121,7 +123,8 @@ def judge_run(result: dict, facts: dict) -> dict:
     ``"unknown"`` with the unmet step among ``unknown_reasons``; violations found stay
     violations. So does a final heal that did not complete (``facts["heal_left"]``: a fault
     that could not be undone, a node not running) or after which the cluster did not recover
-    (``facts["recovery_error"]``: a node that died again, an ISR never full), and a client
+    (``facts["recovery_error"]``: a node that died again, an ISR never full; ``facts["halted"]``
+    names the brokers whose log says they stopped for good, and why), and a client
     driver that failed while the workload ran (``facts["client"]["failed"]``), or a consumer
     group that did not run the protocol asked for (``facts["group"]``), or a share group
     whose state after its final drain still holds records (``facts["share"]``). A run that
@@ -135,7 +138,9 @@ def judge_run(result: dict, facts: dict) -> dict:
     if left := facts.get("heal_left"):
         reasons.append(f"the final heal did not complete: {'; '.join(left)}")
     elif error := facts.get("recovery_error"):  # healed, then a node died or never rejoined
-        reasons.append(f"the cluster did not recover after the final heal: {error}")
+        halted = "".join(f"; {name} stopped for good: {why}"
+                         for name, why in sorted((facts.get("halted") or {}).items()))
+        reasons.append(f"the cluster did not recover after the final heal: {error}{halted}")
     group = facts.get("group") or {}
     if group.get("asked") == "consumer" and group.get("type") != "consumer":
         reasons.append(f"--group-protocol consumer asked, but the coordinator describes the "

@@ -65,6 +65,9 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
             "recovery_error"], facts.get("recovery_error")
         assert any(r.startswith("the cluster did not recover after the final heal")
                    for r in reasons), reasons
+        # each such broker is named, with the line it stopped with
+        assert sorted(facts["halted"]) == down and all(
+            "because all log dirs" in why for why in facts["halted"].values()), facts["halted"]
     elif undecided := [n for n in res["anomaly_types"] if res["anomalies"][n]["count"]
                        > res["anomalies"][n]["by_configuration"]]:
         # findings the configuration alone does not permit: the tool has no rule for them
@@ -188,4 +191,38 @@ def test_a_value_flip_refused_by_the_consumers_crc_check_stalls_the_reads(tmp_pa
     assert res["verdict"] == "unknown", res["verdict"]
     assert any("no ok final read of key(s) 0" in r for r in res["unknown_reasons"]), res[
         "unknown_reasons"]
+    assert leftovers() == []
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("version", ["3.9.1", "4.4.0"])
+def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path, version):
+    """Scenario ``damaged-last-replica``: the ISR shrunk to the leader L, L killed and its
+    active segment damaged, L restarted. L's log says its recovery cut the segment (the
+    precondition); without ELR (3.9) the followers truncate to L's log, and every write
+    lost is at or above the cut and permitted by it; with ELR (4.4) none is lost. Valid on
+    both."""
+    proc = kafka_chaos("run", "--scenario", "damaged-last-replica", "--kafka-version",
+                       version, "--time-limit", "60", "--seed", "5", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    facts = res["run"]
+    assert facts["scenario"]["steps_done"] == 5 and "unmet" not in facts["scenario"], facts
+    ops = read_history(run / "history.jsonl")
+    [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
+              and op.type.value == "ok"]
+    [(name, d)] = flip["damaged"].items()
+    assert flip["killed"] == [name] and d["kind"] == "segment", flip
+    log = (run / "nodes" / name / "logs" / "server.log").read_text(errors="replace")
+    assert "Found invalid messages in log segment" in log, d
+    cut = min(set(d["batches"]) - set(d["unchecked"]))
+    lost = res["anomalies"]["lost-write"]
+    if version == "4.4.0":
+        assert lost["count"] == 0, lost
+    for ex in lost["examples"]:
+        assert ex["rule"] == "last-in-sync-replica-cut-by-recovery" and ex["offset"] >= cut, ex
+        assert ex["evidence"]["from_offset"] == cut and ex["evidence"]["nodes"] == [name]
+    assert proc.returncode == 0 and res["verdict"] == "valid", (res.get("unknown_reasons"),
+                                                               proc.stdout[-3000:])
+    print(f"{version}: {name} cut from offset {cut}; lost writes {lost['count']}")
     assert leftovers() == []

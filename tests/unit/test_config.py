@@ -25,7 +25,8 @@ from kafka_chaos.workloads.settings import WorkloadSettings
     ({"min_insync_replicas": 4}, "exceeds the replication factor"),
     ({"brokers": 1}, "exceeds --brokers"),
     ({"scenario": "nope"},
-     "choose from acks1-lagging-follower, acks1-leader-move, delayed-end-txn"),
+     "choose from acks1-lagging-follower, acks1-leader-move, damaged-last-replica, "
+     "delayed-end-txn"),
     ({"scenario": "isr-shrink-unclean", "nemesis": ["kill"]}, "--nemesis none"),
     ({"nemesis": ["request"]}, "request faults happen in the Kafka protocol proxy; add --proxy"),
     ({"proxy_fault": "forget-leader-epoch"}, "--proxy-fault: request faults happen in the "

@@ -90,3 +90,57 @@ def test_a_damage_before_the_write_or_across_the_read_explains_nothing_for_sure(
 def test_a_damaged_index_or_checkpoint_is_no_segment_damage():
     r, lo, hi = _window(file="data/t-0/00000000000000000000.index")
     assert _judge(r, "garbage-read", 5, lo, hi)["outcome"] == VIOLATION
+
+
+def _cut(isr: list[int], *, started: bool = True, unchecked=()) -> tuple[Rec, int, int]:
+    """n1, in ISR ``isr`` of t-0, killed and its active segment damaged in the batch of
+    offsets 4-6 (in bytes its CRC covers unless ``unchecked``), then started: its recovery
+    cuts its log there. The window runs from before the damage to after the start."""
+    r = Rec().sample(t0=(1, 1, isr), t1=(1, 1, [1, 2, 3]))
+    lo = r.at
+    _damage(r, running=False, unchecked=unchecked)
+    if started:
+        r.nemesis("start", {"target": [1]}, {"started": ["n1"]})
+    r.sample(t0=(1, 2, [1]), t1=(1, 1, [1, 2, 3]))
+    return r, lo, r.at
+
+
+@pytest.mark.parametrize("isr, offset, outcome", [
+    ([1], 5, PERMITTED),          # the lone in-sync replica came back without the batch
+    ([1], 9, PERMITTED),          # ... and without every batch after it
+    ([1], 3, VIOLATION),          # below the cut: recovery kept it
+    ([1, 2, 3], 5, VIOLATION),    # the other in-sync replicas had it: n1 refetches
+])
+def test_a_recovery_cut_loses_what_only_the_cut_node_had_from_the_damaged_batch_on(
+        isr, offset, outcome):
+    r, lo, hi = _cut(isr)
+    verdict = _judge(r, "lost-write", offset, lo, hi)
+    assert verdict["outcome"] == outcome, verdict
+    if outcome == PERMITTED:
+        assert verdict["rule"] == "last-in-sync-replica-cut-by-recovery"
+        assert verdict["evidence"].facts["from_offset"] == 4
+        assert verdict["evidence"].facts["nodes"] == [1]
+
+
+def test_a_cut_that_never_came_or_was_never_checked_explains_nothing_for_sure():
+    """Without a start the node never recovered: the cut may lie past the read (doubt); a
+    damage only in bytes no CRC covers is no cut (its records are served as they are)."""
+    r, lo, hi = _cut([1], started=False)
+    assert _judge(r, "lost-write", 5, lo, hi)["outcome"] == UNEXPLAINED
+    r, lo, hi = _cut([1], unchecked=[4])
+    verdict = _judge(r, "lost-write", 5, lo, hi)
+    assert verdict["rule"] == "damage-served-unchecked", verdict
+    r, lo, hi = _cut([1])
+    assert _judge(r, "nonmonotonic-poll", None, lo, hi)["outcome"] == UNEXPLAINED  # no offset
+
+
+def test_a_poll_pair_is_judged_at_its_later_offset():
+    """A consumer stepping back from 9 to 3 met a log truncated at or below 9: a cut from 4
+    explains it, one from 10 cannot (``judge._offset``)."""
+    from kafka_chaos.analysis.judge import _offset
+
+    assert _offset("nonmonotonic-poll", {"offsets": [9, 3]}) == 9
+    assert _offset("lost-write", {"offset": 4}) == 4 and _offset("group-skip", {}) is None
+    r, lo, hi = _cut([1])
+    assert _judge(r, "nonmonotonic-poll", 9, lo, hi)["outcome"] == PERMITTED
+    assert _judge(r, "nonmonotonic-poll", 3, lo, hi)["outcome"] == VIOLATION

@@ -103,3 +103,26 @@ def test_a_restart_after_election_lines_still_names_the_logs_own_node(tmp_path):
     [leader, started] = kafka_log.read([log], T0)
     assert (leader.kind, leader.leader) == ("leader", 3)
     assert (started.kind, started.node) == ("start", "n3")
+
+
+def test_a_broker_that_stopped_for_good_is_named_by_its_last_fatal_line():
+    """The line with which Kafka halts a broker whose every log directory failed (a damaged
+    checkpoint: ``docs/file-faults.md`` K7b), or on a fatal fault, is the reason the verdict
+    gives (``verdict.judge_run``); a log without one gives none."""
+    from kafka_chaos.verdict import judge_run
+
+    lines = ["[2026-11-30 10:00:00,000] INFO [KafkaRaftServer nodeId=2] Kafka Server started",
+             "[2026-11-30 10:00:05,001] ERROR Shutdown broker because all log dirs in "
+             "/kc/n2/data have failed (kafka.log.LogManager)"]
+    reason = kafka_log.halt_reason(lines)
+    assert reason == ("Shutdown broker because all log dirs in /kc/n2/data have failed "
+                      "(kafka.log.LogManager)")
+    assert kafka_log.halt_reason(lines[:1]) is None
+    fatal = "[x] ERROR Encountered fatal fault: Error starting LogManager (org.apache...)"
+    assert kafka_log.halt_reason([fatal]).startswith("Encountered fatal fault: Error starting")
+    result = judge_run({"valid": True, "anomaly_types": []},
+                       {"recovery_error": "2/3 brokers registered: [1, 3]",
+                        "halted": {"n2": reason}})
+    assert result["valid"] == "unknown" and result["unknown_reasons"] == [
+        "the cluster did not recover after the final heal: 2/3 brokers registered: [1, 3]; "
+        f"n2 stopped for good: {reason}"]

@@ -45,7 +45,7 @@ def test_built_in_scenarios_load_and_unknown_names_are_refused():
     for name in script.names():
         assert load_scenario(name).name == name
     with pytest.raises(ValueError, match="choose from acks1-lagging-follower, acks1-leader-move, "
-                       "delayed-end-txn"):
+                       "damaged-last-replica, delayed-end-txn"):
         load_scenario("split-brain")
 
 
