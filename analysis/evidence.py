@@ -85,7 +85,8 @@ Event kinds (``Event.kind``), per topic-partition:
 - ``file-damage``: a ``bitflip``, ``truncate`` or ``zero`` op (``nemesis.files``) damaged a
   log segment of that partition on one node, located by the op. ``facts``: ``node``,
   ``f``, ``file``, ``running`` (the broker was left up: it serves the changed bytes as they
-  are, no recovery checked them), ``offsets`` (``[first, last]`` offsets of each batch the
+  are, no recovery checked them), ``active`` (the active segment, which recovery after a
+  kill reads; else the oldest rolled one), ``offsets`` (``[first, last]`` offsets of each batch the
   damage touched), ``unchecked`` (the base offsets of those touched only in the bytes no
   CRC covers), ``past_batches`` (it touched bytes after the last whole batch, whose offsets
   the record lacks). A file op of unknown outcome is in ``Record.damage_maybe``.

@@ -9,6 +9,10 @@ from kafka_chaos.analysis.record import (DAMAGES, END, FILE_DAMAGE, MAX_BLIND_NS
                                          RECOVERY_CUT, TP, Event, Record, Stretch)
 
 
+#: The file kinds that are a partition's log segments (``catalogue.faults.FILE_KINDS``): its
+#: active one, which recovery after a kill reads, and its oldest rolled one, which it may
+#: not (below the recovery point once flushed, ``docs/file-faults.md`` R2).
+SEGMENTS = ("segment", "old-segment")
 #: Nemesis ops that never start a broker's process (``docs/history-format.md``): a node a
 #: power loss took down stays down across them. Any other op may have started it again
 #: (a file damage kills its nodes, never starts one: ``DAMAGES``).
@@ -30,6 +34,7 @@ def file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
         rec.events.setdefault(tp, []).append(Event(
             FILE_DAMAGE, tp, r["op"], r["index"], r["invoke_time"], r["time"],
             {"node": ids[name], "f": r["f"], "file": d["file"], "running": name in running,
+             "active": d.get("kind") == "segment",
              "offsets": d.get("offsets"), "unchecked": d.get("unchecked") or [],
              "past_batches": bool(d.get("past_batches"))}))
 
@@ -42,7 +47,7 @@ def recovery_cut(rec: Record, r: dict, name: str, later: list[dict], ids: dict[s
     ops after ``r``, in order (the first that may have started the node ends the event).
     Judged as a power loss of that node's log of the partition (``power_loss``)."""
     d = (r["done"].get("damaged") or {}).get(name) or {}
-    tp = segment_tp(d)
+    tp = segment_tp(d) if d.get("kind") == "segment" else None  # the active one only
     cut = sorted(set(d.get("batches") or ()) - set(d.get("unchecked") or ()))
     if tp is None or name not in ids or not cut:
         return
@@ -59,7 +64,7 @@ def segment_tp(d: dict) -> TP | None:
     """The partition whose log segment a damage record names (``<topic>-<p>/<base>.log``
     in the node's directory), or None for another file."""
     path = str(d.get("file") or "")
-    if d.get("kind") != "segment" or not path.endswith(".log") or "/" not in path:
+    if d.get("kind") not in SEGMENTS or not path.endswith(".log") or "/" not in path:
         return None
     return tp_of(path.rsplit("/", 2)[-2])
 

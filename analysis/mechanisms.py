@@ -318,14 +318,18 @@ def _covers(e: ev.Event, offset: int) -> bool | None:
     """Whether damage ``e`` reached the record at ``offset`` in a way nothing checks: a
     touched batch holds it, and the broker was left running on the damaged file (no recovery
     read it) or the batch was touched only where no CRC looks. None when the record cannot
-    tell (no batch offsets recorded, or bytes past the last whole batch touched and the
-    offset beyond every batch it names)."""
+    tell (no batch offsets recorded; bytes past the last whole batch touched and the offset
+    beyond every batch it names; a rolled segment damaged after a kill)."""
     spans = e.facts.get("offsets")
     if spans is None:
         return None
     for first, last in spans:
         if first <= offset <= last:
-            return bool(e.facts.get("running")) or first in e.facts.get("unchecked", ())
+            if e.facts.get("running") or first in e.facts.get("unchecked", ()):
+                return True
+            # after a kill, recovery reads the active segment; a rolled one only when its
+            # recovery point was not checkpointed past it, which the record does not show
+            return False if e.facts.get("active", True) else None
     if e.facts.get("past_batches") and offset > max((b for _, b in spans), default=-1):
         return None
     return False

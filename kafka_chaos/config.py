@@ -291,7 +291,7 @@ class RunConfig(BaseModel):
     nemesis_targets: str = setting(
         "", section="nemesis", key="targets", report=True,
         help="Comma list of targets the faults draw from: one, leader, controller, follower, "
-        "minority, majority, all or node ids (kill, stop, pause, roll, clock, "
+        "followers, minority, majority, all or node ids (kill, stop, pause, roll, clock, "
         "lose-unfsynced, file); lagging-leader (kill); lone-leader (kill, lose-unfsynced); "
         "in-sync-follower (leader); isolate-one, halves, isolate-leader, isolate-controller, "
         "bridge, leader-replication, zombie-leader, clients-leader, clients-one, "

@@ -52,8 +52,8 @@ def find(data_dir: Path, kind: str, topic: str, partition: int,
          metadata_dir: Path | None = None) -> Path | None:
     """The file of ``kind`` (``FILE_KINDS``, ``METADATA_KINDS``) in ``data_dir`` for
     ``topic``-``partition`` (the metadata log's in ``metadata_dir``, default ``data_dir``):
-    for a segment's files, the one with the highest base offset (the active segment's);
-    None when the node has none (a producer snapshot is written at a segment roll or a clean
+    for a segment's files, the one with the highest base offset (the active segment's), or
+    for ``old-segment`` the lowest of two or more; None when the node has none (a producer snapshot is written at a segment roll or a clean
     shutdown only). Raises ``ValueError`` for an unknown kind."""
     if kind not in FILE_KINDS and kind not in METADATA_KINDS:
         raise ValueError(f"file kind {kind!r}: choose from "
@@ -61,6 +61,9 @@ def find(data_dir: Path, kind: str, topic: str, partition: int,
     part = data_dir / f"{topic}-{partition}"
     if kind in METADATA_KINDS and kind != "meta.properties":
         part = (metadata_dir or data_dir) / _METADATA
+    if kind == "old-segment":  # the oldest of several: never the active one
+        found = sorted(part.glob("*.log"))
+        return found[0] if len(found) > 1 else None
     if kind in _SUFFIX:
         found = sorted(part.glob(f"*{_SUFFIX[kind]}"))
         return found[-1] if found else None

@@ -162,9 +162,10 @@ class Step(BaseModel):
         if self.running and not set(self.do) & set(PACKAGES["file"].start):
             raise ValueError("running (damage without a kill) goes with do: "
                              f"{', '.join(PACKAGES['file'].start)}")
-        if self.flip != "any" and (self.do != ["bitflip"] or self.file != "segment"):
-            raise ValueError(f"flip: {self.flip} goes with do: bitflip and file: segment "
-                             "(a record's value is in a log segment)")
+        if self.flip != "any" and (self.do != ["bitflip"]
+                                   or self.file not in ("segment", "old-segment")):
+            raise ValueError(f"flip: {self.flip} goes with do: bitflip and file: segment or "
+                             "old-segment (a record's value is in a log segment)")
         if self.retry_every is not None and self.until is None:
             raise ValueError("retry_every needs until (what to retry for)")
         if self.at is not None and self.after:

@@ -57,21 +57,23 @@ def active_controller(cluster) -> Node | None:
 
 def pick(cluster, rng, live: list[Node], value: dict | None) -> list[Node]:
     """The nodes a process fault aims at, among ``live`` ones (``PROCESS_TARGETS`` or a list
-    of node ids in ``value["target"]``; ``leader`` and ``follower`` of ``value["topic"]``-
-    ``value["partition"]``). Empty when the target is not there (no leader, not live).
+    of node ids in ``value["target"]``; ``leader``, ``follower`` and ``followers`` (every
+    live one) of ``value["topic"]``-``value["partition"]``). Empty when the target is not there (no leader, not live).
     ``minority`` is ``(n - 1) // 2`` nodes of all ``n``, ``majority`` ``n // 2 + 1``, both
     drawn from the live ones. Raises ``NemesisError`` for an unknown target."""
     value = value or {}
     target = value.get("target", "one")
     if isinstance(target, list):
         return [n for n in live if n.node_id in target]
-    if target in ("leader", "follower"):
+    if target in ("leader", "follower", "followers"):
         state = partition_of(cluster, value["topic"], value.get("partition", 0))
         if state is None:
             return []
         if target == "leader":
             return [n for n in live if n.node_id == state.leader]
         followers = [n for n in live if n.node_id in state.replicas and n.node_id != state.leader]
+        if target == "followers":
+            return followers
         return [rng.choice(followers)] if followers else []
     if target == "controller":
         node = active_controller(cluster)

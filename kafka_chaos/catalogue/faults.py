@@ -16,7 +16,8 @@ import dataclasses
 from typing import Any
 
 #: Process targets (besides an explicit list of node ids).
-PROCESS_TARGETS = ("one", "leader", "controller", "follower", "minority", "majority", "all")
+PROCESS_TARGETS = ("one", "leader", "controller", "follower", "followers", "minority", "majority",
+                   "all")
 #: ``kill`` only: the leader of the fault's partition, SIGKILLed after ``nemesis.targets.LAG_S``
 #: s with its replication cut, so that its followers lag yet still count as in sync.
 LAGGING_LEADER = "lagging-leader"
@@ -41,6 +42,8 @@ REQUEST_KINDS = ("delay", "hold", "drop-request", "drop-response", "duplicate", 
 #: partition's, then the node's.
 FILE_KINDS = {
     "segment": "the partition's active log segment (<base offset>.log)",
+    "old-segment": "its oldest rolled log segment, flushed once it rolled: no recovery reads "
+                   "it again (present only when segments roll: log.roll.ms, log.segment.bytes)",
     "index": "its offset index (.index)",
     "timeindex": "its time index (.timeindex)",
     "snapshot": "its newest producer-state snapshot (.snapshot)",

@@ -226,3 +226,32 @@ def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path,
                                                                proc.stdout[-3000:])
     print(f"{version}: {name} cut from offset {cut}; lost writes {lost['count']}")
     assert leftovers() == []
+
+
+@pytest.mark.long
+def test_a_rolled_segment_damaged_on_a_follower_is_read_once_it_leads(tmp_path):
+    """Scenario ``rolled-segment-bitflip`` on Kafka 4.4.0: a value bit flipped in the oldest
+    rolled segment of both followers, left running; the leader killed, a follower elected.
+    The final reads meet the new leader's flipped record, and every finding is at that
+    offset and permitted by that follower's damage alone: valid."""
+    proc = kafka_chaos("run", "--scenario", "rolled-segment-bitflip", "--time-limit", "40",
+                       "--seed", "3", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    facts = res["run"]
+    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
+    ops = read_history(run / "history.jsonl")
+    [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
+              and op.type.value == "ok"]
+    assert len(flip["damaged"]) == 2 and sorted(flip["running"]) == sorted(flip["damaged"])
+    leaders = [op.value["partitions"]["kafka-chaos"][0]["leader"] for op in ops
+               if op.process == "monitor" and op.type.value == "ok" and op.value["partitions"]]
+    ids = {v["name"]: int(k) for k, v in read_header(run / "history.jsonl")["nodes"].items()}
+    new = next(name for name in flip["damaged"] if ids[name] == leaders[-1])
+    d = flip["damaged"][new]
+    assert d["kind"] == "old-segment" and len(d["bits"]) == 1, d
+    found = _at_the_flip(res, {**d, "node": new}, d["record"])
+    assert "lost-write" in found and {"corrupt-read", "garbage-read"} & set(found), found
+    assert proc.returncode == 0 and res["verdict"] == "valid", res.get("unknown_reasons")
+    print(f"rolled segment {d['file']} of {new}: record {d['record']}; {sorted(found)}")
+    assert leftovers() == []

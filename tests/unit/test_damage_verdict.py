@@ -19,8 +19,9 @@ _FILE = "data/t-0/00000000000000000000.log"
 
 
 def _damage(r: Rec, *, running: bool = True, offsets=([4, 6],), unchecked=(),
-            file: str = _FILE, type_: str = "ok", past: bool = False) -> Rec:
-    record = {"file": file, "kind": "segment", "bits": [80], "size": [900, 900],
+            file: str = _FILE, type_: str = "ok", past: bool = False,
+            kind: str = "segment") -> Rec:
+    record = {"file": file, "kind": kind, "bits": [80], "size": [900, 900],
               "sha256": ["a", "b"], "batches": [o[0] for o in offsets or ()],
               "offsets": None if offsets is None else [list(o) for o in offsets],
               "unchecked": list(unchecked), "past_batches": past}
@@ -65,6 +66,8 @@ def test_a_damage_under_a_running_broker_explains_what_its_batch_held(name):
     ({"past": True, "running": False}, 9, T0, UNEXPLAINED),
     ({"type_": "info"}, 5, T0, UNEXPLAINED),              # may have damaged anything
     ({"type_": "info"}, 5, T1, UNEXPLAINED),
+    ({"kind": "old-segment"}, 5, T0, PERMITTED),          # a rolled one, under a running broker
+    ({"kind": "old-segment", "running": False}, 5, T0, UNEXPLAINED),  # recovery may skip it
 ])
 def test_only_a_damage_that_reached_the_record_unchecked_explains_it(damage, offset, tp,
                                                                      outcome):
@@ -144,3 +147,19 @@ def test_a_poll_pair_is_judged_at_its_later_offset():
     r, lo, hi = _cut([1])
     assert _judge(r, "nonmonotonic-poll", 9, lo, hi)["outcome"] == PERMITTED
     assert _judge(r, "nonmonotonic-poll", 3, lo, hi)["outcome"] == VIOLATION
+
+
+def test_a_rolled_segment_damaged_after_a_kill_is_no_recovery_cut():
+    """Recovery after a kill always reads the active segment; a rolled one only when the
+    recovery point on disk lies before it: no cut is assumed, the finding is doubt."""
+    r, lo, hi = _cut([1])
+    rec, _ = r.build(replication_factor=3)
+    assert [e.kind for e in rec.events[T0] if e.kind.startswith("recovery")] == ["recovery-cut"]
+    r = Rec().sample(t0=(1, 1, [1]))
+    lo = r.at
+    _damage(r, running=False, kind="old-segment")
+    r.nemesis("start", {"target": [1]}, {"started": ["n1"]})
+    rec, _ = r.build(replication_factor=3)
+    assert not [e for e in rec.events[T0] if e.kind == "recovery-cut"]
+    r.sample(t0=(1, 2, [1]))
+    assert _judge(r, "lost-write", 5, lo, r.at)["outcome"] == UNEXPLAINED

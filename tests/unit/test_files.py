@@ -92,6 +92,11 @@ def _log_dir(root: Path) -> Path:
 def test_files_are_found_by_kafkas_names(tmp_path) -> None:
     data = _log_dir(tmp_path / "data")
     assert find(data, "segment", "kafka-chaos", 0).name == "00000000000000000500.log"
+    assert find(data, "old-segment", "kafka-chaos", 0).name == "00000000000000000000.log"
+    first = data / "kafka-chaos-0" / "00000000000000000000.log"
+    first.rename(first.with_suffix(".gone"))
+    assert find(data, "old-segment", "kafka-chaos", 0) is None  # only the active one left
+    first.with_suffix(".gone").rename(first)
     assert find(data, "index", "kafka-chaos", 0).name == "00000000000000000500.index"
     assert find(data, "leader-epoch-checkpoint", "kafka-chaos", 0).parent.name == \
         "kafka-chaos-0"
