@@ -11,8 +11,9 @@ A consumer's reads are compared only within a *segment*: its position is legitim
 ``assign``/``subscribe`` ops, by rebalance and seek events of that key (Jepsen ignores keys in an
 op's rebalance log), and after a transaction that did not complete ``ok`` (an aborted
 transaction seeks back). Two reads with a record between them that the consumer met but
-could not read (a ``corrupt`` event: ``corrupt-read``) are no skip. Nothing else resets it: a ``send`` that failed never moved a consumer. Final reads are left out: they are fresh consumers reading whole partitions, and a gap in
-them is a ``lost-write``.
+could not read (a ``corrupt`` event: ``corrupt-read``) are no skip. Nothing else resets it:
+a ``send`` that failed never moved a consumer. Final reads are left out: they are fresh
+consumers reading whole partitions, and a gap in them is a ``lost-write``.
 """
 
 from __future__ import annotations
