@@ -14,8 +14,12 @@ after a failed abort) ends the producer, and the process with it, as in Jepsen.
 
 from __future__ import annotations
 
+import re
+
 from confluent_kafka import KafkaError
 
+#: The text a send writes for its value (``str(v)``): no sign but a minus, no leading zero.
+_DECIMAL = re.compile(rb"0|-?[1-9][0-9]*")
 #: librdkafka error names that prove the broker did not append the record.
 DEFINITE_FAILURES = frozenset({
     "MSG_SIZE_TOO_LARGE", "INVALID_MSG", "INVALID_MSG_SIZE",
@@ -73,12 +77,13 @@ def txn_action(error: KafkaError, committing: bool) -> str:
 
 def record_value(raw: bytes | None) -> int | None:
     """The value a polled record carries: the decimal integer a send wrote (``str(v)``
-    encoded), or None when its bytes are no such integer (a record damaged on disk and
-    served as it is: librdkafka checks no CRC by default, ``check.crcs``)."""
-    try:
-        return int(raw)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
+    encoded), or None when its bytes are not such a text (a record damaged on disk and served
+    as it is: librdkafka checks no CRC by default, ``check.crcs``). Only the exact text
+    counts: ``int()`` alone would take a flipped digit turned into a space or a leading
+    zero for a value."""
+    if raw is None or _DECIMAL.fullmatch(raw) is None:
         return None
+    return int(raw)
 
 
 def bad_batch(error: KafkaError | None) -> bool:

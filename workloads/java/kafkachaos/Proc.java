@@ -343,7 +343,10 @@ final class Proc {
                 epochs.put(key, r.leaderEpoch().orElse(-1));
                 long value;
                 try {
-                    value = Long.parseLong(new String(r.value(), StandardCharsets.UTF_8));
+                    String text = new String(r.value(), StandardCharsets.UTF_8);
+                    value = Long.parseLong(text);
+                    // only the exact text a send writes: parseLong takes "+7" and "007" too
+                    if (!Long.toString(value).equals(text)) throw new NumberFormatException(text);
                 } catch (NumberFormatException | NullPointerException e) {
                     // bytes no send wrote (a record damaged on disk): read, with no value
                     event("corrupt", Map.of(key, r.offset()));
