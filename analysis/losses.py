@@ -20,7 +20,7 @@ NOT_STARTING = frozenset((
     "kill", "pause", "resume", "partition", "heal", "clock-bump", "clock-reset",
     "clock-strobe", "crash-clients", "elect-unclean", "move-leader", "restore-leader",
     "unclean-on", "unclean-off", "request-fault", "request-heal", "lose-unfsynced",
-    *DAMAGES))
+    "disk-full", "disk-slow", *DAMAGES))
 
 
 def file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
@@ -71,19 +71,21 @@ def segment_tp(d: dict) -> TP | None:
 
 def started_nodes(r: dict) -> list[str] | None:
     """The node names a nemesis op that may start brokers says it started (``start``,
-    ``heal-all``, ``roll``: ``docs/history-format.md``), or None when it does not say (it
+    ``heal-all``, ``roll``, ``disk-heal``: ``docs/history-format.md``), or None when it does not say (it
     ended ``info``, never ended, or is of another kind): it may have started any."""
     done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
     if done is None:
         return None
-    if r["f"] == "start":
+    if r["f"] in ("start", "disk-heal"):
         return list(done.get("started") or [])
     if r["f"] == "roll":
         return list(done.get("rolled") or [])
     if r["f"] == "heal-all":
         process = done.get("process") if isinstance(done.get("process"), dict) else {}
         start = process.get("start") if isinstance(process.get("start"), dict) else None
-        return None if start is None else list(start.get("started") or [])
+        disk = done.get("disk") if isinstance(done.get("disk"), dict) else {}
+        return None if start is None else [*(start.get("started") or []),
+                                           *(disk.get("started") or [])]
     return None
 
 

@@ -215,6 +215,19 @@ class LosesUnsynced(abc.ABC):
         was set up without the lossy filesystem."""
 
 
+class DiskFaults(abc.ABC):
+    """Ability: a node's data disk made full or slow under its running broker
+    (``clusters.lossyfs``: a write that grows a file fails with ENOSPC; each write and fsync
+    waits)."""
+
+    @abc.abstractmethod
+    def set_disk(self, node: Node, command: str) -> dict:
+        """Send ``command`` (``full``, ``free``, ``slow <ms>``, ``fast``: ``Lossy.disk``) to
+        ``node``'s data filesystem. Returns its state ``{"full": bool, "slow_ms": int}``.
+        Raises ``ClusterError`` when the cluster was set up without the lossy filesystem or
+        it does not answer."""
+
+
 class FilesOnHost(abc.ABC):
     """Ability: a node's Kafka log directory is a directory of this host (the local backend's
     node directories, the docker backend's bind mounts), so a file fault can damage its files

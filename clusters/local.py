@@ -17,9 +17,9 @@ import uuid
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime, kafka_cds, lossymount, netns
-from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DynamicQuorum, ExecResult,
-                                       FilesOnHost, Killable, LosesUnsynced, Node, Pausable,
-                                       Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DiskFaults, DynamicQuorum,
+                                       ExecResult, FilesOnHost, Killable, LosesUnsynced, Node,
+                                       Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
 from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, initial_controllers,
@@ -65,7 +65,7 @@ def kafka_uuid() -> str:
 
 
 class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable,
-                   FilesOnHost, DynamicQuorum):
+                   FilesOnHost, DynamicQuorum, DiskFaults):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -308,6 +308,13 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                                "lossy_fs (the lose-unfsynced fault)")
         self.kill(node)  # the process first: nothing may write after the loss
         return lossymount.command(self.node_dir(node) / "data", "lose")
+
+    def set_disk(self, node: Node, command: str) -> dict:
+        if not self.lossy_fs:
+            raise ClusterError("this cluster has no lossy filesystem: set it up with "
+                               "lossy_fs (the disk fault)")
+        report = lossymount.command(self.node_dir(node) / "data", command)
+        return {"full": report.get("full"), "slow_ms": report.get("slow_ms")}
 
     def set_clock(self, node: Node, offset_s: float) -> None:
         if not self.clock:

@@ -17,9 +17,11 @@ What it models and what it does not (say so wherever its results are reported):
 
 Run as ``python -m kafka_chaos.clusters.lossyfs BACKING_DIR MOUNTPOINT`` (foreground; unmount with
 ``fusermount3 -u``). Control: the file ``CONTROL`` at the mount root (hidden from listings):
-write ``lose`` (drop unsynced data) or ``sync`` (take every current length as synced, e.g.
-after formatting); read it for the last report as JSON ``{"files": {path: [synced_bytes,
-lost_bytes]}, "lost_bytes": int}``. Built on mfusepy (a maintained fusepy fork, libfuse 3).
+write ``lose`` (drop unsynced data), ``sync`` (take every current length as synced, e.g.
+after formatting), or a disk fault (``Lossy.disk``: ``full``, ``free``, ``slow <ms>``,
+``fast``); read it for the last report as JSON ``{"files": {path: [synced_bytes,
+lost_bytes]}, "lost_bytes": int, "full": bool, "slow_ms": int}``. Built on mfusepy (a
+maintained fusepy fork, libfuse 3).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import os
 import sys
 import threading
+import time
 from typing import Callable
 
 #: The control file's name at the mount root.
@@ -49,6 +52,37 @@ class Lossy:
         self._synced: dict[str, int] = {}  # files changed since their last fsync -> length then
         self._lock = threading.Lock()
         self.report: dict = {"files": {}, "lost_bytes": 0}
+        #: the disk is full: a write that grows a file fails with ENOSPC
+        self.full = False
+        #: seconds each write and fsync waits first: a slow disk
+        self.delay_s = 0.0
+
+    def disk(self, command: str) -> None:
+        """``full`` (writes that grow a file fail with ENOSPC, as on a full disk: the blocks
+        it has stay writable), ``free``, ``slow <ms>`` (each write and fsync waits that long
+        first) or ``fast``. Raises ``ValueError`` for another command."""
+        what, _, arg = command.partition(" ")
+        if what in ("full", "free"):
+            self.full = what == "full"
+        elif what == "slow" and arg.isdigit():
+            self.delay_s = int(arg) / 1000
+        elif what == "fast" and not arg:
+            self.delay_s = 0.0
+        else:
+            raise ValueError(f"unknown disk command {command!r}")
+
+    def disk_state(self) -> dict:
+        """``{"full": bool, "slow_ms": int}``: what ``disk`` set."""
+        return {"full": self.full, "slow_ms": round(self.delay_s * 1000)}
+
+    def write_allowed(self, end: int, size: Callable[[], int]) -> None:
+        """Wait as a slow disk does, then raise ``OSError`` ENOSPC when the disk is full and a
+        write up to byte ``end`` would grow the file (``size``: its length now, asked only
+        then)."""
+        if self.delay_s:
+            time.sleep(self.delay_s)
+        if self.full and end > size():
+            raise OSError(errno.ENOSPC, "No space left on device (lossyfs: full)")
 
     def real(self, path: str) -> str:
         """The backing path of mount-relative ``path``."""
@@ -149,7 +183,7 @@ def operations(backing: str):
                     "st_ctime": st.st_ctime_ns}
 
         def _report(self) -> bytes:
-            return json.dumps(lossy.report).encode()
+            return json.dumps({**lossy.report, **lossy.disk_state()}).encode()
 
         @oserror
         def readdir(self, path, fh):
@@ -243,8 +277,12 @@ def operations(backing: str):
                 elif command == "sync":
                     lossy.sync_all()
                 else:
-                    raise OSError(errno.EINVAL, command)
+                    try:
+                        lossy.disk(command)
+                    except ValueError:
+                        raise OSError(errno.EINVAL, command) from None
                 return len(data)
+            lossy.write_allowed(offset + len(data), lambda: os.fstat(fh).st_size)
             lossy.before_write(path, lambda: os.fstat(fh).st_size)
             return os.pwrite(fh, data, offset)
 
@@ -261,6 +299,7 @@ def operations(backing: str):
 
         @oserror
         def fallocate(self, path, mode, offset, size, fh):
+            lossy.write_allowed(offset + size, lambda: os.fstat(fh).st_size)
             lossy.before_write(path, os.fstat(fh).st_size)
             os.posix_fallocate(fh, offset, size)
             return 0
@@ -277,6 +316,8 @@ def operations(backing: str):
         @oserror
         def fsync(self, path, datasync, fh):
             if fh != _CONTROL_FH:
+                if lossy.delay_s:
+                    time.sleep(lossy.delay_s)
                 # the backing file need not reach the disk: only our record of it matters
                 lossy.fsynced(path)
             return 0

@@ -105,6 +105,6 @@ def _backend_options(cfg: RunConfig, faults: frozenset[str]) -> backends.Backend
         containers=tuple(c.strip() for c in (cfg.containers or "").split(",") if c.strip()),
         client_properties=Path(cfg.client_properties) if cfg.client_properties else None,
         accept_unknown_host_keys=cfg.accept_unknown_host_keys,
-        lossy_fs=bool(set(starts("lose-unfsynced")) & faults),
+        lossy_fs=bool(set(starts("lose-unfsynced") + starts("disk")) & faults),
         clock=bool(set(starts("clock")) & faults),
         dynamic_quorum=bool(set(starts("membership")) & faults))

@@ -53,8 +53,9 @@ def find(data_dir: Path, kind: str, topic: str, partition: int,
     """The file of ``kind`` (``FILE_KINDS``, ``METADATA_KINDS``) in ``data_dir`` for
     ``topic``-``partition`` (the metadata log's in ``metadata_dir``, default ``data_dir``):
     for a segment's files, the one with the highest base offset (the active segment's), or
-    for ``old-segment`` the lowest of two or more; None when the node has none (a producer snapshot is written at a segment roll or a clean
-    shutdown only). Raises ``ValueError`` for an unknown kind."""
+    for ``old-segment`` the lowest of two or more; None when the node has none (a producer
+    snapshot is written at a segment roll or a clean shutdown only). Raises ``ValueError``
+    for an unknown kind."""
     if kind not in FILE_KINDS and kind not in METADATA_KINDS:
         raise ValueError(f"file kind {kind!r}: choose from "
                          f"{', '.join([*FILE_KINDS, *METADATA_KINDS])}")

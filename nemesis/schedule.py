@@ -18,6 +18,7 @@ from kafka_chaos.clusters.base import Partitionable, Pausable, Skewable
 from kafka_chaos.history import NEMESIS, HistoryWriter, OpType
 from kafka_chaos.nemesis.base import Composed, Nemesis
 from kafka_chaos.nemesis.clock import ClockNemesis
+from kafka_chaos.nemesis.disk import DiskNemesis
 from kafka_chaos.nemesis.faults import PartitionNemesis, ProcessNemesis
 from kafka_chaos.nemesis.files import FileNemesis
 from kafka_chaos.nemesis.leaders import LeaderNemesis
@@ -80,6 +81,8 @@ def unhealed(cluster, healed: dict[str, Any], proxy=None) -> list[str]:
 #: package it performs); the runner adds the two that need more than the cluster: the
 #: unclean toggle (the run's topics) and the proxy's request faults.
 PERFORMED_BY: dict[str, type[Nemesis]] = {
+    # the disk heals before the processes: a broker a full disk halted starts only once free
+    "disk": DiskNemesis,
     "kill": ProcessNemesis, "stop": ProcessNemesis, "pause": ProcessNemesis,
     "lose-unfsynced": ProcessNemesis, "roll": ProcessNemesis, "partition": PartitionNemesis,
     "loss": PartitionNemesis, "clock": ClockNemesis, "leader": LeaderNemesis,

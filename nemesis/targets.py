@@ -58,7 +58,8 @@ def active_controller(cluster) -> Node | None:
 def pick(cluster, rng, live: list[Node], value: dict | None) -> list[Node]:
     """The nodes a process fault aims at, among ``live`` ones (``PROCESS_TARGETS`` or a list
     of node ids in ``value["target"]``; ``leader``, ``follower`` and ``followers`` (every
-    live one) of ``value["topic"]``-``value["partition"]``). Empty when the target is not there (no leader, not live).
+    live one) of ``value["topic"]``-``value["partition"]``). Empty when the target is not
+    there (no leader, not live).
     ``minority`` is ``(n - 1) // 2`` nodes of all ``n``, ``majority`` ``n // 2 + 1``, both
     drawn from the live ones. Raises ``NemesisError`` for an unknown target."""
     value = value or {}

@@ -139,6 +139,10 @@ PACKAGES: dict[str, FaultKind] = {
                           "was earlier; local, docker"),
     # a KRaft voter removed (or stopped, wiped and removed: replaced), then every removed one
     # added back (nemesis.membership; KIP-853's dynamic quorum, Kafka 3.9+)
+    # a broker's data disk full (growing writes fail with ENOSPC) or slow, while it runs
+    "disk": FaultKind(("disk-full", "disk-slow"), "disk-heal", ("follower", "one"),
+                      PROCESS_TARGETS, "#D8C0A8", note="a broker's data disk full or slow "
+                      "under it (lossyfs); local"),
     "membership": FaultKind(("remove-voter", "replace-voter"), "add-voter",
                             ("one", "controller"), ("one", "controller"), "#A0E9A8",
                             note="KRaft voters removed or replaced, then added back "

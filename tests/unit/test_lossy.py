@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 
+import pytest
+
 from kafka_chaos.clusters.lossyfs import Lossy
 
 
@@ -58,3 +60,29 @@ def test_truncation_is_kept_and_sync_all_makes_everything_durable(tmp_path):
     _write(lossy, "/b", b"b" * 10, new=True)
     lossy.sync_all()
     assert lossy.lose()["lost_bytes"] == 0 and os.path.getsize(lossy.real("/b")) == 10
+
+
+def test_a_full_disk_refuses_only_writes_that_grow_a_file_and_a_slow_one_waits(tmp_path):
+    """``full``: a write past a file's end fails with ENOSPC, one inside it goes through (the
+    blocks it has stay writable: Kafka's mmapped indexes); ``slow <ms>`` delays each write."""
+    import errno
+    import time
+
+    lossy = Lossy(str(tmp_path))
+    lossy.write_allowed(100, lambda: 10)  # not full: anything goes
+    lossy.disk("full")
+    assert lossy.disk_state() == {"full": True, "slow_ms": 0}
+    lossy.write_allowed(10, lambda: 10)
+    with pytest.raises(OSError) as refused:
+        lossy.write_allowed(11, lambda: 10)
+    assert refused.value.errno == errno.ENOSPC
+    lossy.disk("free")
+    lossy.disk("slow 30")
+    started = time.monotonic()
+    lossy.write_allowed(11, lambda: 10)
+    assert time.monotonic() - started >= 0.03 and lossy.disk_state()["slow_ms"] == 30
+    lossy.disk("fast")
+    assert lossy.disk_state() == {"full": False, "slow_ms": 0}
+    for bad in ("slow", "slow x", "fast 3", "explode"):
+        with pytest.raises(ValueError, match="unknown disk command"):
+            lossy.disk(bad)
