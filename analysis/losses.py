@@ -71,8 +71,9 @@ def segment_tp(d: dict) -> TP | None:
 
 def started_nodes(r: dict) -> list[str] | None:
     """The node names a nemesis op that may start brokers says it started (``start``,
-    ``heal-all``, ``roll``, ``disk-heal``: ``docs/history-format.md``), or None when it does not say (it
-    ended ``info``, never ended, or is of another kind): it may have started any."""
+    ``heal-all``, ``roll``, ``disk-heal``: ``docs/history-format.md``), or None when it does
+    not say (it ended ``info``, never ended, or is of another kind): it may have started
+    any."""
     done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
     if done is None:
         return None
