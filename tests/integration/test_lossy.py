@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import errno
 import mmap
 import os
 import random
@@ -50,10 +51,23 @@ def test_the_mount_drops_exactly_what_was_not_fsynced(tmp_path):
         os.rename(mnt / "tmp.ckpt", mnt / "final.ckpt")
         report = lossymount.command(mnt, "lose")
         assert report == {"files": {"/seg.log": [1000, 234], "/final.ckpt": [0, 10]},
-                          "lost_bytes": 244}
+                          "lost_bytes": 244, "full": False, "slow_ms": 0}
         assert (mnt / "seg.log").read_bytes() == b"a" * 1000  # not the kernel's stale cache
         assert (tmp_path / "disk" / "idx").read_bytes()[:4] == b"idx!"
         assert (mnt / "final.ckpt").stat().st_size == 0
+        # a full disk: an append fails with ENOSPC, a write inside the file goes through
+        assert lossymount.command(mnt, "full")["full"] is True
+        fd = os.open(mnt / "seg.log", os.O_WRONLY)
+        try:
+            os.pwrite(fd, b"z" * 10, 0)
+            with pytest.raises(OSError) as refused:
+                os.pwrite(fd, b"z" * 10, 1000)
+            assert refused.value.errno == errno.ENOSPC
+            lossymount.command(mnt, "free")
+            os.pwrite(fd, b"z" * 10, 1000)
+        finally:
+            os.close(fd)
+        assert (mnt / "seg.log").stat().st_size == 1010
     finally:
         assert lossymount.unmount(mnt)
     assert not _mounted(mnt) and leftovers() == []
@@ -224,4 +238,30 @@ def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_pat
             assert any(inv.index <= e["indexes"][0] <= e["indexes"][1] <= loss.index
                        and [round(t / 1e9, 3) for t in loss.value["lost"][name]["cut_ns"]]
                        == e["at_s"] for inv, loss in losses for name in loss.value["lost"]), e
+    assert leftovers() == []
+
+
+@pytest.mark.long
+def test_a_leader_whose_disk_fills_halts_and_nothing_acknowledged_is_lost(tmp_path):
+    """Scenario ``full-disk-leader`` on Kafka 4.4.0: partition 0's leader L gets a full data
+    disk under it. L's log says Kafka failed its log directory and halted it (the
+    precondition: the ENOSPC reached Kafka); a follower is elected; ``disk-heal`` frees the
+    disk and starts L, which rejoins the ISR; the safe configuration loses nothing: valid."""
+    proc = kafka_chaos("run", "--scenario", "full-disk-leader", "--time-limit", "60",
+                       "--seed", "2", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    res = results_of(run, proc)
+    facts = res["run"]
+    assert facts["scenario"]["steps_done"] == 5 and "unmet" not in facts["scenario"], facts
+    name = facts["scenario"]["marks"]["L"]
+    ops = read_history(run / "history.jsonl")
+    done = {op.f: op.value for op in ops if op.process == "nemesis" and op.type.value == "ok"}
+    assert done["disk-full"]["full"] == [name] and done["disk-full"]["state"][name]["full"]
+    assert done["disk-heal"]["started"] == [name], done["disk-heal"]
+    log = (run / "nodes" / name / "logs" / "server.log").read_text(errors="replace")
+    assert "No space left on device" in log and "have failed" in log, name
+    for anomaly in ("lost-write", "unseen", "duplicate", "inconsistent-offsets"):
+        assert res["anomalies"][anomaly]["count"] == 0, (anomaly, res["anomalies"][anomaly])
+    assert proc.returncode == 0 and res["verdict"] == "valid", res.get("unknown_reasons")
+    assert not facts["heal_left"] and res["stats"]["acked_sends"] > 300, facts
     assert leftovers() == []
