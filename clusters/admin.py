@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import uuid
+from typing import Callable
 
 from confluent_kafka import (Consumer, KafkaError, KafkaException, TopicCollection,
                             TopicPartition)
@@ -133,12 +134,14 @@ def create_topic(bootstrap: str, topic: str, partitions_n: int, replication_fact
 
 
 def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: float = 120.0,
-               log_tail=None, security: ClientSecurity | None = None) -> float:
+               log_tail=None, security: ClientSecurity | None = None,
+               gone: Callable[[], str | None] | None = None) -> float:
     """Wait until ``broker_count`` brokers are registered and every partition of ``topics`` has
     a leader and a full ISR (ISR == replicas). Returns the seconds waited.
 
     Raises ``NotReady`` after ``timeout_s`` with the last observed state, plus ``log_tail()``'s
-    text (the nodes' log tails) when given.
+    text (the nodes' log tails) when given; at once when ``gone()``, asked while the cluster
+    is not ready, says why it never will be (a broker that stopped for good).
     """
     admin = client(bootstrap, security=security)
     start = time.monotonic()
@@ -164,8 +167,15 @@ def wait_ready(bootstrap: str, broker_count: int, topics: list[str], timeout_s: 
             last.append(str(exc))
             return False
 
+    def ready_or_gone() -> bool:
+        if ready():
+            return True
+        if gone is not None and (why := gone()) is not None:
+            raise NotReady(f"cluster not ready: {last[-1]}; {why}")
+        return False
+
     try:
-        wait_until(ready, timeout_s, 0.5, "a ready cluster")
+        wait_until(ready_or_gone, timeout_s, 0.5, "a ready cluster")
     except WaitTimeout:
         msg = f"cluster not ready after {timeout_s:.0f} s: {last[-1]}"
         if log_tail is not None:

@@ -331,9 +331,11 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             "before the next (faults and acks=all make ops slow); more --clients or a lower "
             "--rate make the rate the one asked")
     try:
-        waited = admin.wait_ready(cluster.bootstrap_servers, len(cluster.brokers),
-                                  list(keys.topic_partitions), timeout_s=90,
-                                  security=cluster.security)
+        waited = admin.wait_ready(
+            cluster.bootstrap_servers, len(cluster.brokers), list(keys.topic_partitions),
+            timeout_s=90, security=cluster.security,
+            # a broker that stopped for good never comes back: no use waiting the 90 s out
+            gone=lambda: "; ".join(f"{n} stopped for good" for n in _halted(cluster)) or None)
         facts["recovery_s"] = round(waited, 2)
     except Exception as exc:  # final reads are still tried; the verdict may become unknown
         facts["recovery_error"] = str(exc)
