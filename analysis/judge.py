@@ -320,6 +320,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
                          reset=ex.get("reset") if name == "group-skip" else False,
                          read_before=bool(ex.get("read_before")) and name in _TO_READ,
                          offset=_offset(name, ex),
+                         copies=tuple(ex["offsets"]) if name == "duplicate" and ex.get(
+                             "offsets") else None,
                          ack_ns=acked,
                          read_to=ex.get("final_end") if name == "unseen" else None)
 

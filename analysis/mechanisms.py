@@ -46,7 +46,8 @@ class Case:
     ``ack_ns``: when a lost or unseen write's delivery report was served (ns on the history
     clock; the broker acknowledged it before): an event the record locates after it came
     after the acknowledgement, even within the same stretch between two of the record's
-    ops. ``offset`` is then the offset it was acknowledged at.
+    ops. ``offset`` is then the offset it was acknowledged at. ``copies``: the offsets a
+    ``duplicate``'s value was read at.
     """
 
     tp: tuple[str, int] | None
@@ -65,6 +66,7 @@ class Case:
     reset: bool | None = False
     read_before: bool = False
     ack_ns: int | None = None
+    copies: tuple[int, ...] | None = None
 
 
 def changes(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -335,13 +337,24 @@ def _covers(e: ev.Event, offset: int) -> bool | None:
     return False
 
 
+def _reached(c: Case) -> tuple[int, ...]:
+    """The offsets whose records a damage must have reached to explain the finding: its own
+    (``Case.offset``), or a duplicate's copies (``Case.copies``)."""
+    return c.copies or (() if c.offset is None else (c.offset,))
+
+
 def damaged_unchecked(rec: ev.Record, c: Case) -> list[ev.Event]:
     """File damage within the window of the finding's partition that reached its record
     (``Case.offset``) unchecked (``_covers``): the broker serves a segment's bytes as they
-    are (``docs/file-faults.md``, S1), so a reader meets the changed record."""
-    if c.offset is None:
+    are (``docs/file-faults.md``, S1), so a reader meets the changed record. A duplicate is
+    explained when every copy of its value but one was such a record: a changed value that
+    came out as another written one."""
+    offsets = _reached(c)
+    events = rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi)
+    hit = {o: [e for e in events if _covers(e, o)] for o in offsets}
+    if not offsets or sum(1 for o in offsets if not hit[o]) > (1 if c.copies else 0):
         return []
-    return [e for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi) if _covers(e, c.offset)]
+    return [e for e in events if any(e is x for found in hit.values() for x in found)]
 
 
 def damage_applies(rec: ev.Record, c: Case) -> bool:
@@ -356,9 +369,10 @@ def damage_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
     but that the record cannot settle: one whose batches it cannot match to the offset
     (``_covers`` None), one that straddles an edge of the window, or a file op of unknown
     outcome that may lie in it."""
+    offsets = _reached(c)
     for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi, loose=True):
-        reach = None if c.offset is None else _covers(e, c.offset)
-        if reach is None or (reach and not e.inside(c.lo, c.hi)):
+        reach = [_covers(e, o) for o in offsets]
+        if not offsets or None in reach or (any(reach) and not e.inside(c.lo, c.hi)):
             return e.stretch
     return next(((a, b, None, None) for a, b in rec.damage_maybe
                  if a <= c.hi and c.lo <= b), None)

@@ -217,14 +217,15 @@ RULES: tuple[Rule, ...] = (
                    "had the writes was down",
          also=m.RESUMED_BLIND),
     Rule("damage-served-unchecked",
-         (GARBAGE_READ, CORRUPT_READ, "lost-write", "unseen", "inconsistent-offsets"),
+         (GARBAGE_READ, CORRUPT_READ, "lost-write", "unseen", "inconsistent-offsets",
+          "duplicate"),
          lambda c: bool(c.get("file_damage")),
          "a file fault changed the bytes of the batch holding the record on a broker's disk "
          "where nothing checks them: the broker serves a segment as it is and checks CRCs "
          "only in recovery at startup, which a broker left running never ran, and the "
          "bytes in front of the CRC are checked by nothing; the reader got the changed "
-         "record (another value, bytes that are no value, or a batch its own CRC check "
-         "refused) instead of the one written",
+         "record (another value, perhaps one written elsewhere: a duplicate; bytes that "
+         "are no value; or a batch its own CRC check refused) instead of the one written",
          "docs/file-faults.md (S1, R1-R3, B1); librdkafka CONFIGURATION.md, `check.crcs`",
          "Verify CRC32 of consumed messages, ensuring no on-the-wire or on-disk corruption to "
          "the messages occurred. This check comes at slightly increased CPU usage.",

@@ -20,7 +20,7 @@ from kafka_chaos.nemesis import script
 #: The packages a scenario's nemesis is built for: any its steps may ask for (the unclean
 #: toggle, the proxy's request faults and the client crash come with every run).
 SCRIPTED = ("kill", "stop", "pause", "partition", "clock", "leader", "file", "rollback",
-            "membership")
+            "membership", "disk")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -155,7 +155,7 @@ PACKAGES: dict[str, FaultKind] = {
 #: Fault packages only a cluster of the tool's own takes: they need libfaketime, the lossy
 #: filesystem, the brokers' files or a quorum formatted dynamic, which an attached cluster
 #: has not.
-OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "rollback", "membership")
+OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "rollback", "membership", "disk")
 #: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
 #: packages that change a setting (``unclean``) are left out: they fault nothing.
 STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}

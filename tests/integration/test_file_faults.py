@@ -152,13 +152,14 @@ def _at_the_flip(res: dict, damage: dict, offset: int) -> dict[str, list[dict]]:
     first, last = next((a, b) for a, b in damage["offsets"] if a <= offset <= b)
     found = {}
     for name in ("corrupt-read", "garbage-read", "lost-write", "inconsistent-offsets",
-                 "unseen"):
+                 "unseen", "duplicate"):
         a = res["anomalies"][name]
         if not a["count"]:
             continue
         assert a["outcomes"] == {"permitted": a["count"], "violation": 0, "unexplained": 0}, a
         for ex in a["examples"]:
-            assert ex["key"] == 0 and first <= ex["offset"] <= last, (name, ex, offset)
+            at = ex.get("offsets") if name == "duplicate" else [ex["offset"]]
+            assert ex["key"] == 0 and any(first <= o <= last for o in at), (name, ex, offset)
             assert ex["rule"] == "damage-served-unchecked", (name, ex)
             assert (ex["evidence"]["node"], ex["evidence"]["file"]) == (damage["node"],
                                                                         damage["file"])
@@ -169,11 +170,13 @@ def _at_the_flip(res: dict, damage: dict, offset: int) -> dict[str, list[dict]]:
 def test_a_value_flipped_under_a_running_leader_is_read_changed_and_pinned_on_it(tmp_path):
     """With librdkafka's default (``check.crcs`` off) the readers get the flipped bytes:
     the written value is gone from its offset (``lost-write``) and another value or
-    unreadable bytes stand there (``garbage-read`` or ``corrupt-read``); every such finding
-    is at that offset and permitted by the damage, so the verdict is valid."""
+    unreadable bytes stand there (``garbage-read``, ``inconsistent-offsets``, a
+    ``duplicate`` when the new value was written elsewhere, or ``corrupt-read``); every such
+    finding is at that offset and permitted by the damage, so the verdict is valid."""
     res, damage, offset = _value_flip(tmp_path)
     found = _at_the_flip(res, damage, offset)
-    assert "lost-write" in found and {"corrupt-read", "garbage-read"} & set(found), found
+    assert "lost-write" in found and {"corrupt-read", "garbage-read",
+                                      "inconsistent-offsets"} & set(found), found
     assert res["verdict"] == "valid" and not res.get("unknown_reasons"), res.get(
         "unknown_reasons")
     print(f"value flip at offset {offset} on {damage['node']}: {sorted(found)}")
@@ -251,7 +254,8 @@ def test_a_rolled_segment_damaged_on_a_follower_is_read_once_it_leads(tmp_path):
     d = flip["damaged"][new]
     assert d["kind"] == "old-segment" and len(d["bits"]) == 1, d
     found = _at_the_flip(res, {**d, "node": new}, d["record"])
-    assert "lost-write" in found and {"corrupt-read", "garbage-read"} & set(found), found
+    assert "lost-write" in found and {"corrupt-read", "garbage-read",
+                                      "inconsistent-offsets"} & set(found), found
     assert proc.returncode == 0 and res["verdict"] == "valid", res.get("unknown_reasons")
     print(f"rolled segment {d['file']} of {new}: record {d['record']}; {sorted(found)}")
     assert leftovers() == []

@@ -163,3 +163,19 @@ def test_a_rolled_segment_damaged_after_a_kill_is_no_recovery_cut():
     assert not [e for e in rec.events[T0] if e.kind == "recovery-cut"]
     r.sample(t0=(1, 2, [1]))
     assert _judge(r, "lost-write", 5, lo, r.at)["outcome"] == UNEXPLAINED
+
+
+def test_a_duplicate_is_explained_when_every_copy_but_one_was_damaged():
+    """A flipped digit that gave another written value: that value at its own offset and
+    at the damaged one (5) is a duplicate the damage explains; with a third, undamaged copy
+    it explains only one of two extra copies: a violation."""
+    def judged(copies):
+        r, lo, hi = _window()
+        r.sample(t0=(1, 1, [1, 2, 3]), t1=(1, 1, [1, 2, 3]))
+        rec, facts = r.build(replication_factor=3, idempotence=True)
+        return judge_case("duplicate", Case(T0, lo, hi, copies=copies), facts, rec)
+
+    verdict = judged((2, 5))
+    assert verdict["outcome"] == PERMITTED and verdict["rule"] == "damage-served-unchecked"
+    assert judged((2, 3, 5))["outcome"] == VIOLATION
+    assert judged((2, 9))["outcome"] == VIOLATION  # 9: past the damaged batch
