@@ -184,6 +184,20 @@ def test_a_value_flipped_under_a_running_leader_is_read_changed_and_pinned_on_it
 
 
 @pytest.mark.long
+def test_the_java_clients_crc_check_stops_its_consumers_at_a_flipped_value(tmp_path):
+    """With ``--client java`` (``check.crcs`` on by default) each workload consumer that
+    reads the flipped record's batch throws at it at every poll (``CompletedFetch``): each
+    such poll is a ``corrupt`` event of that record, permitted by the damage; the final
+    reads (librdkafka, off) get its bytes: valid."""
+    res, damage, offset = _value_flip(tmp_path, "--client", "java")
+    found = _at_the_flip(res, damage, offset)
+    [met] = found["corrupt-read"]
+    assert met["reads"] > 1 and met["processes"], met
+    assert res["verdict"] == "valid", res.get("unknown_reasons")
+    assert leftovers() == []
+
+
+@pytest.mark.long
 def test_a_value_flip_refused_by_the_consumers_crc_check_stalls_the_reads(tmp_path):
     """With ``--check-crcs`` the readers refuse the flipped record's batch (librdkafka
     ``_BAD_MSG``) and stay at it: a ``corrupt-read`` at that offset, permitted by the

@@ -14,9 +14,12 @@ import java.util.Optional;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import org.apache.kafka.clients.consumer.ConsumerRebalanceListener;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.ConsumerRecords;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -332,12 +335,51 @@ final class Proc {
         return new Object[] {"ok", value, null};
     }
 
-    /** One consumer poll: the poll micro-op (callbacks' events are appended before it). */
+    /** What the consumer throws for a batch that fails its CRC check (CompletedFetch)... */
+    private static final Pattern BAD_BATCH = Pattern.compile(
+            "Record batch for partition (.+)-(\\d+) at offset (\\d+) is invalid");
+    /** ...and at every poll after, the consumer staying at that record (CompletedFetch). */
+    private static final Pattern STUCK = Pattern.compile(
+            "Received exception when fetching the next record from (.+)-(\\d+)\\. If needed");
+
+    /**
+     * The partition and offset of the record a poll refused ({@code BAD_BATCH}, in the
+     * exception or its causes: the batch's base offset; else {@code STUCK}: the consumer's
+     * position, where it stays), or null for another exception.
+     */
+    private Object[] refused(KafkaException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            Matcher m = BAD_BATCH.matcher(String.valueOf(t.getMessage()));
+            if (m.find()) {
+                return new Object[] {new TopicPartition(m.group(1), Integer.parseInt(m.group(2))),
+                        Long.parseLong(m.group(3))};
+            }
+        }
+        Matcher m = STUCK.matcher(String.valueOf(e.getMessage()));
+        if (!m.find()) return null;
+        TopicPartition tp = new TopicPartition(m.group(1), Integer.parseInt(m.group(2)));
+        return new Object[] {tp, consumer.position(tp)};
+    }
+
+    /**
+     * One consumer poll: the poll micro-op (callbacks' events are appended before it, and a
+     * {@code corrupt} event for a record that is no value a send wrote or a batch refused).
+     */
     private List<Object> poll() {
         Map<String, List<Object>> read = new LinkedHashMap<>();
         if (consumer != null) {
-            for (ConsumerRecord<byte[], byte[]> r
-                    : consumer.poll(Duration.ofMillis(s.pollTimeoutMs))) {
+            ConsumerRecords<byte[], byte[]> polled;
+            try {
+                polled = consumer.poll(Duration.ofMillis(s.pollTimeoutMs));
+            } catch (KafkaException e) {
+                // a batch the CRC check refused (check.crcs, on by default): the consumer
+                // stays at it and throws again at every poll (CompletedFetch)
+                Object[] at = refused(e);
+                if (at == null) throw e;
+                event("corrupt", Map.of(Integer.toString(s.key((TopicPartition) at[0])), at[1]));
+                return List.of("poll", read);
+            }
+            for (ConsumerRecord<byte[], byte[]> r : polled) {
                 String key = Integer.toString(s.key(new TopicPartition(r.topic(), r.partition())));
                 uncommitted.put(key, r.offset() + 1);
                 epochs.put(key, r.leaderEpoch().orElse(-1));
