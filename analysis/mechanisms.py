@@ -337,6 +337,23 @@ def _covers(e: ev.Event, offset: int) -> bool | None:
     return False
 
 
+def _served(rec: ev.Record, e: ev.Event, c: Case) -> bool | None:
+    """Whether the node damage ``e`` changed may have served the finding's record: it led
+    the partition in the last monitor sample before the damage or in one from it to the end
+    of the window (readers fetch from the leader). None when no sample shows it leading but
+    the record cannot rule it out there: blind on the partition, or an election it did not
+    see."""
+    topic, partition = c.tp
+    before = [x for x in rec.samples if x[0] <= e.lo][-1:]  # the leader when it came
+    for index, _, _, value in before + [x for x in rec.samples if e.lo <= x[0] <= c.hi]:
+        if any(p.get("partition") == partition and p.get("leader") == e.facts["node"]
+               for p in ((value.get("partitions") or {}).get(topic) or ())):
+            return True
+    if rec.blind_in(c.tp, e.lo, c.hi) or rec.of(c.tp, ev.UNSEEN, e.lo, c.hi):
+        return None
+    return False
+
+
 def _reached(c: Case) -> tuple[int, ...]:
     """The offsets whose records a damage must have reached to explain the finding: its own
     (``Case.offset``), or a duplicate's copies (``Case.copies``)."""
@@ -345,12 +362,13 @@ def _reached(c: Case) -> tuple[int, ...]:
 
 def damaged_unchecked(rec: ev.Record, c: Case) -> list[ev.Event]:
     """File damage within the window of the finding's partition that reached its record
-    (``Case.offset``) unchecked (``_covers``): the broker serves a segment's bytes as they
-    are (``docs/file-faults.md``, S1), so a reader meets the changed record. A duplicate is
+    (``Case.offset``) unchecked (``_covers``) on a node that then led it (``_served``): the
+    broker serves a segment's bytes as they are (``docs/file-faults.md``, S1), so a reader
+    meets the changed record. A duplicate is
     explained when every copy of its value but one was such a record: a changed value that
     came out as another written one."""
     offsets = _reached(c)
-    events = rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi)
+    events = [e for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi) if _served(rec, e, c)]
     hit = {o: [e for e in events if _covers(e, o)] for o in offsets}
     if not offsets or sum(1 for o in offsets if not hit[o]) > (1 if c.copies else 0):
         return []
@@ -367,12 +385,13 @@ def damage_applies(rec: ev.Record, c: Case) -> bool:
 def damage_unjudged(rec: ev.Record, c: Case) -> ev.Stretch | None:
     """A damage of the partition that may lie in the window and may have reached the record
     but that the record cannot settle: one whose batches it cannot match to the offset
-    (``_covers`` None), one that straddles an edge of the window, or a file op of unknown
-    outcome that may lie in it."""
+    (``_covers`` None), one that straddles an edge of the window or whose node may have led
+    unseen (``_served`` None), or a file op of unknown outcome that may lie in it."""
     offsets = _reached(c)
     for e in rec.of(c.tp, ev.FILE_DAMAGE, c.lo, c.hi, loose=True):
         reach = [_covers(e, o) for o in offsets]
-        if not offsets or None in reach or (any(reach) and not e.inside(c.lo, c.hi)):
+        if not offsets or None in reach or (any(reach) and (
+                not e.inside(c.lo, c.hi) or _served(rec, e, c) is None)):
             return e.stretch
     return next(((a, b, None, None) for a, b in rec.damage_maybe
                  if a <= c.hi and c.lo <= b), None)

@@ -179,3 +179,17 @@ def test_a_duplicate_is_explained_when_every_copy_but_one_was_damaged():
     assert verdict["outcome"] == PERMITTED and verdict["rule"] == "damage-served-unchecked"
     assert judged((2, 3, 5))["outcome"] == VIOLATION
     assert judged((2, 9))["outcome"] == VIOLATION  # 9: past the damaged batch
+
+
+def test_a_damage_on_a_node_that_never_led_explains_nothing():
+    """Readers fetch from the leader: a follower's damaged batch reaches none while it
+    never leads (the samples say n1 led throughout); once it leads, it does."""
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.nemesis("bitflip", {"target": "one"}, {"running": ["n2"], "damaged": {"n2": {
+        "file": _FILE, "kind": "segment", "bits": [80], "size": [9, 9], "sha256": ["a", "b"],
+        "batches": [4], "offsets": [[4, 6]], "unchecked": [], "past_batches": False}}})
+    r.sample(t0=(1, 1, [1, 2, 3]))
+    assert _judge(r, "garbage-read", 5, lo, r.at)["outcome"] == VIOLATION
+    r.sample(t0=(2, 2, [2, 3]))  # n2 leads later, before the read
+    assert _judge(r, "garbage-read", 5, lo, r.at)["outcome"] == PERMITTED

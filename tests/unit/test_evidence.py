@@ -590,15 +590,15 @@ def test_a_power_loss_of_every_replica_permits_the_loss_with_no_sample_before_it
 def _damaged_read(damage: bool) -> Q:
     """Key 0 gets 100, 101, 102 (offsets 0-2). A consumer reads 100, meets offset 1 as bytes
     it cannot read (a ``corrupt`` event), then reads 102; the final read returns 999 at
-    offset 1. With ``damage``, a ``bitflip`` under the running n2 touched the batch of
-    offset 1 of t-0 between the writes and the reads."""
+    offset 1. With ``damage``, a ``bitflip`` under the running n1, t-0's leader, touched the
+    batch of offset 1 of t-0 between the writes and the reads."""
     x = q()
     sample(x)
     x.assign(5, [0]).send(0, [(0, 100), (0, 101), (0, 102)])
     sample(x)
     if damage:
         x.nemesis("bitflip", {"target": "one", "topic": T, "partition": 0, "running": True},
-                  {"running": ["n2"], "damaged": {"n2": {
+                  {"running": ["n1"], "damaged": {"n1": {
                       "file": "data/t-0/00000000000000000000.log", "kind": "segment",
                       "bits": [700], "size": [900, 900], "sha256": ["a", "b"],
                       "batches": [1], "offsets": [[1, 1]], "unchecked": [],
@@ -615,7 +615,7 @@ def test_a_record_damaged_under_a_running_broker_is_permitted_only_with_its_dama
     """The corrupt record is a ``corrupt-read`` (not a ``poll-skip`` from 0 to 2), its
     changed value a ``garbage-read`` (and ``inconsistent-offsets``: offset 1 holds two
     values), the value it replaced a ``lost-write``: violations
-    without the damage; with it, each permitted by ``damage-served-unchecked`` on n2."""
+    without the damage; with it, each permitted by ``damage-served-unchecked`` on n1."""
     bare = run(_damaged_read(False))
     found = {n: a["count"] for n, a in bare["anomalies"].items() if a["count"]}
     assert found == {"corrupt-read": 1, "garbage-read": 1, "lost-write": 1,
