@@ -57,7 +57,7 @@ def recovery_cut(rec: Record, r: dict, name: str, later: list[dict], ids: dict[s
     hi_ns = (start or {}).get("time") or r["time"]  # for the text: END says "never"
     lost = {"lost": {name: {"logs": {f"{tp[0]}-{tp[1]}/{d.get('file')}": d["size"][0]}}}}
     power_loss(rec, r, lost, ids, states, down, killed, maybe, kind=RECOVERY_CUT,
-                span=(r["op"], hi, r["invoke_time"], hi_ns), extra={"from_offset": cut[0]})
+               span=(r["op"], hi, r["invoke_time"], hi_ns), extra={"from_offset": cut[0]})
 
 
 def segment_tp(d: dict) -> TP | None:
