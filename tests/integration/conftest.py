@@ -163,6 +163,19 @@ def results_of(run_dir: Path, proc: subprocess.CompletedProcess | None = None) -
     return json.loads(path.read_text())
 
 
+def scenario_run(out: Path, name: str, steps: int, *flags: str
+                 ) -> tuple[subprocess.CompletedProcess, Path, dict]:
+    """``kafka-chaos run --scenario name *flags --out out``, checked to have done all its
+    ``steps`` with none unmet (a scenario proves its own preconditions); returns ``(the
+    process, the run directory, results.json)``."""
+    proc = kafka_chaos("run", "--scenario", name, *flags, "--out", str(out))
+    run_dir = out / "latest"
+    res = results_of(run_dir, proc)
+    scenario = res["run"]["scenario"]
+    assert scenario["steps_done"] == steps and "unmet" not in scenario, scenario
+    return proc, run_dir, res
+
+
 def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
                     faults: set[str]) -> dict:
     """Check a run on a cluster that must keep its promises under ``faults`` (the nemesis

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.history import read_header, read_history
-from tests.integration.conftest import kafka_chaos, leftovers, results_of
+from tests.integration.conftest import kafka_chaos, leftovers, results_of, scenario_run
 
 pytestmark = pytest.mark.kafka
 
@@ -84,12 +84,9 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
 
 
 def _rollback(tmp_path, version: str) -> None:
-    proc = kafka_chaos("run", "--scenario", "hw-checkpoint-rollback", "--kafka-version",
-                       version, "--time-limit", "60", "--seed", "3", "--out", str(tmp_path))
-    run = tmp_path / "latest"
-    res = results_of(run, proc)
+    proc, run, res = scenario_run(tmp_path, "hw-checkpoint-rollback", 4, "--kafka-version",
+                                  version, "--time-limit", "60", "--seed", "3")
     facts = res["run"]
-    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
     ops = read_history(run / "history.jsonl")
     done = {op.f: op.value for op in ops if op.process == "nemesis" and op.type.value == "ok"}
     [(name, copied)] = done["snapshot-file"]["copied"].items()
@@ -122,12 +119,9 @@ def _value_flip(tmp_path, *flags: str) -> tuple[dict, dict, int]:
     record, the offset of the flipped record)`` once the record shows the flip was where
     the scenario says: one bit of that record's value, in partition 0's active segment on
     the node that led it (the monitor's last sample before), which was left running."""
-    proc = kafka_chaos("run", "--scenario", "leader-value-bitflip", "--time-limit", "30",
-                       "--seed", "3", *flags, "--out", str(tmp_path))
-    run = tmp_path / "latest"
-    res = results_of(run, proc)
+    _, run, res = scenario_run(tmp_path, "leader-value-bitflip", 2, "--time-limit", "30",
+                               "--seed", "3", *flags)
     facts = res["run"]
-    assert facts["scenario"]["steps_done"] == 2 and "unmet" not in facts["scenario"], facts
     ops = read_history(run / "history.jsonl")
     ids = {v["name"]: int(k) for k, v in read_header(run / "history.jsonl")["nodes"].items()}
     leader = None
@@ -219,12 +213,8 @@ def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path,
     precondition); without ELR (3.9) the followers truncate to L's log, and every write
     lost is at or above the cut and permitted by it; with ELR (4.4) none is lost. Valid on
     both."""
-    proc = kafka_chaos("run", "--scenario", "damaged-last-replica", "--kafka-version",
-                       version, "--time-limit", "60", "--seed", "5", "--out", str(tmp_path))
-    run = tmp_path / "latest"
-    res = results_of(run, proc)
-    facts = res["run"]
-    assert facts["scenario"]["steps_done"] == 5 and "unmet" not in facts["scenario"], facts
+    proc, run, res = scenario_run(tmp_path, "damaged-last-replica", 5, "--kafka-version",
+                                  version, "--time-limit", "60", "--seed", "5")
     ops = read_history(run / "history.jsonl")
     [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
               and op.type.value == "ok"]
@@ -251,12 +241,8 @@ def test_a_rolled_segment_damaged_on_a_follower_is_read_once_it_leads(tmp_path):
     rolled segment of both followers, left running; the leader killed, a follower elected.
     The final reads meet the new leader's flipped record, and every finding is at that
     offset and permitted by that follower's damage alone: valid."""
-    proc = kafka_chaos("run", "--scenario", "rolled-segment-bitflip", "--time-limit", "40",
-                       "--seed", "3", "--out", str(tmp_path))
-    run = tmp_path / "latest"
-    res = results_of(run, proc)
-    facts = res["run"]
-    assert facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts
+    proc, run, res = scenario_run(tmp_path, "rolled-segment-bitflip", 4, "--time-limit",
+                                  "40", "--seed", "3")
     ops = read_history(run / "history.jsonl")
     [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
               and op.type.value == "ok"]

@@ -19,7 +19,7 @@ from kafka_chaos.clusters.backends import BackendOptions, get
 from kafka_chaos.clusters.lossyfs import CONTROL
 from kafka_chaos.history import read_header, read_history
 from kafka_chaos.nemesis.faults import ProcessNemesis
-from tests.integration.conftest import kafka_chaos, leftovers, results_of
+from tests.integration.conftest import kafka_chaos, leftovers, results_of, scenario_run
 
 pytestmark = pytest.mark.kafka
 
@@ -247,12 +247,9 @@ def test_a_leader_whose_disk_fills_halts_and_nothing_acknowledged_is_lost(tmp_pa
     disk under it. L's log says Kafka failed its log directory and halted it (the
     precondition: the ENOSPC reached Kafka); a follower is elected; ``disk-heal`` frees the
     disk and starts L, which rejoins the ISR; the safe configuration loses nothing: valid."""
-    proc = kafka_chaos("run", "--scenario", "full-disk-leader", "--time-limit", "60",
-                       "--seed", "2", "--out", str(tmp_path))
-    run = tmp_path / "latest"
-    res = results_of(run, proc)
+    proc, run, res = scenario_run(tmp_path, "full-disk-leader", 5, "--time-limit", "60",
+                                  "--seed", "2")
     facts = res["run"]
-    assert facts["scenario"]["steps_done"] == 5 and "unmet" not in facts["scenario"], facts
     name = facts["scenario"]["marks"]["L"]
     ops = read_history(run / "history.jsonl")
     done = {op.f: op.value for op in ops if op.process == "nemesis" and op.type.value == "ok"}
