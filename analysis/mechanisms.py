@@ -344,8 +344,12 @@ def _served(rec: ev.Record, e: ev.Event, c: Case) -> bool | None:
     the record cannot rule it out there: blind on the partition, or an election it did not
     see."""
     topic, partition = c.tp
-    before = [x for x in rec.samples if x[0] <= e.lo][-1:]  # the leader when it came
-    for index, _, _, value in before + [x for x in rec.samples if e.lo <= x[0] <= c.hi]:
+    # the samples in index order: from the last one before the damage (the leader when it
+    # came) to the window's end, found by bisection, not by a walk of the whole run
+    first = max(bisect.bisect_right(rec.samples, e.lo, key=lambda x: x[0]) - 1, 0)
+    for index, _, _, value in rec.samples[first:]:
+        if index > c.hi:
+            break
         if any(p.get("partition") == partition and p.get("leader") == e.facts["node"]
                for p in ((value.get("partitions") or {}).get(topic) or ())):
             return True

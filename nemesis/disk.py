@@ -49,17 +49,7 @@ class DiskNemesis(Nemesis):
             raise NemesisError("this cluster cannot fault its disks (the local backend, set "
                                "up with its lossy filesystem for the disk fault)")
         if f == HEAL:
-            nodes = [self.cluster.node(i) for i in sorted(self.faulted)]
-            state, started = {}, []
-            for n in nodes:
-                self._set(n, "free")
-                state[n.name] = self._set(n, "fast")
-            for n in nodes:  # a broker the full disk stopped comes back on a free one
-                if not self.cluster.is_running(n):
-                    self.cluster.start(n)
-                    started.append(n.name)
-            self.faulted.clear()
-            return {"healed": [n.name for n in nodes], "state": state, "started": started}
+            return self._heal()
         value = value or {}
         nodes = pick(self.cluster, self.rng, [n for n in self.cluster.nodes
                                               if self.cluster.is_running(n)], value)
@@ -69,6 +59,27 @@ class DiskNemesis(Nemesis):
             self.faulted.add(n.node_id)
             state[n.name] = self._set(n, command)
         return {("full" if f == FULL else "slow"): [n.name for n in nodes], "state": state}
+
+    def _heal(self) -> dict:
+        """Free and speed up every faulted disk, then start each of those brokers that is not
+        running. A disk that does not answer does not keep the others faulted: it stays in
+        ``faulted`` (a later heal tries it again) and is named in the ``NemesisError`` raised
+        once the rest is healed."""
+        state, started, failed = {}, [], []
+        for n in [self.cluster.node(i) for i in sorted(self.faulted)]:
+            try:
+                self._set(n, "free")
+                state[n.name] = self._set(n, "fast")
+            except NemesisError as exc:
+                failed.append(str(exc))
+                continue
+            self.faulted.discard(n.node_id)
+            if not self.cluster.is_running(n):  # the full disk stopped it: back on a free one
+                self.cluster.start(n)
+                started.append(n.name)
+        if failed:
+            raise NemesisError("; ".join(failed))
+        return {"healed": sorted(state), "state": state, "started": started}
 
     def _set(self, node, command: str) -> dict:
         try:

@@ -42,6 +42,8 @@ ZERO_BYTES = 512
 #: Where a ``bitflip`` flips: ``any`` (``BITS`` bits anywhere in the file) or ``value`` (one
 #: bit of one record's value, in a segment: ``value_spans``).
 FLIPS = ("any", "value")
+#: The bit a ``value`` flip flips in a byte of the value (counting from the lowest).
+VALUE_BIT = 6
 _SUFFIX = {"segment": ".log", "index": ".index", "timeindex": ".timeindex",
            "snapshot": ".snapshot", "metadata-segment": ".log",
            "metadata-snapshot": ".checkpoint"}
@@ -135,8 +137,9 @@ def value_spans(content: bytes) -> list[tuple[int, int, int]]:
 
 def damage(path: Path, how: str, rng: random.Random, flip: str = "any") -> dict[str, Any]:
     """Damage the file at ``path`` in place (``DAMAGES``): ``bitflip`` flips ``BITS`` bits at
-    random positions (``flip="value"``: one bit of one record's value, whose offset it
-    records as ``"record"``; a segment only), ``truncate`` cuts it to a random shorter
+    random positions (``flip="value"``: bit ``VALUE_BIT`` of one byte of one record's value,
+    which makes the value unreadable, the record's offset recorded as ``"record"``; a
+    segment only), ``truncate`` cuts it to a random shorter
     length, ``zero`` overwrites up to ``ZERO_BYTES`` bytes at a random position with zeros;
     each change reaches the disk (fsync) before it returns. Returns ``{"size": [before,
     after], "sha256": [before, after]}`` (bytes; hex digests) plus ``"bits": [bit
@@ -163,7 +166,10 @@ def damage(path: Path, how: str, rng: random.Random, flip: str = "any") -> dict[
                     raise NemesisError(f"{path.name} holds no record value to flip a bit of "
                                        "(no uncompressed data batch)")
                 offset, first, end = rng.choice(values)
-                bits = [rng.randrange(first * 8, end * 8)]
+                # bit 6 of one of its bytes: a digit (0x30-0x39) becomes a letter, so the
+                # record reads as no value at all, never as another written one (which would
+                # also move the value's place in each key's order: a finding of every kind)
+                bits = [rng.randrange(first, end) * 8 + VALUE_BIT]
                 out["record"] = offset
             else:
                 bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))

@@ -37,8 +37,8 @@ quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader``
 voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
 before it). A ``crash-clients`` step is unmet when no client crashed, a file damage (``file:``
-names the file, ``running: true`` spares the kill, ``flip: value`` flips one bit of one record's
-value) or a copy when no such file was there, and a
+names the file, ``running: true`` spares the kill, ``flip: value`` makes one record's value
+unreadable with one bit) or a copy when no such file was there, and a
 ``restore-file`` when no copy it put back differed from the file it replaced. A step whose
 ``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).

@@ -365,6 +365,7 @@ def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
         assert first <= bit // 8 < end
         changed = path.read_bytes()
         assert [i for i in range(len(content)) if changed[i] != content[i]] == [bit // 8]
+        assert not chr(changed[bit // 8]).isdigit()  # unreadable, never another value
         assert any(a <= offset <= b for a, b in done["offsets"]) and done["unchecked"] == []
     with pytest.raises(NemesisError, match="no record value"):
         path.write_bytes(batch([b"1"], attributes=2))
