@@ -86,17 +86,20 @@ Event kinds (``Event.kind``), per topic-partition:
   log segment of that partition on one node, located by the op. ``facts``: ``node``,
   ``f``, ``file``, ``running`` (the broker was left up: it serves the changed bytes as they
   are, no recovery checked them), ``active`` (the active segment, which recovery after a
-  kill reads; else the oldest rolled one), ``offsets`` (``[first, last]`` offsets of each batch the
-  damage touched), ``unchecked`` (the base offsets of those touched only in the bytes no
+  kill reads; else the oldest rolled one), ``recovered`` (after a kill: whether that
+  recovery reads the segment, its successor beginning above the recovery point the op read;
+  None when unknown), ``offsets`` (``[first, last]`` offsets of each batch the damage
+  touched), ``unchecked`` (the base offsets of those touched only in the bytes no
   CRC covers), ``past_batches`` (it touched bytes after the last whole batch, whose offsets
   the record lacks). A file op of unknown outcome is in ``Record.damage_maybe``.
-- ``recovery-cut``: a damage op killed a node and damaged the active segment of that
-  partition in bytes its CRC covers (``file-damage``'s batches, less the ``unchecked``
-  ones): at its next start Kafka's recovery cuts that node's log at the first such batch
-  (``docs/file-faults.md``, R1-R5). Facts as ``power-loss``'s (the cut node in ``nodes``,
-  its ISR read before the damage in ``needed``), plus ``from_offset``: the base offset of
-  that batch, below which it keeps every record. Located from the damage op's invoke to
-  the completion of the op that next (maybe) started that node (``END`` if none did).
+- ``recovery-cut``: a damage op killed a node and damaged a segment of that partition that
+  its recovery reads (the active one, or a ``recovered`` rolled one) in bytes its CRC covers
+  (``file-damage``'s batches, less the ``unchecked`` ones): at its next start Kafka's
+  recovery cuts that node's log at the first such batch (``docs/file-faults.md``, R1-R5).
+  Facts as ``power-loss``'s (the cut node in ``nodes``, its ISR read before the damage in
+  ``needed``), plus ``from_offset``: the base offset of that batch, below which it keeps
+  every record. Located from the damage op's invoke to the completion of the op that next
+  (maybe) started that node (``END`` if none did).
 - ``request-duplicated``: the Kafka protocol proxy's ``duplicate`` fault sent Produce
   requests writing to the partition twice (``nemesis.requests``), located by the proxy's own
   times on the history clock (its first and last such request). ``facts``: ``requests``

@@ -10,8 +10,8 @@ from kafka_chaos.analysis.record import (DAMAGES, END, FILE_DAMAGE, MAX_BLIND_NS
 
 
 #: The file kinds that are a partition's log segments (``catalogue.faults.FILE_KINDS``): its
-#: active one, which recovery after a kill reads, and its oldest rolled one, which it may
-#: not (below the recovery point once flushed, ``docs/file-faults.md`` R2).
+#: active one, which recovery after a kill reads, and its oldest rolled one, which it reads
+#: only above the recovery point (``docs/file-faults.md`` R2; the damage op records which).
 SEGMENTS = ("segment", "old-segment")
 #: Nemesis ops that never start a broker's process (``docs/history-format.md``): a node a
 #: power loss took down stays down across them. Any other op may have started it again
@@ -34,7 +34,7 @@ def file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
         rec.events.setdefault(tp, []).append(Event(
             FILE_DAMAGE, tp, r["op"], r["index"], r["invoke_time"], r["time"],
             {"node": ids[name], "f": r["f"], "file": d["file"], "running": name in running,
-             "active": d.get("kind") == "segment",
+             "active": d.get("kind") == "segment", "recovered": d.get("recovered"),
              "offsets": d.get("offsets"), "unchecked": d.get("unchecked") or [],
              "past_batches": bool(d.get("past_batches"))}))
 
@@ -43,11 +43,14 @@ def recovery_cut(rec: Record, r: dict, name: str, later: list[dict], ids: dict[s
                  states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int],
                  killed: frozenset[int], maybe: frozenset[int]) -> None:
     """The ``recovery-cut`` event of damage op ``r`` on node ``name`` (which it killed),
-    when it damaged a segment's batches in bytes their CRC covers; ``later``: the nemesis
+    when it damaged the batches of a segment its recovery reads (the active one, or a rolled
+    one the op found above the recovery point) in bytes their CRC covers; ``later``: the nemesis
     ops after ``r``, in order (the first that may have started the node ends the event).
     Judged as a power loss of that node's log of the partition (``power_loss``)."""
     d = (r["done"].get("damaged") or {}).get(name) or {}
-    tp = segment_tp(d) if d.get("kind") == "segment" else None  # the active one only
+    # the active segment, or a rolled one the damage op found above the recovery point
+    read = d.get("kind") == "segment" or d.get("recovered") is True
+    tp = segment_tp(d) if read else None
     cut = sorted(set(d.get("batches") or ()) - set(d.get("unchecked") or ()))
     if tp is None or name not in ids or not cut:
         return

@@ -321,7 +321,8 @@ def _covers(e: ev.Event, offset: int) -> bool | None:
     touched batch holds it, and the broker was left running on the damaged file (no recovery
     read it) or the batch was touched only where no CRC looks. None when the record cannot
     tell (no batch offsets recorded; bytes past the last whole batch touched and the offset
-    beyond every batch it names; a rolled segment damaged after a kill)."""
+    beyond every batch it names; a rolled segment damaged after a kill without a readable
+    recovery point)."""
     spans = e.facts.get("offsets")
     if spans is None:
         return None
@@ -329,9 +330,10 @@ def _covers(e: ev.Event, offset: int) -> bool | None:
         if first <= offset <= last:
             if e.facts.get("running") or first in e.facts.get("unchecked", ()):
                 return True
-            # after a kill, recovery reads the active segment; a rolled one only when its
-            # recovery point was not checkpointed past it, which the record does not show
-            return False if e.facts.get("active", True) else None
+            # after a kill, recovery reads the active segment, and a rolled one when its
+            # successor begins above the recovery point (the damage op read it: R2)
+            recovered = True if e.facts.get("active", True) else e.facts.get("recovered")
+            return None if recovered is None else not recovered
     if e.facts.get("past_batches") and offset > max((b for _, b in spans), default=-1):
         return None
     return False

@@ -107,10 +107,10 @@ def _no_options(backend: str, options: BackendOptions) -> None:
             f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
             "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
             "the Kafka image and the ssh hosts do not run")
-    if options.dynamic_quorum and backend != "local":
+    if options.dynamic_quorum and backend not in ("local", "ssh"):
         raise EnvironmentUnsupported(
-            f"membership faults need --backend local, not {backend}: they wipe and format a "
-            "controller's metadata directory, which only the local backend does yet")
+            f"membership faults need --backend local or ssh, not {backend}: they wipe and "
+            "format a controller's metadata directory, which the other backends do not yet")
     if options.clock and backend not in ("local", "ssh"):
         raise EnvironmentUnsupported(
             f"clock faults need --backend local or ssh, not {backend}: they preload libfaketime "
@@ -198,7 +198,7 @@ def _ssh() -> Backend:
 
         return ssh.SshCluster(dist, work_dir, hosts(options, brokers, controllers),
                               broker_config, options.accept_unknown_host_keys,
-                              clock=options.clock)
+                              clock=options.clock, dynamic_quorum=options.dynamic_quorum)
 
     def status(options: BackendOptions) -> dict | None:
         from kafka_chaos.clusters import ssh_backend as ssh

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import os
 from pathlib import Path
 
 from kafka_chaos.clusters.security import ClientSecurity
@@ -223,25 +224,93 @@ class DiskFaults(abc.ABC):
     @abc.abstractmethod
     def set_disk(self, node: Node, command: str) -> dict:
         """Send ``command`` (``full``, ``free``, ``slow <ms>``, ``fast``: ``Lossy.disk``) to
-        ``node``'s data filesystem. Returns its state ``{"full": bool, "slow_ms": int}``.
+        ``node``'s data filesystem. Returns its state ``{"full": bool, "slow_ms": int,
+        "refused": n, "delayed": n}`` (``Lossy.disk_state``: writes the full disk refused,
+        writes and fsyncs the slow disk delayed).
         Raises ``ClusterError`` when the cluster was set up without the lossy filesystem or
         it does not answer."""
 
 
-class FilesOnHost(abc.ABC):
-    """Ability: a node's Kafka log directory is a directory of this host (the local backend's
-    node directories, the docker backend's bind mounts), so a file fault can damage its files
-    while the node is down (``nemesis.files``)."""
+class FileAccess(abc.ABC):
+    """Reads and changes the files of a node's Kafka directories, wherever they are: on this
+    host (``LocalFiles``) or over SFTP (``clusters.remote.SftpFiles``). Paths are POSIX path
+    strings on the node's host. A change reaches that host's disk (fsync) before it returns.
+    Errors are ``OSError`` (also for a file that is gone)."""
 
     @abc.abstractmethod
-    def data_dir(self, node: Node) -> Path:
-        """The node's ``log.dirs``: its partitions' directories and checkpoint files (and, in
-        combined mode, ``__cluster_metadata-0``)."""
+    def listdir(self, path: str) -> list[str]:
+        """The names in directory ``path``; ``[]`` when there is no such directory."""
 
-    def metadata_dir(self, node: Node) -> Path:
+    @abc.abstractmethod
+    def size(self, path: str) -> int | None:
+        """The size of regular file ``path``, bytes; None when there is no such file."""
+
+    @abc.abstractmethod
+    def read(self, path: str) -> bytes:
+        """The whole content of ``path``."""
+
+    @abc.abstractmethod
+    def write_at(self, path: str, offset: int, data: bytes) -> None:
+        """Overwrite ``data`` at byte ``offset`` of ``path`` in place (the file stays the one
+        the broker has open)."""
+
+    @abc.abstractmethod
+    def truncate(self, path: str, length: int) -> None:
+        """Cut ``path`` to ``length`` bytes in place."""
+
+
+class LocalFiles(FileAccess):
+    """Files of this host (the local backend's node directories, the docker backend's bind
+    mounts)."""
+
+    def listdir(self, path: str) -> list[str]:
+        try:
+            return sorted(os.listdir(path))
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+
+    def size(self, path: str) -> int | None:
+        return os.stat(path).st_size if os.path.isfile(path) else None
+
+    def read(self, path: str) -> bytes:
+        return Path(path).read_bytes()
+
+    def write_at(self, path: str, offset: int, data: bytes) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.pwrite(fd, data, offset)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def truncate(self, path: str, length: int) -> None:
+        fd = os.open(path, os.O_WRONLY)
+        try:
+            os.ftruncate(fd, length)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class NodeFiles(abc.ABC):
+    """Ability: the tool can read and change a node's Kafka log directory (the local
+    backend's node directories and the docker backend's bind mounts on this host, the ssh
+    backend's over SFTP), so a file fault can damage its files (``nemesis.files``)."""
+
+    @abc.abstractmethod
+    def data_dir(self, node: Node) -> Path | str:
+        """The node's ``log.dirs`` on its host: its partitions' directories and checkpoint
+        files (and, in combined mode, ``__cluster_metadata-0``)."""
+
+    def metadata_dir(self, node: Node) -> Path | str:
         """The node's ``metadata.log.dir`` (``__cluster_metadata-0`` is in it): ``data_dir``
         unless the cluster gives the metadata log a directory of its own."""
         return self.data_dir(node)
+
+    def files(self, node: Node) -> FileAccess:
+        """How to read and change the files under ``data_dir``: those of this host unless
+        the backend says otherwise."""
+        return LocalFiles()
 
 
 class DynamicQuorum(abc.ABC):

@@ -14,7 +14,7 @@ import subprocess
 from pathlib import Path
 
 from kafka_chaos.clusters import netns
-from kafka_chaos.clusters.base import Cluster, ExecResult, FilesOnHost, Killable, Node, Pausable
+from kafka_chaos.clusters.base import Cluster, ExecResult, NodeFiles, Killable, Node, Pausable
 from kafka_chaos.clusters.dist import KafkaDist
 from kafka_chaos.clusters.errors import ClusterError, EnvironmentUnsupported
 from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
@@ -131,7 +131,7 @@ class ContainerControl(Killable, Pausable):
         return ExecResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-class DockerCluster(ContainerControl, Cluster, NamespaceIptables, FilesOnHost):
+class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
     """N brokers (KRaft), optionally C dedicated controllers, one container each.
 
     Args:

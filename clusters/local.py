@@ -18,7 +18,7 @@ from pathlib import Path
 
 from kafka_chaos.clusters import faketime, kafka_cds, lossymount, netns
 from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DiskFaults, DynamicQuorum,
-                                       ExecResult, FilesOnHost, Killable, LosesUnsynced, Node,
+                                       ExecResult, NodeFiles, Killable, LosesUnsynced, Node,
                                        Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
@@ -65,7 +65,7 @@ def kafka_uuid() -> str:
 
 
 class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced, Skewable,
-                   FilesOnHost, DynamicQuorum, DiskFaults):
+                   NodeFiles, DynamicQuorum, DiskFaults):
     """N brokers (KRaft) in network namespaces, optionally with C dedicated controllers.
 
     Args:
@@ -314,7 +314,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
             raise ClusterError("this cluster has no lossy filesystem: set it up with "
                                "lossy_fs (the disk fault)")
         report = lossymount.command(self.node_dir(node) / "data", command)
-        return {"full": report.get("full"), "slow_ms": report.get("slow_ms")}
+        return {k: report.get(k) for k in ("full", "slow_ms", "refused", "delayed")}
 
     def set_clock(self, node: Node, offset_s: float) -> None:
         if not self.clock:
@@ -369,12 +369,19 @@ def directory_id(log_dir: Path) -> str:
     """The ``directory.id`` of the formatted log directory ``log_dir`` (its
     ``meta.properties``, KIP-858). Raises ``ClusterError`` when it has none."""
     try:
-        for line in (Path(log_dir) / "meta.properties").read_text().splitlines():
-            if line.startswith("directory.id="):
-                return line.split("=", 1)[1].strip()
+        text = (Path(log_dir) / "meta.properties").read_text()
     except OSError as exc:
         raise ClusterError(f"{log_dir}: no meta.properties ({exc})") from None
-    raise ClusterError(f"{log_dir}/meta.properties names no directory.id")
+    return directory_id_in(text, str(log_dir))
+
+
+def directory_id_in(meta_properties: str, where: str) -> str:
+    """The ``directory.id`` in the text of a ``meta.properties`` (of directory ``where``, for
+    the error). Raises ``ClusterError`` when it names none."""
+    for line in meta_properties.splitlines():
+        if line.startswith("directory.id="):
+            return line.split("=", 1)[1].strip()
+    raise ClusterError(f"{where}/meta.properties names no directory.id")
 
 
 def recorded_state(prefix: str = DEFAULT_PREFIX) -> dict | None:

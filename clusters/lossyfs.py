@@ -20,8 +20,8 @@ Run as ``python -m kafka_chaos.clusters.lossyfs BACKING_DIR MOUNTPOINT`` (foregr
 write ``lose`` (drop unsynced data), ``sync`` (take every current length as synced, e.g.
 after formatting), or a disk fault (``Lossy.disk``: ``full``, ``free``, ``slow <ms>``,
 ``fast``); read it for the last report as JSON ``{"files": {path: [synced_bytes,
-lost_bytes]}, "lost_bytes": int, "full": bool, "slow_ms": int}``. Built on mfusepy (a
-maintained fusepy fork, libfuse 3).
+lost_bytes]}, "lost_bytes": int, "full": bool, "slow_ms": int, "refused": int, "delayed":
+int}``. Built on mfusepy (a maintained fusepy fork, libfuse 3).
 """
 
 from __future__ import annotations
@@ -56,6 +56,8 @@ class Lossy:
         self.full = False
         #: seconds each write and fsync waits first: a slow disk
         self.delay_s = 0.0
+        #: since the fault was set: writes refused with ENOSPC, writes and fsyncs delayed
+        self.refused = self.delayed = 0
 
     def disk(self, command: str) -> None:
         """``full`` (writes that grow a file fail with ENOSPC, as on a full disk: the blocks
@@ -63,8 +65,12 @@ class Lossy:
         first) or ``fast``. Raises ``ValueError`` for another command."""
         what, _, arg = command.partition(" ")
         if what in ("full", "free"):
+            if what == "full" and not self.full:
+                self.refused = 0
             self.full = what == "full"
         elif what == "slow" and arg.isdigit():
+            if not self.delay_s:
+                self.delayed = 0
             self.delay_s = int(arg) / 1000
         elif what == "fast" and not arg:
             self.delay_s = 0.0
@@ -72,16 +78,27 @@ class Lossy:
             raise ValueError(f"unknown disk command {command!r}")
 
     def disk_state(self) -> dict:
-        """``{"full": bool, "slow_ms": int}``: what ``disk`` set."""
-        return {"full": self.full, "slow_ms": round(self.delay_s * 1000)}
+        """``{"full": bool, "slow_ms": int, "refused": n, "delayed": n}``: what ``disk`` set,
+        and how many writes the full disk refused and how many writes and fsyncs the slow
+        disk delayed since each fault was last set (kept after it ends: what it did)."""
+        return {"full": self.full, "slow_ms": round(self.delay_s * 1000),
+                "refused": self.refused, "delayed": self.delayed}
+
+    def wait(self) -> None:
+        """Wait as a slow disk does before a write or fsync (nothing when it is fast)."""
+        if delay := self.delay_s:
+            with self._lock:
+                self.delayed += 1
+            time.sleep(delay)
 
     def write_allowed(self, end: int, size: Callable[[], int]) -> None:
         """Wait as a slow disk does, then raise ``OSError`` ENOSPC when the disk is full and a
         write up to byte ``end`` would grow the file (``size``: its length now, asked only
         then)."""
-        if self.delay_s:
-            time.sleep(self.delay_s)
+        self.wait()
         if self.full and end > size():
+            with self._lock:
+                self.refused += 1
             raise OSError(errno.ENOSPC, "No space left on device (lossyfs: full)")
 
     def real(self, path: str) -> str:
@@ -316,8 +333,7 @@ def operations(backing: str):
         @oserror
         def fsync(self, path, datasync, fh):
             if fh != _CONTROL_FH:
-                if lossy.delay_s:
-                    time.sleep(lossy.delay_s)
+                lossy.wait()
                 # the backing file need not reach the disk: only our record of it matters
                 lossy.fsynced(path)
             return 0

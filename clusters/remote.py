@@ -13,12 +13,13 @@ import base64
 import logging
 import shlex
 import socket
+import stat
 import threading
 from pathlib import Path
 
 import paramiko
 
-from kafka_chaos.clusters.base import ExecResult
+from kafka_chaos.clusters.base import ExecResult, FileAccess
 from kafka_chaos.clusters.inventory import SshHost
 from kafka_chaos.errors import SshError
 
@@ -201,3 +202,49 @@ class Remote:
             self._sftp.close()
         self._client.close()
 
+
+
+class SftpFiles(FileAccess):
+    """The files of ``remote``'s host, over its SFTP session (``Remote.lock`` held for each
+    call). SFTP has no fsync: a change is followed by ``sync FILE`` (GNU coreutils) on the
+    host, whose failure is an ``OSError`` as SFTP's own errors are."""
+
+    def __init__(self, remote: Remote) -> None:
+        self.remote = remote
+
+    def listdir(self, path: str) -> list[str]:
+        with self.remote.lock:
+            try:
+                return sorted(self.remote.sftp().listdir(path))
+            except FileNotFoundError:
+                return []
+
+    def size(self, path: str) -> int | None:
+        with self.remote.lock:
+            try:
+                attr = self.remote.sftp().stat(path)
+            except FileNotFoundError:
+                return None
+        return attr.st_size if stat.S_ISREG(attr.st_mode or 0) else None
+
+    def read(self, path: str) -> bytes:
+        with self.remote.lock, self.remote.sftp().open(path, "rb") as fh:
+            fh.prefetch()
+            return fh.read()
+
+    def write_at(self, path: str, offset: int, data: bytes) -> None:
+        with self.remote.lock, self.remote.sftp().open(path, "r+b") as fh:
+            fh.seek(offset)
+            fh.write(data)
+        self._sync(path)
+
+    def truncate(self, path: str, length: int) -> None:
+        with self.remote.lock:
+            self.remote.sftp().truncate(path, length)
+        self._sync(path)
+
+    def _sync(self, path: str) -> None:
+        res = self.remote.run(["sync", "--", path])
+        if res.exit != 0:
+            raise OSError(f"{self.remote.label}: sync {path} failed: "
+                          f"{(res.err or res.out).strip()}")

@@ -23,16 +23,18 @@ import shlex
 from pathlib import Path
 
 from kafka_chaos.clusters import faketime
-from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, freeze_script, Killable,
-                                       Node, Partitionable, Pausable, Skewable)
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DynamicQuorum, ExecResult,
+                                       FileAccess, freeze_script, Killable, Node, NodeFiles,
+                                       Partitionable, Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java_version
 from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, DistributionError,
                              EnvironmentUnsupported)
 from kafka_chaos.clusters.inventory import SshHost
-from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
-from kafka_chaos.clusters.local import kafka_uuid, state_dir
+from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, initial_controllers,
+                                               server_properties)
+from kafka_chaos.clusters.local import directory_id_in, kafka_uuid, state_dir
 from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains as _chains
-from kafka_chaos.clusters.remote import Remote, SshError
+from kafka_chaos.clusters.remote import Remote, SftpFiles, SshError
 
 DEFAULT_PREFIX = "kc"
 q = shlex.quote
@@ -61,7 +63,8 @@ def _wait_dead(tenths: int) -> str:
 _KILL = "alive || exit 0; kill -KILL $p; " + _wait_dead(100) + "alive && exit 1; exit 0"
 
 
-class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
+class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable, NodeFiles,
+                 DynamicQuorum):
     """Kafka on the hosts of an inventory (``clusters.inventory``), one node per host.
 
     Args:
@@ -71,6 +74,8 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
         broker_config: server properties overriding ``kafka_config.TEST_DEFAULTS``.
         accept_unknown_host_keys: accept and log host keys ``known_hosts`` lacks.
         prefix: names remote node directories, chains and the state file.
+        dynamic_quorum: format a dynamic KRaft quorum (KIP-853; Kafka 3.9+), each node's
+            metadata log in ``metadata/`` of its own so that ``reformat`` can wipe it alone.
     Raises (from ``setup``):
         SshError: a host is unreachable, refuses the key, or its host key is unknown/changed
             (before anything is created anywhere).
@@ -81,9 +86,11 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
     def __init__(self, dist: KafkaDist, work_dir: Path, hosts: list[SshHost],
                  broker_config: dict[str, str] | None = None,
                  accept_unknown_host_keys: bool = False, prefix: str = DEFAULT_PREFIX,
-                 clock: bool = False) -> None:
+                 clock: bool = False, dynamic_quorum: bool = False) -> None:
         self.dist = dist
         self.clock = clock
+        self.dynamic_quorum = dynamic_quorum
+        self._cluster_id = ""
         self._faketime: dict[int, str] = {}  # node id -> libfaketime's path on its host
         self.work_dir = Path(work_dir).resolve()
         self.hosts = {h.node.node_id: h for h in hosts}
@@ -108,6 +115,18 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
     def node_dir(self, node: Node) -> Path:
         """Local ``<work_dir>/<name>``: the node's config and the logs fetched back."""
         return self.work_dir / node.name
+
+    def data_dir(self, node: Node) -> str:
+        """``<host's work_dir>/<prefix>-<name>/data`` on the node's host (``log.dirs``)."""
+        return f"{self._dir(node)}/data"
+
+    def metadata_dir(self, node: Node) -> str:
+        """``data`` (the first of ``log.dirs``), or under a dynamic quorum ``metadata`` of its
+        own beside it, which ``reformat`` wipes (a combined node keeps its partitions)."""
+        return f"{self._dir(node)}/{'metadata' if self.dynamic_quorum else 'data'}"
+
+    def files(self, node: Node) -> FileAccess:
+        return SftpFiles(self._remote(node))
 
     def _save_state(self) -> None:
         state = {"prefix": self.prefix, "work_dir": str(self.work_dir),
@@ -141,7 +160,12 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
             raise
         self._created = True
         self._save_state()
-        cluster_id = kafka_uuid()
+        self._cluster_id = kafka_uuid()
+        quorum: dict[int, list[str]] = {}
+        if self.dynamic_quorum:
+            voters = initial_controllers(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
+            quorum = {n.node_id: ["--initial-controllers", voters] if n.is_controller
+                      else ["--no-initial-controllers"] for n in self.nodes}
         for node in self.nodes:
             h, r, d = self.hosts[node.node_id], self._remote(node), self._dir(node)
             version = r.run([h.java, "-version"])
@@ -159,18 +183,35 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable):
                         "creating iptables chains (is iptables installed? sudo needed?)")
             local = self.node_dir(node)
             (local / "logs").mkdir(parents=True, exist_ok=True)
-            files = {"server.properties": server_properties(node, self.nodes, f"{d}/data",
-                                                            self.broker_config),
+            files = {"server.properties": server_properties(
+                node, self.nodes, f"{d}/data", self.broker_config, dynamic=self.dynamic_quorum,
+                metadata_dir=self.metadata_dir(node) if self.dynamic_quorum else None),
                      "log4j2.properties": LOG4J2, "log4j.properties": LOG4J1}
             for name, text in files.items():
                 (local / name).write_text(text)
                 r.put_text(text, f"{d}/{name}")
-            self._check(r, r.run([h.java, *self._props(node), "-cp", f"{self._libs(h)}/*",
-                                  "kafka.tools.StorageTool", "format", "-t", cluster_id,
-                                  "-c", f"{d}/server.properties", "--ignore-formatted"],
-                                 timeout_s=120), "formatting storage")
+            self._format(node, quorum.get(node.node_id, []))
         for node in self.nodes:
             self.start(node)
+
+    def _format(self, node: Node, quorum: list[str]) -> None:
+        h, r = self.hosts[node.node_id], self._remote(node)
+        self._check(r, r.run([h.java, *self._props(node), "-cp", f"{self._libs(h)}/*",
+                              "kafka.tools.StorageTool", "format", "-t", self._cluster_id,
+                              "-c", f"{self._dir(node)}/server.properties",
+                              "--ignore-formatted", *quorum], timeout_s=120),
+                    "formatting storage")
+
+    def reformat(self, node: Node) -> str:
+        if self.is_running(node):
+            raise ClusterError(f"{node.name} runs: stop it before wiping its storage")
+        if not self.dynamic_quorum:
+            raise ClusterError("this cluster's quorum is static: set it up with dynamic_quorum")
+        r, meta = self._remote(node), self.metadata_dir(node)
+        self._check(r, r.run(["rm", "-rf", meta]), "wiping the metadata directory")
+        self._format(node, ["--no-initial-controllers"])
+        return directory_id_in(SftpFiles(r).read(f"{meta}/meta.properties").decode(),
+                               f"{r.label}:{meta}")
 
     def _find_faketime(self, node: Node, r: Remote) -> None:
         found = r.script(" ".join(f"test -e {q(lib)} && echo {q(lib)};" for lib in

@@ -396,10 +396,6 @@ class RunConfig(BaseModel):
         if self.keep_topics and self.backend not in ATTACHED:
             raise ValueError(f"--keep-topics: --backend {self.backend} removes its whole "
                              "cluster at the end")
-        for name in ("file", "rollback"):
-            if name in self.nemesis and self.backend == "ssh":
-                raise ValueError(f"--nemesis {name}: the ssh backend's log directories are on "
-                                 "its hosts; file faults run on the local and docker backends")
         if self.backend == "external" and (self.nemesis or self.scenario):
             raise ValueError("--backend external observes a cluster it cannot fault: use "
                              "--nemesis none and no --scenario (attach with docker or ssh "

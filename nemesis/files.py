@@ -14,20 +14,19 @@ file (relative to its directory), its kind, the byte region or bits changed, and
 size and SHA-256 before and after, so that a finding can be located on that node, file and
 offset.
 
-Only on clusters whose log directories are on this host (``clusters.base.FilesOnHost``: the
-local and docker backends).
+On clusters whose log directories the tool can reach (``clusters.base.NodeFiles``: the local
+and docker backends' on this host, the ssh backend's over SFTP).
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
+import posixpath
 import random
-from pathlib import Path
 from typing import Any
 
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
-from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
+from kafka_chaos.clusters.base import FileAccess, Killable, Node, NodeFiles
 from kafka_chaos.nemesis import records
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import pick
@@ -50,36 +49,64 @@ _SUFFIX = {"segment": ".log", "index": ".index", "timeindex": ".timeindex",
 _METADATA = "__cluster_metadata-0"
 
 
-def find(data_dir: Path, kind: str, topic: str, partition: int,
-         metadata_dir: Path | None = None) -> Path | None:
-    """The file of ``kind`` (``FILE_KINDS``, ``METADATA_KINDS``) in ``data_dir`` for
-    ``topic``-``partition`` (the metadata log's in ``metadata_dir``, default ``data_dir``):
-    for a segment's files, the one with the highest base offset (the active segment's), or
-    for ``old-segment`` the lowest of two or more; None when the node has none (a producer
-    snapshot is written at a segment roll or a clean shutdown only). Raises ``ValueError``
-    for an unknown kind."""
+def find(files: FileAccess, data_dir: str, kind: str, topic: str, partition: int,
+         metadata_dir: str | None = None) -> str | None:
+    """The path of the file of ``kind`` (``FILE_KINDS``, ``METADATA_KINDS``) in ``data_dir``
+    for ``topic``-``partition`` (the metadata log's in ``metadata_dir``, default
+    ``data_dir``), read through ``files``: for a segment's files, the one with the highest
+    base offset (the active segment's), or for ``old-segment`` the lowest of two or more;
+    None when the node has none (a producer snapshot is written at a segment roll or a clean
+    shutdown only). Raises ``ValueError`` for an unknown kind."""
     if kind not in FILE_KINDS and kind not in METADATA_KINDS:
         raise ValueError(f"file kind {kind!r}: choose from "
                          f"{', '.join([*FILE_KINDS, *METADATA_KINDS])}")
-    part = data_dir / f"{topic}-{partition}"
+    part = posixpath.join(data_dir, f"{topic}-{partition}")
     if kind in METADATA_KINDS and kind != "meta.properties":
-        part = (metadata_dir or data_dir) / _METADATA
-    if kind == "old-segment":  # the oldest of several: never the active one
-        found = sorted(part.glob("*.log"))
-        return found[0] if len(found) > 1 else None
-    if kind in _SUFFIX:
-        found = sorted(part.glob(f"*{_SUFFIX[kind]}"))
+        part = posixpath.join(metadata_dir or data_dir, _METADATA)
+    suffix = ".log" if kind == "old-segment" else _SUFFIX.get(kind)
+    if suffix is not None:
+        found = [posixpath.join(part, n) for n in files.listdir(part) if n.endswith(suffix)
+                 and files.size(posixpath.join(part, n)) is not None]
+        if kind == "old-segment":  # the oldest of several: never the active one
+            return found[0] if len(found) > 1 else None
         return found[-1] if found else None
-    path = (part if kind in ("leader-epoch-checkpoint", "quorum-state") else data_dir) / kind
-    return path if path.is_file() else None
+    path = posixpath.join(part if kind in ("leader-epoch-checkpoint", "quorum-state")
+                          else data_dir, kind)
+    return path if files.size(path) is not None else None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+def recovery_facts(files: FileAccess, data_dir: str, path: str, topic: str,
+                   partition: int) -> dict[str, Any]:
+    """Whether Kafka's recovery at the next start of a killed broker reads the segment at
+    ``path``: it recovers every segment from the one holding the partition's recovery point
+    to the end, the active one always (``docs/file-faults.md``, R1, R2), so a rolled segment
+    is read only when its successor's base offset lies above the recovery point the broker
+    last checkpointed (``recovery-point-offset-checkpoint`` in ``data_dir``, read now: the
+    broker is down, so this is what its start reads). Returns ``{"recovery_point": offset
+    or None, "next_base": the next segment's base offset or None (the active one),
+    "recovered": bool or None (None: no recovery point for the partition could be read)}``."""
+    part, name = posixpath.split(path)
+    bases = sorted(int(n[:-4]) for n in files.listdir(part)
+                   if n.endswith(".log") and n[:-4].isdigit())
+    mine = int(name[:-4]) if name[:-4].isdigit() else None
+    later = [b for b in bases if mine is not None and b > mine]
+    point = None
+    try:
+        lines = files.read(posixpath.join(data_dir, "recovery-point-offset-checkpoint")
+                           ).decode().splitlines()
+        for line in lines[2:]:  # version, count, then "topic partition offset"
+            t, p, o = line.split()
+            if t == topic and int(p) == partition:
+                point = int(o)
+    except (OSError, UnicodeDecodeError, ValueError):
+        point = None
+    nxt = later[0] if later else None
+    recovered = True if nxt is None else (None if point is None else nxt > point)
+    return {"recovery_point": point, "next_base": nxt, "recovered": recovered}
+
+
+def _sha256(content: bytes) -> str:
+    return hashlib.sha256(content).hexdigest()
 
 
 #: Bytes at the head of a record batch (magic 2) that its CRC-32C does not cover: base offset
@@ -135,83 +162,78 @@ def value_spans(content: bytes) -> list[tuple[int, int, int]]:
     return out
 
 
-def damage(path: Path, how: str, rng: random.Random, flip: str = "any") -> dict[str, Any]:
-    """Damage the file at ``path`` in place (``DAMAGES``): ``bitflip`` flips ``BITS`` bits at
-    random positions (``flip="value"``: bit ``VALUE_BIT`` of one byte of one record's value,
-    which makes the value unreadable, the record's offset recorded as ``"record"``; a
-    segment only), ``truncate`` cuts it to a random shorter
-    length, ``zero`` overwrites up to ``ZERO_BYTES`` bytes at a random position with zeros;
-    each change reaches the disk (fsync) before it returns. Returns ``{"size": [before,
-    after], "sha256": [before, after]}`` (bytes; hex digests) plus ``"bits": [bit
-    positions]`` (bitflip) or ``"region": [first byte, end byte)`` (truncate: what was cut
-    off; zero: what was zeroed); for a log segment (``.log``) also ``"batches"``,
-    ``"offsets"``, ``"unchecked"`` and ``"past_batches"`` (``segment_facts``: the record
-    batches the change touched, as ``batch_spans`` found them before it). Raises
-    ``NemesisError`` for an empty file (nothing to damage), an unknown ``how`` or ``flip``,
-    or a ``value`` flip in a file with no record value."""
-    size = path.stat().st_size
+def damage(files: FileAccess, path: str, how: str, rng: random.Random,
+           flip: str = "any") -> dict[str, Any]:
+    """Damage the file at ``path`` in place through ``files`` (``DAMAGES``): ``bitflip``
+    flips ``BITS`` bits at random positions (``flip="value"``: bit ``VALUE_BIT`` of one byte
+    of one record's value, which makes the value unreadable, the record's offset recorded as
+    ``"record"``; a segment only), ``truncate`` cuts it to a random shorter length, ``zero``
+    overwrites up to ``ZERO_BYTES`` bytes at a random position with zeros; each change
+    reaches the disk (fsync) before it returns. Returns ``{"size": [before, after],
+    "sha256": [before, after]}`` (bytes; hex digests) plus ``"bits": [bit positions]``
+    (bitflip) or ``"region": [first byte, end byte)`` (truncate: what was cut off; zero:
+    what was zeroed); for a log segment (``.log``) also ``"batches"``, ``"offsets"``,
+    ``"unchecked"`` and ``"past_batches"`` (``segment_facts``: the record batches the change
+    touched, as ``batch_spans`` found them before it). Raises ``NemesisError`` for an empty
+    file (nothing to damage), an unknown ``how`` or ``flip``, or a ``value`` flip in a file
+    with no record value; ``OSError`` when the file cannot be read or written."""
+    content = files.read(path)  # before the damage: which records it can reach
+    size = len(content)
     if size == 0:
-        raise NemesisError(f"{path.name} is empty: nothing to damage")
-    before = _sha256(path)
+        raise NemesisError(f"{posixpath.basename(path)} is empty: nothing to damage")
     out: dict[str, Any] = {}
-    # a segment's bytes, read before the damage: which records the damage can reach
-    content = path.read_bytes() if path.suffix == ".log" else None
+    segment = path.endswith(".log")
     if flip not in FLIPS or (flip != "any" and how != "bitflip"):
         raise NemesisError(f"flip {flip!r}: a bitflip's flip is one of {', '.join(FLIPS)}")
-    with open(path, "r+b") as fh:
-        if how == "bitflip":
-            if flip == "value":
-                values = value_spans(content or b"")
-                if not values:
-                    raise NemesisError(f"{path.name} holds no record value to flip a bit of "
-                                       "(no uncompressed data batch)")
-                offset, first, end = rng.choice(values)
-                # bit 6 of one of its bytes: a digit (0x30-0x39) becomes a letter, so the
-                # record reads as no value at all, never as another written one (which would
-                # also move the value's place in each key's order: a finding of every kind)
-                bits = [rng.randrange(first, end) * 8 + VALUE_BIT]
-                out["record"] = offset
-            else:
-                bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))
-            for bit in bits:
-                fh.seek(bit // 8)
-                byte = fh.read(1)[0]
-                fh.seek(bit // 8)
-                fh.write(bytes([byte ^ (1 << (bit % 8))]))
-            out["bits"] = bits
-        elif how == "truncate":
-            keep = rng.randrange(size)
-            fh.truncate(keep)
-            out["region"] = [keep, size]
-        elif how == "zero":
-            length = min(ZERO_BYTES, size)
-            start = rng.randrange(size - length + 1)
-            fh.seek(start)
-            fh.write(bytes(length))
-            out["region"] = [start, start + length]
+    if how == "bitflip":
+        if flip == "value":
+            values = value_spans(content if segment else b"")
+            if not values:
+                raise NemesisError(f"{posixpath.basename(path)} holds no record value to "
+                                   "flip a bit of (no uncompressed data batch)")
+            offset, first, end = rng.choice(values)
+            # bit 6 of one of its bytes: a digit (0x30-0x39) becomes a letter, so the record
+            # reads as no value at all, never as another written one (which would also move
+            # the value's place in each key's order: a finding of every kind)
+            bits = [rng.randrange(first, end) * 8 + VALUE_BIT]
+            out["record"] = offset
         else:
-            raise NemesisError(f"unknown damage {how!r}; choose from {', '.join(DAMAGES)}")
-        fh.flush()
-        os.fsync(fh.fileno())
-    out["size"] = [size, path.stat().st_size]
-    out["sha256"] = [before, _sha256(path)]
-    if content is not None:
+            bits = sorted(rng.sample(range(size * 8), min(BITS, size * 8)))
+        changed = bytearray(content)
+        for bit in bits:
+            changed[bit // 8] ^= 1 << (bit % 8)
+        for at in sorted({bit // 8 for bit in bits}):
+            files.write_at(path, at, bytes(changed[at:at + 1]))
+        out["bits"] = bits
+    elif how == "truncate":
+        keep = rng.randrange(size)
+        files.truncate(path, keep)
+        out["region"] = [keep, size]
+    elif how == "zero":
+        length = min(ZERO_BYTES, size)
+        start = rng.randrange(size - length + 1)
+        files.write_at(path, start, bytes(length))
+        out["region"] = [start, start + length]
+    else:
+        raise NemesisError(f"unknown damage {how!r}; choose from {', '.join(DAMAGES)}")
+    after = files.read(path)
+    out["size"] = [size, len(after)]
+    out["sha256"] = [_sha256(content), _sha256(after)]
+    if segment:
         regions = ([(b // 8, b // 8 + 1) for b in out["bits"]] if "bits" in out
                    else [tuple(out["region"])])
         out.update(segment_facts(content, regions))
     return out
 
 
-def restore(path: Path, old: bytes) -> dict[str, Any]:
+def restore(files: FileAccess, path: str, old: bytes) -> dict[str, Any]:
     """Put ``old`` back as the whole content of the file at ``path`` (fsynced). Returns
     ``{"size": [before, after], "sha256": [before, after]}`` as ``damage`` does."""
-    size, before = path.stat().st_size, _sha256(path)
-    with open(path, "r+b") as fh:
-        fh.write(old)
-        fh.truncate(len(old))
-        fh.flush()
-        os.fsync(fh.fileno())
-    return {"size": [size, len(old)], "sha256": [before, _sha256(path)]}
+    before = files.read(path)
+    files.write_at(path, 0, old)
+    files.truncate(path, len(old))
+    return {"size": [len(before), len(old)], "sha256": [_sha256(before),
+                                                         _sha256(files.read(path))]}
 
 
 class FileNemesis(Nemesis):
@@ -224,12 +246,15 @@ class FileNemesis(Nemesis):
     tried in a random order until one exists on the node. A damage completes with
     ``{"killed": [names], "damaged": {name: {"file": path relative to the node's directory,
     "kind", ...``damage``'s record}}}`` (``"running": [names]`` instead of killed ones); a node
-    with no file of the kinds tried is named in ``"nothing": [names]``. ``snapshot-file``
+    with no file of the kinds tried is named in ``"nothing": [names]``; a segment damaged
+    after a kill also gets ``recovery_facts`` (whether the next start's recovery reads it).
+    ``snapshot-file``
     completes with ``{"copied": {name: {"file", "kind", "size", "sha256"}}}``;
     ``restore-file`` with ``{"restored": {name: {"file", "kind", "size": [before, after],
     "sha256": [before, after]}}, "started": [names]}`` (each node killed, its copy put back,
     started; ``"unchanged": true`` where the broker had not changed the file since its copy:
-    no damage). Raises ``NemesisError`` on a cluster without ``FilesOnHost``."""
+    no damage). Raises ``NemesisError`` on a cluster without ``NodeFiles``, or when a file
+    cannot be read or written (``OSError``)."""
 
     fs = frozenset((*DAMAGES, SNAPSHOT, RESTORE))
     name = "file"
@@ -240,12 +265,18 @@ class FileNemesis(Nemesis):
         self.damaged: list[dict[str, str]] = []
         #: node id -> (path, kind, path as recorded, the bytes copied) of the rollback in
         #: progress
-        self.copies: dict[int, tuple[Path, str, str, bytes]] = {}
+        self.copies: dict[int, tuple[str, str, str, bytes]] = {}
 
     def invoke(self, f: str, value: Any) -> Any:
-        if not (isinstance(self.cluster, FilesOnHost) and isinstance(self.cluster, Killable)):
-            raise NemesisError("this cluster backend's log directories are not on this host: "
-                               "file faults run on the local and docker backends")
+        if not (isinstance(self.cluster, NodeFiles) and isinstance(self.cluster, Killable)):
+            raise NemesisError("this cluster backend's log directories are not the tool's: "
+                               "file faults run on the local, docker and ssh backends")
+        try:
+            return self._invoke(f, value)
+        except OSError as exc:  # a file gone or unreadable, the SFTP session lost
+            raise NemesisError(f"{f}: {exc}") from exc
+
+    def _invoke(self, f: str, value: Any) -> Any:
         if f == RESTORE:
             return self._restore()
         value = value or {}
@@ -264,25 +295,31 @@ class FileNemesis(Nemesis):
                 out.setdefault("nothing", []).append(node.name)
                 continue
             path, kind, rel = found
-            done = out["damaged"][node.name] = {"file": rel, "kind": kind,
-                                                **damage(path, f, self.rng,
-                                                         value.get("flip", "any"))}
+            files = self.cluster.files(node)
+            done = out["damaged"][node.name] = {
+                "file": rel, "kind": kind, **damage(files, path, f, self.rng,
+                                                    value.get("flip", "any"))}
+            if kind in ("segment", "old-segment") and not running:
+                done.update(recovery_facts(files, str(self.cluster.data_dir(node)), path,
+                                           value.get("topic", ""), value.get("partition", 0)))
             self.damaged.append({"node": node.name, "file": done["file"],
                                  "kind": done["kind"], "damage": f})
         return out
 
-    def _file(self, node: Node, value: dict) -> tuple[Path, str, str] | None:
+    def _file(self, node: Node, value: dict) -> tuple[str, str, str] | None:
         """``(path, kind, path relative to the node's directory)`` of the file ``value``
         names, or of one of ``FILE_KINDS`` drawn at random, that exists and is not empty."""
-        data = self.cluster.data_dir(node)
-        meta = self.cluster.metadata_dir(node)
+        files = self.cluster.files(node)
+        data = str(self.cluster.data_dir(node))
+        meta = str(self.cluster.metadata_dir(node))
         kinds = [value["file"]] if value.get("file") else self.rng.sample(
             list(FILE_KINDS), len(FILE_KINDS))
         for kind in kinds:
-            path = find(data, kind, value.get("topic", ""), value.get("partition", 0), meta)
-            if path is not None and path.stat().st_size > 0:
-                root = data if path.is_relative_to(data) else meta.parent
-                return path, kind, str(path.relative_to(root))
+            path = find(files, data, kind, value.get("topic", ""), value.get("partition", 0),
+                        meta)
+            if path is not None and files.size(path):
+                root = data if path.startswith(data + "/") else posixpath.dirname(meta)
+                return path, kind, posixpath.relpath(path, root)
         return None
 
     def _snapshot(self, nodes: list[Node], value: dict) -> dict[str, Any]:
@@ -293,10 +330,10 @@ class FileNemesis(Nemesis):
                 out.setdefault("nothing", []).append(node.name)
                 continue
             path, kind, rel = found
-            old = path.read_bytes()  # while the broker runs, as a backup would
+            old = self.cluster.files(node).read(path)  # as a backup would: it runs
             self.copies[node.node_id] = (path, kind, rel, old)
             out["copied"][node.name] = {"file": rel, "kind": kind, "size": len(old),
-                                        "sha256": hashlib.sha256(old).hexdigest()}
+                                        "sha256": _sha256(old)}
         return out
 
     def _restore(self) -> dict[str, Any]:
@@ -305,10 +342,11 @@ class FileNemesis(Nemesis):
         for node_id, (path, kind, rel, old) in copies:
             node = self.cluster.node(node_id)
             self.cluster.kill(node)
+            files = self.cluster.files(node)
             try:
-                if path.exists():
+                if files.size(path) is not None:
                     done = out["restored"][node.name] = {"file": rel, "kind": kind,
-                                                         **restore(path, old)}
+                                                         **restore(files, path, old)}
                     if done["sha256"][0] != done["sha256"][1]:
                         self.damaged.append({"node": node.name, "file": rel, "kind": kind,
                                              "damage": "rollback"})

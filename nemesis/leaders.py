@@ -20,13 +20,13 @@ MOVE_TIMEOUT_S = 20.0
 class LeaderNemesis(Nemesis):
     """fs:
       - ``move-leader``: ``value`` ``{"topic": t, "partition": p, "target":
-        "in-sync-follower"}``; a random in-sync follower of ``t``-``p`` is put first in its
-        replica list and elected; ok ``{"partition": "t-p", "replicas": [before, after],
-        "leader": [old, new]}``;
+        "in-sync-follower" or [node ids]}``; a random in-sync follower of ``t``-``p`` (one
+        of those nodes, when given) is put first in its replica list and elected; ok
+        ``{"partition": "t-p", "replicas": [before, after], "leader": [old, new]}``;
       - ``restore-leader``: every partition moved so far gets its first replica list back and
         a preferred election; ok ``{"restored": {"t-p": {"replicas": [...], "leader": id}}}``.
-    Raises ``NemesisError`` when there is no leader or no in-sync follower, or when the new
-    leader does not show within ``MOVE_TIMEOUT_S``.
+    Raises ``NemesisError`` when there is no leader or no in-sync follower (among the given
+    nodes), or when the new leader does not show within ``MOVE_TIMEOUT_S``.
     """
 
     fs = frozenset({"move-leader", "restore-leader"})
@@ -49,8 +49,11 @@ class LeaderNemesis(Nemesis):
         if state is None or state.leader < 0:
             raise NemesisError(f"{topic}-{p} has no leader to move")
         followers = [i for i in state.isr if i != state.leader]
+        if isinstance(value.get("target"), list):  # a scenario's mark: that node only
+            followers = [i for i in followers if i in value["target"]]
         if not followers:
-            raise NemesisError(f"{topic}-{p} has no in-sync follower to lead (ISR "
+            raise NemesisError(f"{topic}-{p} has no in-sync follower to lead among "
+                               f"{value.get('target')} (leader {state.leader}, ISR "
                                f"{list(state.isr)})")
         new = self.rng.choice(sorted(followers))
         before = list(state.replicas)

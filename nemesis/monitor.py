@@ -25,9 +25,12 @@ offsets and lags as its coordinator reports them (``DescribeShareGroupOffsets``,
 killed node does not, a node cut from its peers still does: the monitor reaches every node
 from this host). ``partitions``: ``DescribeTopicPartitions`` (KIP-966) asked of every
 answering broker, per partition the answer with the highest leader epoch (a broker cut from
-the controllers keeps an old view), ``null`` when no broker answered; ``elr`` is ``null`` when the cluster keeps
-no eligible leader replicas; ``hw`` and ``lso`` (the high watermark and the last stable
-offset, ``wire.end_offsets``) are what the leader answered, absent when it did not.
+the controllers keeps an old view) and among those the answer of the broker whose metadata
+log reaches furthest (``controller``'s log end offsets: a broker slow to apply the metadata
+keeps an old ISR in the same epoch), ``null`` when no broker answered; ``elr`` is ``null``
+when the cluster keeps no eligible leader replicas; ``hw`` and ``lso`` (the high watermark
+and the last stable offset, ``wire.end_offsets``) are what the leader answered, absent when
+it did not.
 ``epochs``: each answering broker's own view of each partition's leader epoch (the
 metadata checks: an epoch never goes back on a broker). ``controller``: the KRaft quorum as
 its leader (the active controller) reports it through ``DescribeQuorum`` (its voters' and
@@ -194,12 +197,7 @@ class Monitor:
         brokers = [n for n in nodes if n.is_broker and up[n.node_id]]
         views = [(n.node_id, v) for n, v in zip(brokers, self._pool.map(self._describe, brokers))
                  if v is not None]
-        partitions = _freshest(views) if views else None
-        epochs = {str(b): {t: {str(p["partition"]): p["leader_epoch"] for p in parts}
-                           for t, parts in view.items()} for b, view in views}
-        if partitions:
-            self._end_offsets(partitions, {n.node_id: n for n in brokers})
-        controller = None
+        controller, metadata = None, {}
         for node, endpoint in quorum_endpoints(nodes):
             if not up[node.node_id]:
                 continue
@@ -209,7 +207,13 @@ class Monitor:
                 continue  # not the quorum leader, or cut from it
             controller = {**quorum, **{k: {str(i): v for i, v in quorum[k].items()}
                                        for k in ("voters", "observers")}}
+            metadata = {**quorum["observers"], **quorum["voters"]}
             break
+        partitions = _freshest(views, metadata) if views else None
+        epochs = {str(b): {t: {str(p["partition"]): p["leader_epoch"] for p in parts}
+                           for t, parts in view.items()} for b, view in views}
+        if partitions:
+            self._end_offsets(partitions, {n.node_id: n for n in brokers})
         out = {"answering": {str(k): v for k, v in up.items()}, "partitions": partitions,
                "controller": controller, "epochs": epochs}
         if share is not None:
@@ -275,21 +279,29 @@ class Monitor:
         return None
 
 
-def _freshest(views: list[tuple[int, dict[str, list[dict]]]]) -> dict[str, list[dict]]:
+def _freshest(views: list[tuple[int, dict[str, list[dict]]]],
+              metadata: dict[int, int] | None = None) -> dict[str, list[dict]]:
     """Per partition, the view with the highest leader epoch among ``(broker id, view)``
-    pairs, plus ``stale_leaders``: ``[[broker id, its epoch], ...]`` of the brokers whose own
-    view names themselves leader in an older epoch (absent when none does)."""
+    pairs, and among those the one of the broker whose metadata log reaches furthest
+    (``metadata``: broker id -> its metadata log end offset, as the quorum's leader reports
+    it; the first such view without it), plus ``stale_leaders``: ``[[broker id, its
+    epoch], ...]`` of the brokers whose own view names themselves leader in an older epoch
+    (absent when none does)."""
     # Each broker answers from its own copy of the metadata; one cut from the controllers
     # (a zombie leader) still names itself leader, and may acknowledge acks=1 writes that
     # the newer leader never gets: the analysis needs to see it (analysis.evidence).
+    # An ISR change keeps the leader epoch: a broker slow to apply the metadata log (a slow
+    # disk) still shows the ISR from before it, in the same epoch as the others.
+    reach = metadata or {}
     out: dict[str, list[dict]] = {}
     for topic in views[0][1]:
         parts: dict[int, dict] = {}
-        for _, view in views:
+        rank: dict[int, tuple[int, int]] = {}
+        for broker, view in views:
             for p in view.get(topic, []):
-                known = parts.get(p["partition"])
-                if known is None or p["leader_epoch"] > known["leader_epoch"]:
-                    parts[p["partition"]] = p
+                mine = (p["leader_epoch"], reach.get(broker, -1))
+                if p["partition"] not in parts or mine > rank[p["partition"]]:
+                    parts[p["partition"]], rank[p["partition"]] = p, mine
         out[topic] = []
         for n, p in sorted(parts.items()):
             best = {k: v for k, v in p.items() if k != "error" or v}

@@ -31,16 +31,18 @@ its client had ended or fenced that transaction (a hanging transaction, KIP-890)
 
 Conditions read the cluster-state monitor's samples (``nemesis.monitor``) for ``partition``
 of the workload topic: ``isr`` (the ISR as a set of marks/node names/ids), ``leader`` (a
-mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}), the KRaft
-quorum's ``voting`` ({mark or node: bool}: a voter or not) and ``quorum_leader`` (as
-``leader``; ``mark_controller: Q`` marks the quorum's leader, ``mark_voter: V`` its lowest
-voter that is not the leader), ``truncated``
+mark, a node, ``none`` or ``not X``), ``answering`` ({mark or node: bool}), ``in_sync``
+({mark or node: bool}: in the ISR or not; ``mark_follower: F`` marks the partition's lowest
+in-sync follower), the KRaft quorum's ``voting`` ({mark or node: bool}: a voter or not) and
+``quorum_leader`` (as ``leader``; ``mark_controller: Q`` marks the quorum's leader,
+``mark_voter: V`` its lowest voter that is not the leader), ``truncated``
 (a sample since the step began showed the partition's high watermark below the highest one
 before it). A ``crash-clients`` step is unmet when no client crashed, a file damage (``file:``
 names the file, ``running: true`` spares the kill, ``flip: value`` makes one record's value
-unreadable with one bit) or a copy when no such file was there, and a
-``restore-file`` when no copy it put back differed from the file it replaced. A step whose
-``until`` or ``expect`` does not hold ends the script; the run's verdict is then unknown,
+unreadable with one bit) or a copy when no such file was there, a ``restore-file`` when no
+copy it put back differed from the file it replaced, and a ``disk-heal`` when a disk it
+healed refused no write (full) and delayed none (slow). A step whose ``until`` or
+``expect`` does not hold ends the script; the run's verdict is then unknown,
 naming the step (a "0 lost writes" after a fault that never happened proves nothing).
 """
 
@@ -91,6 +93,8 @@ class Condition(BaseModel):
     isr: list[str | int] | None = None
     leader: str | int | None = None
     answering: dict[str, bool] | None = None
+    #: which nodes are in the partition's ISR ({mark or node: bool})
+    in_sync: dict[str, bool] | None = None
     #: a sample since the step began showed the partition's high watermark below the
     #: highest one before it: its log was truncated below records consumers could read
     truncated: bool | None = None
@@ -111,6 +115,7 @@ class Step(BaseModel):
     mark: str | None = None
     mark_controller: str | None = None
     mark_voter: str | None = None
+    mark_follower: str | None = None
     do: list[str] = []
     target: str | int | list[int] | None = None
     partition: int = Field(0, ge=0)
@@ -129,6 +134,8 @@ class Step(BaseModel):
     #: where a bitflip flips (``nemesis.files.FLIPS``): anywhere, or one bit of one record's
     #: value (a segment only)
     flip: Literal["any", "value"] = "any"
+    #: how long a slow disk makes each write and fsync wait, ms (``nemesis.disk.SLOW_MS``)
+    slow_ms: int | None = Field(None, gt=0)
 
     @model_validator(mode="before")
     @classmethod
@@ -153,6 +160,8 @@ class Step(BaseModel):
                              "fault: {fault: delay, apis: [EndTxn], delay_ms: 5000, ...})")
         if self.loss is not None and "loss" not in self.do:
             raise ValueError("loss (a packet loss probability) goes with do: loss")
+        if self.slow_ms is not None and "disk-slow" not in self.do:
+            raise ValueError("slow_ms (each write's delay) goes with do: disk-slow")
         if self.file is not None:
             if not set(self.do) & _FILE_FS:
                 raise ValueError(f"file goes with do: {', '.join(sorted(_FILE_FS))}")
@@ -191,7 +200,8 @@ class Script(BaseModel):
     def _marks_before_use(self) -> "Script":
         marks: set[str] = set()
         for i, step in enumerate(self.steps):
-            marks.update(m for m in (step.mark, step.mark_controller, step.mark_voter) if m)
+            marks.update(m for m in (step.mark, step.mark_controller, step.mark_voter,
+                                     step.mark_follower) if m)
             if isinstance(step.target, str) and step.target not in marks | _TARGET_NAMES:
                 raise ValueError(f"steps.{i}.target: {step.target!r} is no mark made before it "
                                  f"nor a target ({', '.join(sorted(_TARGET_NAMES))})")
@@ -207,7 +217,8 @@ class Script(BaseModel):
 def _refs(cond: Condition | None) -> list[str]:
     if cond is None:
         return []
-    refs = [str(x) for x in cond.isr or []] + list(cond.answering or {}) + list(cond.voting or {})
+    refs = ([str(x) for x in cond.isr or []] + list(cond.answering or {})
+            + list(cond.in_sync or {}) + list(cond.voting or {}))
     for leader in (cond.leader, cond.quorum_leader):
         if leader is not None:
             refs.append(str(leader).removeprefix("not ").strip())
@@ -290,6 +301,13 @@ class Runner:
             if state is None:
                 return f"{self.topic}-{step.partition} had no leader to mark as {step.mark}"
             self.marks[step.mark] = partition_state(state, self.topic, step.partition)["leader"]
+        if step.mark_follower:
+            state = self.monitor.wait_for(lambda s: bool(self._followers(s, step.partition)),
+                                          10.0, self.stop)
+            if state is None:
+                return (f"{self.topic}-{step.partition} had no in-sync follower to mark as "
+                        f"{step.mark_follower}")
+            self.marks[step.mark_follower] = self._followers(state, step.partition)[0]
         if step.mark_controller or step.mark_voter:
             state = self.monitor.wait_for(
                 lambda s: (s.get("controller") or {}).get("leader", -1) >= 0, 10.0, self.stop)
@@ -321,6 +339,8 @@ class Runner:
                     return f"no {step.file or 'file'} to copy on the target"
                 if f == PACKAGES["rollback"].stop and not _rolled_back(done):
                     return "no copied file had changed since its copy: nothing was rolled back"
+                if f == PACKAGES["disk"].stop and (idle := _idle_disks(done)):
+                    return f"the disk fault on {idle} refused or delayed no write"
                 if f == "request-heal" and (idle := _idle_faults(done)):
                     return f"the request fault {idle} met no request it could act on"
                 if f == "request-heal" and step.into_open_txn and not _into_open_txn(done):
@@ -362,6 +382,7 @@ class Runner:
         return {"target": target if target is not None else "one", "topic": self.topic,
                 "partition": step.partition,
                 **({"loss": step.loss} if f == "loss" and step.loss is not None else {}),
+                **({"slow_ms": step.slow_ms} if f == "disk-slow" and step.slow_ms else {}),
                 **({"file": step.file} if f in _FILE_FS and step.file else {}),
                 **({"running": True} if f in PACKAGES["file"].start and step.running
                    else {}),
@@ -393,7 +414,17 @@ class Runner:
             node = self._node_id(ref)
             if state["answering"].get(str(node)) != answers:
                 return False
+        for ref, in_sync in (cond.in_sync or {}).items():
+            if p is None or (self._node_id(ref) in (p.get("isr") or ())) != in_sync:
+                return False
         return self._quorum_holds(cond, state.get("controller"))
+
+    def _followers(self, state: dict, partition: int) -> list[int]:
+        """The in-sync followers of ``partition`` in a sample, lowest id first (none without a
+        leader)."""
+        p = partition_state(state, self.topic, partition) or {}
+        leader = p.get("leader", -1)
+        return sorted(i for i in p.get("isr") or () if leader >= 0 and i != leader)
 
     def _quorum_holds(self, cond: Condition, quorum: dict | None) -> bool:
         if cond.voting is None and cond.quorum_leader is None:
@@ -428,6 +459,15 @@ def _rolled_back(done: Any) -> bool:
     """Whether a ``restore-file`` put back a copy that differed from the file it replaced."""
     return any(r["sha256"][0] != r["sha256"][1]
                for r in ((done or {}).get("restored") or {}).values())
+
+
+def _idle_disks(done: Any) -> str | None:
+    """The nodes (text) whose disk a ``disk-heal`` healed although the fault on it refused
+    no write (full) and delayed no write or fsync (slow): a fault the broker never met.
+    None when each disk it healed had acted."""
+    idle = [name for name, state in sorted(((done or {}).get("state") or {}).items())
+            if not (state.get("refused") or state.get("delayed"))]
+    return ", ".join(idle) or None
 
 
 def _idle_faults(done: Any) -> str | None:

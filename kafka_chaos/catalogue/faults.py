@@ -131,12 +131,12 @@ PACKAGES: dict[str, FaultKind] = {
     # the broker restarted (nemesis.files; Jepsen's file-corruption nemesis)
     "file": FaultKind(("bitflip", "truncate", "zero"), "start", ("follower", "one"),
                       PROCESS_TARGETS, "#B8B8B8", note="a broker's file damaged while it is "
-                      "down; local, docker"),
+                      "down; local, docker, ssh"),
     # one file of a broker copied while it runs, later put back (the broker killed first and
     # started after): a rollback, after Jepsen's snapshot-file-chunks/restore-file-chunks
     "rollback": FaultKind(("snapshot-file",), "restore-file", ("follower", "one"),
                           PROCESS_TARGETS, "#989898", note="a broker's file put back as it "
-                          "was earlier; local, docker"),
+                          "was earlier; local, docker, ssh"),
     # a KRaft voter removed (or stopped, wiped and removed: replaced), then every removed one
     # added back (nemesis.membership; KIP-853's dynamic quorum, Kafka 3.9+)
     # a broker's data disk full (growing writes fail with ENOSPC) or slow, while it runs
@@ -146,7 +146,7 @@ PACKAGES: dict[str, FaultKind] = {
     "membership": FaultKind(("remove-voter", "replace-voter"), "add-voter",
                             ("one", "controller"), ("one", "controller"), "#A0E9A8",
                             note="KRaft voters removed or replaced, then added back "
-                            "(KIP-853); local"),
+                            "(KIP-853); local, ssh"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
                          ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,

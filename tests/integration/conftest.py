@@ -176,6 +176,13 @@ def scenario_run(out: Path, name: str, steps: int, *flags: str
     return proc, run_dir, res
 
 
+def nothing_lost(res: dict) -> None:
+    """No acknowledged write lost, unseen, duplicated or moved to another offset
+    (``results.json``): what the safe configuration promises under each fault."""
+    for anomaly in ("lost-write", "unseen", "duplicate", "inconsistent-offsets"):
+        assert res["anomalies"][anomaly]["count"] == 0, (anomaly, res["anomalies"][anomaly])
+
+
 def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
                     faults: set[str]) -> dict:
     """Check a run on a cluster that must keep its promises under ``faults`` (the nemesis

@@ -9,6 +9,7 @@ controller-only nodes.
 from __future__ import annotations
 
 import dataclasses
+import random
 import subprocess
 import time
 
@@ -22,6 +23,7 @@ from kafka_chaos.clusters.errors import (ClusterError, DistributionError, Enviro
                                          Refused)
 from kafka_chaos.clusters.external import ExternalCluster
 from kafka_chaos.config import RunConfig
+from kafka_chaos.nemesis.files import FileNemesis
 from kafka_chaos.workloads.keys import KeySpace
 from tests.integration.conftest import backend_param, leftovers, prepare
 
@@ -135,9 +137,10 @@ def _a_dropped_members_group_is_deleted_once_its_session_ends(cluster) -> None:
 @pytest.mark.parametrize("name", [backend_param(n) for n in backends.OWN])
 def test_backend_conformance(request, tmp_path, name):
     """Kafka 3.9.1 with a dedicated controller: start/stop/kill/pause/resume take effect, a
-    cut stops TCP and heal restores it (and the rules are read back), a one-way cut drops one
-    direction only, a skewed clock shows in the leader's record stamps (local, ssh), logs are
-    collected, teardown leaves nothing the backend can find."""
+    follower's segment cut by the file nemesis is refilled after its restart, a cut stops TCP
+    and heal restores it (and the rules are read back), a one-way cut drops one direction only,
+    a skewed clock shows in the leader's record stamps (local, ssh), logs are collected,
+    teardown leaves nothing the backend can find."""
     backend = backends.get(name)
     kafka = dist.resolve("3.9.1")
     # ssh: through `sudo -n` for iptables and exec, as for a non-root SSH user, with a Kafka
@@ -186,6 +189,22 @@ def test_backend_conformance(request, tmp_path, name):
         cluster.start(leader)
         admin.wait_ready(cluster.bootstrap_servers, 3, ["t"], timeout_s=60)
         assert _answers(leader.client_endpoint)
+
+        # a file fault reaches the node's own files (on this host, or over SFTP): a follower's
+        # active segment is cut while it is down; its recovery and the leader fill it again
+        lead = admin.partitions(a, "t")[0].leader
+        follower = next(n for n in cluster.brokers if n.node_id != lead)
+        done = FileNemesis(cluster, random.Random(2)).invoke(
+            "truncate", {"target": [follower.node_id], "topic": "t", "partition": 0,
+                         "file": "segment"})
+        cut = done["damaged"][follower.name]
+        assert done["killed"] == [follower.name] and not cluster.is_running(follower)
+        path = f"{cluster.data_dir(follower)}/{cut['file']}"
+        files = cluster.files(follower)
+        assert len(files.read(path)) == cut["size"][1] < cut["size"][0], cut
+        cluster.start(follower)
+        assert _until(lambda: len(admin.partitions(a, "t")[0].isr) == 3, 60)
+        assert _until(lambda: len(files.read(path)) >= cut["size"][0]), cut
 
         # stop (SIGTERM): a clean shutdown, the broker leaves the cluster's metadata
         n2 = cluster.node(2)

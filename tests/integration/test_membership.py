@@ -8,16 +8,17 @@ from __future__ import annotations
 import pytest
 
 from kafka_chaos.catalogue.anomalies import METADATA
+from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
-from tests.integration.conftest import kafka_chaos, leftovers, results_of
+from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
 
 pytestmark = pytest.mark.kafka
 
 LOST = ("lost-write", "unseen", "duplicate", "inconsistent-offsets", "garbage-read")
 
 
-def _run(tmp_path, scenario: str, version: str):
-    proc = kafka_chaos("run", "--scenario", scenario, "--kafka-version", version,
+def _run(tmp_path, scenario: str, version: str, *flags: str):
+    proc = kafka_chaos("run", "--scenario", scenario, "--kafka-version", version, *flags,
                        "--time-limit", "60", "--seed", "7", "--out", str(tmp_path))
     run = tmp_path / "latest"
     res = results_of(run, proc)
@@ -91,4 +92,57 @@ def test_a_voter_removed_while_another_is_cut_off(tmp_path, version):
     assert done.index(remove) < heal
     assert any(str(q) not in c["voters"] and c["leader"] != q for c in quorum), quorum
     assert next(op.value for op in done if op.f == "add-voter")["voters"] == [1, 2, 3]
+    _check_writes(proc, res)
+
+
+#: A voter replaced as Kafka's operations docs replace a controller whose disk died: stopped,
+#: removed, its metadata log directory wiped and formatted anew, started, added back.
+REPLACE = """
+name: replace-a-voter
+settings: {acks: all, min_insync_replicas: 2, idempotence: true}
+steps:
+  - name: replace V, the lowest voter that does not lead
+    after: 5
+    mark_voter: V
+    do: replace-voter
+    target: V
+    until: {voting: {V: false}}
+    timeout: 60
+  - name: add V back once it has caught up as an observer
+    after: 3
+    do: add-voter
+    until: {voting: {V: true}}
+    timeout: 90
+  - name: kill the quorum's leader Q; another leads
+    mark_controller: Q
+    do: kill
+    target: Q
+    until: {quorum_leader: not Q}
+    timeout: 30
+  - after: 3
+    do: start
+  - after: 5
+"""
+
+
+@pytest.mark.long
+def test_a_voter_replaced_on_the_ssh_hosts(request, tmp_path):
+    """The ssh backend formats a dynamic quorum on its hosts (Kafka 4.4.0) and replaces a
+    voter there: stopped, removed, its metadata directory wiped and formatted over SSH under
+    a new directory id, started, added back under that id; then the quorum's leader is
+    killed and another elected. The metadata checks hold and nothing acknowledged is lost."""
+    _, args = prepare(request, "ssh", dist.resolve("4.4.0"), [["broker", "controller"]] * 3,
+                      tmp_path / "inventory.yaml")
+    plan = tmp_path / "replace-a-voter.yaml"
+    plan.write_text(REPLACE)
+    proc, res, done, quorum = _run(tmp_path / "runs", str(plan), "4.4.0", *args)
+    scenario = res["run"]["scenario"]
+    assert scenario["steps_done"] == 5 and "unmet" not in scenario, (scenario, proc.stdout)
+    v = int(scenario["marks"]["V"][1:])
+    replaced = next(op.value for op in done if op.f == "replace-voter")
+    assert replaced["removed"] == v and replaced["new_directory_id"] not in (
+        None, replaced["directory_id"]), replaced
+    added = next(op.value for op in done if op.f == "add-voter")
+    assert added["added"] == {str(v): replaced["new_directory_id"]}, added
+    assert added["voters"] == [1, 2, 3], added
     _check_writes(proc, res)

@@ -20,11 +20,14 @@ _FILE = "data/t-0/00000000000000000000.log"
 
 def _damage(r: Rec, *, running: bool = True, offsets=([4, 6],), unchecked=(),
             file: str = _FILE, type_: str = "ok", past: bool = False,
-            kind: str = "segment") -> Rec:
+            kind: str = "segment", recovered: bool | None = None) -> Rec:
     record = {"file": file, "kind": kind, "bits": [80], "size": [900, 900],
               "sha256": ["a", "b"], "batches": [o[0] for o in offsets or ()],
               "offsets": None if offsets is None else [list(o) for o in offsets],
               "unchecked": list(unchecked), "past_batches": past}
+    if recovered is not None:  # a segment damaged after a kill: what the op read (R2)
+        record.update(recovery_point=100 if recovered else 20, next_base=50,
+                      recovered=recovered)
     done = {"damaged": {"n1": record}, ("running" if running else "killed"): ["n1"]}
     return r.nemesis("bitflip", {"target": "one", "topic": "t", "partition": 0},
                      done if type_ == "ok" else None, type_)
@@ -151,7 +154,8 @@ def test_a_poll_pair_is_judged_at_its_later_offset():
 
 def test_a_rolled_segment_damaged_after_a_kill_is_no_recovery_cut():
     """Recovery after a kill always reads the active segment; a rolled one only when the
-    recovery point on disk lies before it: no cut is assumed, the finding is doubt."""
+    recovery point on disk lies before it: without the op's word on that, no cut is
+    assumed, the finding is doubt."""
     r, lo, hi = _cut([1])
     rec, _ = r.build(replication_factor=3)
     assert [e.kind for e in rec.events[T0] if e.kind.startswith("recovery")] == ["recovery-cut"]
@@ -193,3 +197,29 @@ def test_a_damage_on_a_node_that_never_led_explains_nothing():
     assert _judge(r, "garbage-read", 5, lo, r.at)["outcome"] == VIOLATION
     r.sample(t0=(2, 2, [2, 3]))  # n2 leads later, before the read
     assert _judge(r, "garbage-read", 5, lo, r.at)["outcome"] == PERMITTED
+
+
+def test_a_rolled_segment_after_a_kill_is_cut_or_served_as_its_recovery_point_says():
+    """The damage op read the recovery point: a rolled segment whose successor begins above
+    it is recovered (R2), so the damage is a recovery cut from its first batch (judged as a
+    power loss of that node's log: permitted only when it was the last in-sync replica); one
+    below it is never read at startup and served as it is (S1), like a running broker's."""
+    def judged(recovered, isr):
+        r = Rec().sample(t0=(1, 1, isr))
+        lo = r.at
+        _damage(r, running=False, kind="old-segment", recovered=recovered)
+        r.nemesis("start", {"target": [1]}, {"started": ["n1"]})
+        r.sample(t0=(1, 2, isr))
+        rec, _ = r.build(replication_factor=3)
+        cuts = [e for e in rec.events[T0] if e.kind == "recovery-cut"]
+        return cuts, _judge(r, "lost-write", 5, lo, r.at)
+
+    cuts, verdict = judged(True, [1])
+    assert [e.facts["from_offset"] for e in cuts] == [4], cuts
+    assert (verdict["outcome"], verdict["rule"]) == (
+        PERMITTED, "last-in-sync-replica-cut-by-recovery"), verdict
+    cuts, verdict = judged(True, [1, 2, 3])  # the followers had it: the cut loses nothing
+    assert cuts and verdict["outcome"] == VIOLATION, verdict
+    cuts, verdict = judged(False, [1, 2, 3])
+    assert cuts == [] and (verdict["outcome"], verdict["rule"]) == (
+        PERMITTED, "damage-served-unchecked"), verdict

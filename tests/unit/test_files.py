@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kafka_chaos.clusters.base import FilesOnHost, Killable, Node
+from kafka_chaos.clusters.base import Killable, LocalFiles, Node, NodeFiles
 from kafka_chaos.config import RunConfig
 from kafka_chaos.nemesis.base import NemesisError
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
@@ -24,6 +24,9 @@ from kafka_chaos.nemesis.files import (BITS, ZERO_BYTES, FileNemesis, batch_span
                                        find, hit_batches, segment_facts, value_spans)
 from kafka_chaos.verdict import judge_run
 from tests.record_batches import batch
+
+#: the files of this host, where these tests lay out their log directories
+HERE = LocalFiles()
 
 pytestmark = pytest.mark.fast
 
@@ -38,7 +41,7 @@ def _bits(a: bytes, b: bytes) -> list[int]:
 def test_a_bitflip_flips_the_bits_it_records(tmp_path_factory, content, seed) -> None:
     path = tmp_path_factory.mktemp("f") / "00000000000000000000.log"
     path.write_bytes(content)
-    done = damage(path, "bitflip", random.Random(seed))
+    done = damage(HERE, str(path), "bitflip", random.Random(seed))
     after = path.read_bytes()
     assert _bits(content, after) == done["bits"] and len(done["bits"]) == min(BITS,
                                                                                8 * len(content))
@@ -54,11 +57,11 @@ def test_truncate_and_zero_change_only_their_region(tmp_path_factory, content, s
     cut, zeroed = d / "cut", d / "zeroed"
     cut.write_bytes(content)
     zeroed.write_bytes(content)
-    t = damage(cut, "truncate", random.Random(seed))
+    t = damage(HERE, str(cut), "truncate", random.Random(seed))
     keep, end = t["region"]
     assert end == len(content) and keep < end and cut.read_bytes() == content[:keep]
     assert t["size"] == [len(content), keep]
-    z = damage(zeroed, "zero", random.Random(seed))
+    z = damage(HERE, str(zeroed), "zero", random.Random(seed))
     a, b = z["region"]
     after = zeroed.read_bytes()
     assert b - a == min(ZERO_BYTES, len(content)) and after[a:b] == bytes(b - a)
@@ -69,10 +72,10 @@ def test_an_empty_file_or_an_unknown_damage_is_refused(tmp_path) -> None:
     empty = tmp_path / "empty"
     empty.write_bytes(b"")
     with pytest.raises(NemesisError, match="empty"):
-        damage(empty, "bitflip", random.Random(1))
+        damage(HERE, str(empty), "bitflip", random.Random(1))
     empty.write_bytes(b"x")
     with pytest.raises(NemesisError, match="unknown damage"):
-        damage(empty, "shred", random.Random(1))
+        damage(HERE, str(empty), "shred", random.Random(1))
 
 
 def _log_dir(root: Path) -> Path:
@@ -89,25 +92,32 @@ def _log_dir(root: Path) -> Path:
     return root
 
 
+def _find(data: Path, kind: str, partition: int = 0, meta: Path | None = None) -> Path | None:
+    found = find(HERE, str(data), kind, "kafka-chaos", partition,
+                 None if meta is None else str(meta))
+    return None if found is None else Path(found)
+
+
 def test_files_are_found_by_kafkas_names(tmp_path) -> None:
     data = _log_dir(tmp_path / "data")
-    assert find(data, "segment", "kafka-chaos", 0).name == "00000000000000000500.log"
-    assert find(data, "old-segment", "kafka-chaos", 0).name == "00000000000000000000.log"
+    assert _find(data, "segment").name == "00000000000000000500.log"
+    assert _find(data, "old-segment").name == "00000000000000000000.log"
     first = data / "kafka-chaos-0" / "00000000000000000000.log"
     first.rename(first.with_suffix(".gone"))
-    assert find(data, "old-segment", "kafka-chaos", 0) is None  # only the active one left
+    assert _find(data, "old-segment") is None  # only the active one left
     first.with_suffix(".gone").rename(first)
-    assert find(data, "index", "kafka-chaos", 0).name == "00000000000000000500.index"
-    assert find(data, "leader-epoch-checkpoint", "kafka-chaos", 0).parent.name == \
-        "kafka-chaos-0"
-    assert find(data, "replication-offset-checkpoint", "kafka-chaos", 0).parent == data
-    assert find(data, "snapshot", "kafka-chaos", 0) is None  # none written yet
-    assert find(data, "segment", "kafka-chaos", 1) is None
+    assert _find(data, "index").name == "00000000000000000500.index"
+    assert _find(data, "leader-epoch-checkpoint").parent.name == "kafka-chaos-0"
+    assert _find(data, "replication-offset-checkpoint").parent == data
+    assert _find(data, "snapshot") is None  # none written yet
+    assert _find(data, "segment", 1) is None
+    (data / "kafka-chaos-0" / "99.log").mkdir()  # a directory is no segment
+    assert _find(data, "segment").name == "00000000000000000500.log"
     with pytest.raises(ValueError, match="file kind 'wal'"):
-        find(data, "wal", "kafka-chaos", 0)
+        _find(data, "wal")
 
 
-class _Nodes(FilesOnHost, Killable):
+class _Nodes(NodeFiles, Killable):
     """Three nodes' log directories on disk, and which of them run: what ``FileNemesis``
     reads of a cluster (no Kafka: its selection and its record are what is tested here)."""
 
@@ -154,10 +164,10 @@ def test_the_nemesis_kills_its_target_and_records_what_it_damaged(tmp_path) -> N
 
 
 def test_a_cluster_whose_files_are_elsewhere_is_refused() -> None:
-    with pytest.raises(NemesisError, match="local and docker"):
+    with pytest.raises(NemesisError, match="local, docker and ssh"):
         FileNemesis(object(), random.Random(1)).invoke("bitflip", {"target": "one"})
-    with pytest.raises(ValueError, match="ssh backend's log directories"):
-        RunConfig(backend="ssh", inventory="x.yaml", nemesis=["file"])
+    # the ssh backend reaches its hosts' files over SFTP: file faults are admitted there
+    assert RunConfig(backend="ssh", inventory="x.yaml", nemesis=["file"]).nemesis == ["file"]
     with pytest.raises(ValueError, match="need a cluster of the tool's own"):
         RunConfig(backend="docker-attach", bootstrap_servers="k:9092", nemesis=["file"])
 
@@ -210,13 +220,13 @@ def test_kraft_files_are_found_in_the_metadata_log_directory(tmp_path) -> None:
                  "00000000000000000100-0000000002.checkpoint", "quorum-state"):
         (meta / name).write_bytes(b"\x02" * 32)
     (data / "meta.properties").write_text("version=1\n")
-    found = {k: find(data, k, "kafka-chaos", 0, meta.parent) for k in METADATA_KINDS}
+    found = {k: _find(data, k, 0, meta.parent) for k in METADATA_KINDS}
     assert found["metadata-segment"] == meta / "00000000000000000120.log"
     assert found["metadata-snapshot"].suffix == ".checkpoint"
     assert found["quorum-state"] == meta / "quorum-state"
     assert found["meta.properties"] == data / "meta.properties"
     # without a metadata directory of its own, the metadata log is in the log directory
-    assert find(data, "quorum-state", "kafka-chaos", 0) is None
+    assert _find(data, "quorum-state") is None
 
 
 def test_damage_while_running_keeps_the_node_up(tmp_path) -> None:
@@ -295,23 +305,23 @@ def test_a_segments_batches_are_walked_and_the_damaged_ones_named(tmp_path) -> N
     path = tmp_path / "00000000000000000000.log"
     for seed in range(20):
         path.write_bytes(content)
-        done = damage(path, "zero", random.Random(seed))
+        done = damage(HERE, str(path), "zero", random.Random(seed))
         lo, hi = done["region"]
         assert done["batches"] == hit_batches(batch_spans(content), lo, hi)
         assert done["past_batches"] is False
         path.write_bytes(content + b"\x01" * 30)
-        done = damage(path, "truncate", random.Random(seed))
+        done = damage(HERE, str(path), "truncate", random.Random(seed))
         keep = done["region"][0]
         assert done["batches"] == [b for b, _, end in batch_spans(content) if end > keep]
         assert done["past_batches"] is True  # the torn tail was cut too
     path.write_bytes(content)
-    done = damage(path, "bitflip", random.Random(3))
+    done = damage(HERE, str(path), "bitflip", random.Random(3))
     assert done["batches"] == sorted({b for bit in done["bits"]
                                       for b in hit_batches(batch_spans(content), bit // 8,
                                                            bit // 8 + 1)})
     other = tmp_path / "replication-offset-checkpoint"
     other.write_bytes(content)
-    assert "batches" not in damage(other, "zero", random.Random(1))
+    assert "batches" not in damage(HERE, str(other), "zero", random.Random(1))
 
 
 def test_a_damaged_batch_names_its_records_and_whether_its_crc_can_see_the_change() -> None:
@@ -339,11 +349,11 @@ def test_a_rollback_that_fails_to_write_still_starts_its_node(tmp_path, monkeypa
     nemesis = FileNemesis(nodes, random.Random(7))
     nemesis.invoke("snapshot-file", {"target": [2], "file": "replication-offset-checkpoint"})
 
-    def broken(path, old):
+    def broken(access, path, old):
         raise OSError("disk gone")
 
     monkeypatch.setattr(files, "restore", broken)
-    with pytest.raises(OSError, match="disk gone"):
+    with pytest.raises(NemesisError, match="restore-file: disk gone"):
         nemesis.invoke("restore-file", None)
     assert nodes.down == set() and nemesis.copies == {} and nemesis.damaged == []
 
@@ -359,7 +369,7 @@ def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
     path = tmp_path / "00000000000000000000.log"
     for seed in range(12):
         path.write_bytes(content)
-        done = damage(path, "bitflip", random.Random(seed), "value")
+        done = damage(HERE, str(path), "bitflip", random.Random(seed), "value")
         [bit] = done["bits"]
         offset, first, end = next(s for s in spans if s[0] == done["record"])
         assert first <= bit // 8 < end
@@ -369,6 +379,34 @@ def test_a_value_flip_changes_one_bit_of_one_records_value(tmp_path) -> None:
         assert any(a <= offset <= b for a, b in done["offsets"]) and done["unchecked"] == []
     with pytest.raises(NemesisError, match="no record value"):
         path.write_bytes(batch([b"1"], attributes=2))
-        damage(path, "bitflip", random.Random(1), "value")
+        damage(HERE, str(path), "bitflip", random.Random(1), "value")
     with pytest.raises(NemesisError, match="flip"):
-        damage(path, "zero", random.Random(1), "value")
+        damage(HERE, str(path), "zero", random.Random(1), "value")
+
+
+def test_a_segment_damaged_after_a_kill_records_whether_recovery_reads_it(tmp_path) -> None:
+    """Recovery reads every segment from the one holding the recovery point on (R2): the
+    active one always, a rolled one when its successor begins above the checkpointed
+    recovery point; unreadable checkpoints leave it unknown. A running broker's damage
+    meets no recovery and records none of it."""
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(3))
+    aim = {"topic": "kafka-chaos", "partition": 0}
+    old = nemesis.invoke("zero", {"target": [1], **aim, "file": "old-segment"})["damaged"]
+    # _log_dir checkpoints 500, the active segment's base: the rolled one is below it
+    assert {k: old["n1"][k] for k in ("recovery_point", "next_base", "recovered")} == {
+        "recovery_point": 500, "next_base": 500, "recovered": False}
+    (tmp_path / "n2" / "recovery-point-offset-checkpoint").write_text(
+        "0\n2\nother 0 900\nkafka-chaos 0 499\n")
+    old = nemesis.invoke("zero", {"target": [2], **aim, "file": "old-segment"})["damaged"]
+    assert old["n2"]["recovered"] is True and old["n2"]["recovery_point"] == 499
+    (tmp_path / "n3" / "recovery-point-offset-checkpoint").write_text("0\n1\nkafka-cha")
+    old = nemesis.invoke("zero", {"target": [3], **aim, "file": "old-segment"})["damaged"]
+    assert old["n3"]["recovered"] is None and old["n3"]["recovery_point"] is None
+    nodes.down.clear()  # started again
+    active = nemesis.invoke("zero", {"target": [1], **aim, "file": "segment"})["damaged"]
+    assert active["n1"]["recovered"] is True and active["n1"]["next_base"] is None
+    nodes.down.clear()
+    running = nemesis.invoke("zero", {"target": [1], **aim, "file": "segment",
+                                      "running": True})["damaged"]
+    assert "recovered" not in running["n1"]

@@ -71,7 +71,7 @@ def test_a_full_disk_refuses_only_writes_that_grow_a_file_and_a_slow_one_waits(t
     lossy = Lossy(str(tmp_path))
     lossy.write_allowed(100, lambda: 10)  # not full: anything goes
     lossy.disk("full")
-    assert lossy.disk_state() == {"full": True, "slow_ms": 0}
+    assert lossy.disk_state() == {"full": True, "slow_ms": 0, "refused": 0, "delayed": 0}
     lossy.write_allowed(10, lambda: 10)
     with pytest.raises(OSError) as refused:
         lossy.write_allowed(11, lambda: 10)
@@ -80,9 +80,14 @@ def test_a_full_disk_refuses_only_writes_that_grow_a_file_and_a_slow_one_waits(t
     lossy.disk("slow 30")
     started = time.monotonic()
     lossy.write_allowed(11, lambda: 10)
-    assert time.monotonic() - started >= 0.03 and lossy.disk_state()["slow_ms"] == 30
+    lossy.wait()  # an fsync
+    assert time.monotonic() - started >= 0.06 and lossy.disk_state()["slow_ms"] == 30
     lossy.disk("fast")
-    assert lossy.disk_state() == {"full": False, "slow_ms": 0}
+    lossy.wait()  # a fast disk does not count
+    # what each fault did stays readable after it ends, until the same fault is set again
+    assert lossy.disk_state() == {"full": False, "slow_ms": 0, "refused": 1, "delayed": 2}
+    lossy.disk("full")
+    assert lossy.disk_state()["refused"] == 0 and lossy.disk_state()["delayed"] == 2
     for bad in ("slow", "slow x", "fast 3", "explode"):
         with pytest.raises(ValueError, match="unknown disk command"):
             lossy.disk(bad)

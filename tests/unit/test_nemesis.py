@@ -561,3 +561,21 @@ def test_a_lone_leader_is_killed_only_once_its_isr_is_itself_alone(monkeypatch, 
     assert parse_targets("lone-leader", ["kill", "lose-unfsynced", "pause"]) == {
         "kill": ["lone-leader"], "lose-unfsynced": ["lone-leader"],
         "pause": list(PACKAGES["pause"].targets)}
+
+
+def test_the_freshest_view_of_a_partition_is_the_newest_epoch_then_the_furthest_metadata():
+    """An ISR change keeps the leader epoch: among views in the newest epoch the monitor takes
+    the one of the broker whose metadata log reaches furthest (a broker on a slow disk kept
+    the ISR from before the shrink, seen in a real run of ``slow-disk-follower``)."""
+    from kafka_chaos.nemesis.monitor import _freshest
+
+    def view(epoch, isr, leader=3):
+        return {"t": [{"partition": 0, "leader": leader, "leader_epoch": epoch, "isr": isr}]}
+
+    slow, fresh = (1, view(0, [3, 1, 2])), (2, view(0, [3, 2]))
+    assert _freshest([slow, fresh], {1: 120, 2: 180, 3: 180})["t"][0]["isr"] == [3, 2]
+    # without the quorum's offsets: the first view in the newest epoch, as before
+    assert _freshest([slow, fresh])["t"][0]["isr"] == [3, 1, 2]
+    # a newer leader epoch wins whatever the metadata offsets say
+    newer = (1, view(1, [2], leader=2))
+    assert _freshest([fresh, newer], {1: 0, 2: 500})["t"][0]["isr"] == [2]

@@ -30,6 +30,9 @@ def _write(tmp_path, text: str):
     ("name: x\nsteps:\n  - do: request-fault\n", ["request goes with do: request-fault"]),
     ("name: x\nsteps:\n  - do: partition\n    loss: 0.2\n", ["loss (a packet loss"]),
     ("name: x\nsteps:\n  - do: loss\n    loss: 2\n", ["steps.0.loss", "less than 1"]),
+    ("name: x\nsteps:\n  - do: disk-full\n    slow_ms: 50\n", ["slow_ms (each write's"]),
+    ("name: x\nsteps:\n  - do: kill\n    until: {in_sync: {F: false}}\n",
+     ["'F' is no mark made before it"]),
     ("name: x\nsteps:\n  - do: request-fault\n    request: {fault: delay, apis: [EndTnx]}\n",
      ["line 4", "steps.0.request.apis", "'EndTnx' is no Kafka API"]),
 ])
@@ -83,13 +86,15 @@ def _state(leader, isr, answering=(1, 2, 3)):
                                   "isr": list(isr)}]}}
 
 
-def _run(states, steps):
+def _run(states, steps, done=None):
+    """Run ``steps`` against ``states``; each op ``f`` completes with ``done.get(f)``."""
     monitor = _Monitor(states)
     ops = []
 
     def run_op(f, value):
         ops.append((f, value))
         monitor.advance()
+        return (done or {}).get(f)
 
     s = script.Script(name="x", steps=steps)
     seen = script.Runner(_Cluster(), run_op, monitor, "t", threading.Event(),
@@ -294,3 +299,24 @@ def test_a_file_step_is_unmet_without_a_file_and_a_rollback_without_a_change():
     unchanged = {"restored": {"n1": {"sha256": ["a", "a"]}}}
     changed = {"restored": {"n1": {"sha256": ["a", "a"]}, "n2": {"sha256": ["b", "a"]}}}
     assert not script._rolled_back(unchanged) and script._rolled_back(changed)
+
+
+def test_a_follower_mark_an_isr_condition_and_a_disk_heal_that_must_have_acted():
+    steps = [{"mark": "L", "mark_follower": "F", "do": "disk-slow", "target": "F",
+              "slow_ms": 5000, "until": {"in_sync": {"F": False, "L": True}}},
+             {"do": "disk-heal", "until": {"isr": [1, 2, 3]}}]
+    states = [_state(2, [1, 2, 3]), _state(2, [2, 3]), _state(2, [1, 2, 3])]
+    acted = {"disk-heal": {"state": {"n1": {"refused": 0, "delayed": 3}}}}
+    seen, ops = _run(states, steps, acted)
+    assert seen == {"steps_done": 2, "marks": {"L": "n2", "F": "n1"}}, seen
+    assert ops[0] == ("disk-slow", {"target": [1], "topic": "t", "partition": 0,
+                                    "slow_ms": 5000})
+    # F still in the ISR: the first step does not hold
+    seen, _ = _run([_state(2, [1, 2, 3])], [{**steps[0], "timeout": 0.05}], acted)
+    assert seen["unmet"].endswith("in_sync {'F': False, 'L': True} not seen within 0.05 s")
+    idle = {"disk-heal": {"state": {"n1": {"refused": 0, "delayed": 0},
+                                    "n3": {"refused": 2, "delayed": 0}}}}
+    seen, _ = _run(states, steps, idle)
+    assert seen["unmet"].endswith("the disk fault on n1 refused or delayed no write"), seen
+    seen, ops = _run([_state(2, [2])], [{"mark_follower": "F", "do": "kill"}])
+    assert seen["unmet"].endswith("t-0 had no in-sync follower to mark as F") and ops == []
