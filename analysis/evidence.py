@@ -130,7 +130,7 @@ import orjson
 from kafka_chaos.analysis import losses
 from kafka_chaos.analysis.record import (  # noqa: F401 (re-exported: ev.Event ...)
     MAX_BLIND_NS, END, LEADER_CHANGE, ZOMBIE, FORCED_UNCLEAN, POWER_LOSS, UNSEEN,
-    FILE_DAMAGE, RECOVERY_CUT, INSIDE, DAMAGES, DUPLICATED, LATE_PRODUCE, LSO_STUCK,
+    FILE_DAMAGE, RECOVERY_CUT, INSIDE, DAMAGES, ROLLBACK, DUPLICATED, LATE_PRODUCE, LSO_STUCK,
     FORGET, TP, Stretch, Event, Record)
 
 
@@ -312,11 +312,19 @@ def _nemesis_events(rec: Record, ops: list[dict], ids: dict[str, int],
         elif f in DAMAGES and typ == "ok" and isinstance(done, dict):
             losses.file_damage(rec, r, done, ids)
             for name in done.get("killed") or ():
-                losses.recovery_cut(rec, r, name, by_op[i + 1:], ids, states,
-                                    frozenset(down), frozenset(killed - down),
-                                    frozenset(maybe - killed - down))
+                losses.recovery_cut(rec, r, name, (done.get("damaged") or {}).get(name) or {},
+                                    by_op[i + 1:], ids, states, frozenset(down),
+                                    frozenset(killed - down), frozenset(maybe - killed - down))
             killed.update(ids[n] for n in done.get("killed") or () if n in ids)
-        elif f in DAMAGES and typ in ("info", "pending"):
+        elif f == ROLLBACK and typ == "ok" and isinstance(done, dict):
+            # each node killed, its older copy put back, started: a kill-damage of that file
+            rolled = {n: d for n, d in (done.get("restored") or {}).items()
+                      if isinstance(d, dict) and not d.get("unchanged")}
+            losses.file_damage(rec, r, {"damaged": rolled}, ids)
+            for name, d in rolled.items():
+                losses.recovery_cut(rec, r, name, d, by_op[i:], ids, states, frozenset(down),
+                                    frozenset(killed - down), frozenset(maybe - killed - down))
+        elif (f in DAMAGES or f == ROLLBACK) and typ in ("info", "pending"):
             rec.damage_maybe.append((r["op"], END if r.get("index") is None else r["index"]))
             if not (r["inv"] or {}).get("running"):
                 maybe.update(_targets(r, ids))

@@ -39,15 +39,17 @@ def file_damage(rec: Record, r: dict, done: dict, ids: dict[str, int]) -> None:
              "past_batches": bool(d.get("past_batches"))}))
 
 
-def recovery_cut(rec: Record, r: dict, name: str, later: list[dict], ids: dict[str, int],
-                 states: dict[TP, list[tuple[dict, dict]]], down: frozenset[int],
-                 killed: frozenset[int], maybe: frozenset[int]) -> None:
-    """The ``recovery-cut`` event of damage op ``r`` on node ``name`` (which it killed),
-    when it damaged the batches of a segment its recovery reads (the active one, or a rolled
-    one the op found above the recovery point) in bytes their CRC covers; ``later``: the nemesis
-    ops after ``r``, in order (the first that may have started the node ends the event).
-    Judged as a power loss of that node's log of the partition (``power_loss``)."""
-    d = (r["done"].get("damaged") or {}).get(name) or {}
+def recovery_cut(rec: Record, r: dict, name: str, d: dict, later: list[dict],
+                 ids: dict[str, int], states: dict[TP, list[tuple[dict, dict]]],
+                 down: frozenset[int], killed: frozenset[int], maybe: frozenset[int]) -> None:
+    """The ``recovery-cut`` event of damage op ``r`` on node ``name`` (which it killed;
+    ``d``: the op's record of that node's file), when it damaged the batches of a segment
+    its recovery reads (the active one, or a rolled one the op found above the recovery
+    point) in bytes their CRC covers, or cut them off (a ``restore-file`` of an older
+    prefix); ``later``: the nemesis ops from the one after ``r`` (from ``r`` itself for a
+    ``restore-file``, which starts its node), in order: the first that may have started the
+    node ends the event. Judged as a power loss of that node's log of the partition
+    (``power_loss``)."""
     # the active segment, or a rolled one the damage op found above the recovery point
     read = d.get("kind") == "segment" or d.get("recovered") is True
     tp = segment_tp(d) if read else None
@@ -74,13 +76,14 @@ def segment_tp(d: dict) -> TP | None:
 
 def started_nodes(r: dict) -> list[str] | None:
     """The node names a nemesis op that may start brokers says it started (``start``,
-    ``heal-all``, ``roll``, ``disk-heal``: ``docs/history-format.md``), or None when it does
+    ``heal-all``, ``roll``, ``disk-heal``, ``restore-file``: ``docs/history-format.md``), or
+    None when it does
     not say (it ended ``info``, never ended, or is of another kind): it may have started
     any."""
     done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
     if done is None:
         return None
-    if r["f"] in ("start", "disk-heal"):
+    if r["f"] in ("start", "disk-heal", "restore-file"):
         return list(done.get("started") or [])
     if r["f"] == "roll":
         return list(done.get("rolled") or [])

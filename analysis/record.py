@@ -28,6 +28,8 @@ FILE_DAMAGE, RECOVERY_CUT = "file-damage", "recovery-cut"
 INSIDE = (LEADER_CHANGE, FORCED_UNCLEAN, POWER_LOSS, FILE_DAMAGE, RECOVERY_CUT)
 #: The file faults that damage a file (``nemesis.files``; ``catalogue.faults.PACKAGES``).
 DAMAGES = PACKAGES["file"].start
+#: The end of a rollback: the node killed, a file's older copy put back, the node started.
+ROLLBACK = PACKAGES["rollback"].stop
 DUPLICATED = "request-duplicated"
 LATE_PRODUCE, LSO_STUCK = "late-produce", "lso-stuck"
 #: The proxy fault that strips committed offsets of their leader epoch.

@@ -107,10 +107,10 @@ def _no_options(backend: str, options: BackendOptions) -> None:
             f"losing un-fsynced writes needs --backend local, not {backend}: it mounts a FUSE "
             "filesystem of ours (clusters/lossyfs.py) under each broker's data directory, which "
             "the Kafka image and the ssh hosts do not run")
-    if options.dynamic_quorum and backend not in ("local", "ssh"):
+    if options.dynamic_quorum and backend not in ("local", "docker", "ssh"):
         raise EnvironmentUnsupported(
-            f"membership faults need --backend local or ssh, not {backend}: they wipe and "
-            "format a controller's metadata directory, which the other backends do not yet")
+            f"membership faults need --backend local, docker or ssh, not {backend}: they wipe "
+            "and format a controller's metadata directory, which needs a cluster of our own")
     if options.clock and backend not in ("local", "ssh"):
         raise EnvironmentUnsupported(
             f"clock faults need --backend local or ssh, not {backend}: they preload libfaketime "
@@ -167,7 +167,8 @@ def _docker() -> Backend:
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         return docker.DockerCluster(dist, work_dir, brokers=brokers, controllers=controllers,
-                                    broker_config=broker_config, image=options.image)
+                                    broker_config=broker_config, image=options.image,
+                                    dynamic_quorum=options.dynamic_quorum)
 
     return Backend("docker", options_check, machine, create, lambda options: docker.status(),
                    lambda options: docker.cleanup_leftovers())

@@ -16,6 +16,7 @@ import dataclasses
 import os
 from pathlib import Path
 
+from kafka_chaos.clusters.errors import ClusterError
 from kafka_chaos.clusters.security import ClientSecurity
 
 
@@ -322,6 +323,14 @@ class DynamicQuorum(abc.ABC):
 
     #: False when the cluster was set up with a static quorum (``controller.quorum.voters``).
     dynamic_quorum: bool = False
+
+    def check_wipeable(self, node: Node) -> None:
+        """Raises ``ClusterError`` while ``node`` runs or when the quorum is static: what
+        ``reformat`` checks before it wipes anything."""
+        if self.is_running(node):  # type: ignore[attr-defined]  (a Cluster's)
+            raise ClusterError(f"{node.name} runs: stop it before wiping its storage")
+        if not self.dynamic_quorum:
+            raise ClusterError("this cluster's quorum is static: set it up with dynamic_quorum")
 
     @abc.abstractmethod
     def reformat(self, node: Node) -> str:

@@ -10,14 +10,18 @@ iptables nor ``NET_ADMIN``. Clients on the host reach the containers' addresses 
 
 from __future__ import annotations
 
+import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
 from kafka_chaos.clusters import netns
-from kafka_chaos.clusters.base import Cluster, ExecResult, NodeFiles, Killable, Node, Pausable
+from kafka_chaos.clusters.base import (Cluster, DynamicQuorum, ExecResult, Killable, Node,
+                                       NodeFiles, Pausable)
 from kafka_chaos.clusters.dist import KafkaDist
-from kafka_chaos.clusters.errors import ClusterError, EnvironmentUnsupported
-from kafka_chaos.clusters.kafka_config import LOG4J1, LOG4J2, server_properties
+from kafka_chaos.clusters.errors import ClusterError, CommandFailed, EnvironmentUnsupported
+from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, quorum_format_args,
+                                               server_properties)
 from kafka_chaos.clusters.netfaults import NamespaceIptables
 
 DEFAULT_PREFIX = "kc"
@@ -131,7 +135,12 @@ class ContainerControl(Killable, Pausable):
         return ExecResult(proc.returncode, proc.stdout, proc.stderr)
 
 
-class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
+#: The JVM properties of every Java the containers run: logs and log4j configs in ``/kafka``.
+_PROPS = ("-Dkafka.logs.dir=/kafka/logs -Dlog4j2.configurationFile=/kafka/log4j2.properties "
+          "-Dlog4j.configuration=file:/kafka/log4j.properties")
+
+
+class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles, DynamicQuorum):
     """N brokers (KRaft), optionally C dedicated controllers, one container each.
 
     Args:
@@ -142,6 +151,8 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
             ``/opt/kafka/libs``; default ``apache/kafka:<version>``.
         prefix: container names ``<prefix>-n1``…, network ``<prefix>-net``, label value.
         heap_mb: JVM heap per node in MiB.
+        dynamic_quorum: format a dynamic KRaft quorum (KIP-853; Kafka 3.9+), each node's
+            metadata log in ``/kafka/metadata`` of its own so that ``reformat`` can wipe it.
     Raises:
         EnvironmentUnsupported: no daemon, not root, no nsenter/iptables (from ``setup``).
         ClusterError: a cluster with this prefix is running (run ``cluster down``).
@@ -151,7 +162,8 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
 
     def __init__(self, dist: KafkaDist, work_dir: Path, brokers: int = 3, controllers: int = 0,
                  broker_config: dict[str, str] | None = None, image: str | None = None,
-                 prefix: str = DEFAULT_PREFIX, heap_mb: int = 512) -> None:
+                 prefix: str = DEFAULT_PREFIX, heap_mb: int = 512,
+                 dynamic_quorum: bool = False) -> None:
         if brokers < 1:
             raise ValueError("brokers must be >= 1")
         self.dist = dist
@@ -160,6 +172,8 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
         self.image = image or f"apache/kafka:{dist.version}"
         self.prefix = prefix
         self.heap_mb = heap_mb
+        self.dynamic_quorum = dynamic_quorum
+        self._cluster_id = ""
         roles = ("broker",) if controllers else ("broker", "controller")
         self.nodes = [Node(i, f"n{i}", f"{SUBNET}.{10 + i}", roles) for i in range(1, brokers + 1)]
         self.nodes += [Node(brokers + j, f"c{j}", f"{SUBNET}.{10 + brokers + j}", ("controller",))
@@ -191,6 +205,38 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
     def data_dir(self, node: Node) -> Path:
         return self.node_dir(node) / "data"  # /kafka/data in the container (log.dirs)
 
+    def metadata_dir(self, node: Node) -> Path:
+        """``data``, or under a dynamic quorum ``metadata`` of its own beside it (mounted at
+        ``/kafka/metadata``), which ``reformat`` wipes (a combined node keeps its partitions)."""
+        return self.node_dir(node) / ("metadata" if self.dynamic_quorum else "data")
+
+    def _format_command(self, quorum: list[str]) -> str:
+        """The container's ``StorageTool format`` of ``/kafka`` (formatted directories left
+        as they are), with ``quorum``: a dynamic quorum's voter arguments."""
+        return (f"java {_PROPS} -cp '/opt/kafka/libs/*' kafka.tools.StorageTool format -t "
+                f"{self._cluster_id} -c /kafka/server.properties --ignore-formatted "
+                + " ".join(map(shlex.quote, quorum)))
+
+    def reformat(self, node: Node) -> str:
+        import docker.errors
+
+        from kafka_chaos.clusters.local import directory_id
+
+        self.check_wipeable(node)
+        shutil.rmtree(self.metadata_dir(node), ignore_errors=True)
+        # a container of its own: the node's would also format with --initial-controllers
+        # and start Kafka; this one formats the new directory as an observer's and ends
+        try:
+            self.docker.containers.run(
+                self.image, ["sh", "-c", self._format_command(["--no-initial-controllers"])],
+                user="0", volumes={str(self.node_dir(node)): {"bind": "/kafka", "mode": "rw"}},
+                network_mode="none", entrypoint=[], remove=True, stdout=True, stderr=True)
+        except docker.errors.ContainerError as exc:
+            raise CommandFailed(f"formatting storage of {node.name} failed: "
+                                f"{(exc.stderr or b'').decode(errors='replace')[-2000:]}",
+                                ExecResult(exc.exit_status, "", str(exc))) from None
+        return directory_id(self.metadata_dir(node))
+
     # -- lifecycle -----------------------------------------------------------------------
     def setup(self) -> None:
         """Network, one formatted-and-started container per node (does not wait for readiness)."""
@@ -209,22 +255,23 @@ class DockerCluster(ContainerControl, Cluster, NamespaceIptables, NodeFiles):
             subnet=f"{SUBNET}.0/24", gateway=f"{SUBNET}.1")])
         network = self.docker.networks.create(f"{self.prefix}-net", driver="bridge", ipam=ipam,
                                               labels=labels)
-        cluster_id = kafka_uuid()
+        self._cluster_id = kafka_uuid()
+        quorum: dict[int, list[str]] = {}
+        if self.dynamic_quorum:
+            quorum = quorum_format_args(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
         for node in self.nodes:
             d = self.node_dir(node)
             (d / "logs").mkdir(parents=True, exist_ok=True)
-            (d / "server.properties").write_text(
-                server_properties(node, self.nodes, "/kafka/data", self.broker_config))
+            (d / "server.properties").write_text(server_properties(
+                node, self.nodes, "/kafka/data", self.broker_config, dynamic=self.dynamic_quorum,
+                metadata_dir="/kafka/metadata" if self.dynamic_quorum else None))
             (d / "log4j2.properties").write_text(LOG4J2)
             (d / "log4j.properties").write_text(LOG4J1)
-            props = ("-Dkafka.logs.dir=/kafka/logs -Dlog4j2.configurationFile=/kafka/log4j2."
-                     "properties -Dlog4j.configuration=file:/kafka/log4j.properties")
-            cp = "-cp '/opt/kafka/libs/*'"
-            script = (f"java {props} {cp} kafka.tools.StorageTool format -t {cluster_id} "
-                      "-c /kafka/server.properties --ignore-formatted && exec java "
+            # every start formats what is not formatted yet (the first one: everything)
+            script = (f"{self._format_command(quorum.get(node.node_id, []))} && exec java "
                       f"-Xms{self.heap_mb // 2}m -Xmx{self.heap_mb}m -XX:+UseSerialGC "
-                      f"-XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true {props} {cp} "
-                      "kafka.Kafka /kafka/server.properties")
+                      f"-XX:TieredStopAtLevel=1 -Djava.net.preferIPv4Stack=true {_PROPS} "
+                      "-cp '/opt/kafka/libs/*' kafka.Kafka /kafka/server.properties")
             container = self.docker.containers.create(
                 self.image, ["sh", "-c", script], name=self._name(node), hostname=node.name,
                 user="0", labels={**labels, "kafka-chaos.node": node.name},

@@ -87,6 +87,15 @@ def initial_controllers(nodes: list[Node], directory_ids: dict[int, str]) -> str
                     for n in nodes if n.is_controller)
 
 
+def quorum_format_args(nodes: list[Node], directory_ids: dict[int, str]) -> dict[int, list[str]]:
+    """``StorageTool format``'s dynamic-quorum arguments per node id (KIP-853):
+    ``--initial-controllers`` with every controller (``initial_controllers``) for a
+    controller, ``--no-initial-controllers`` for a broker-only node."""
+    voters = initial_controllers(nodes, directory_ids)
+    return {n.node_id: ["--initial-controllers", voters] if n.is_controller
+            else ["--no-initial-controllers"] for n in nodes}
+
+
 LOG4J2 = """status = warn
 appender.file.type = File
 appender.file.name = FILE

@@ -22,7 +22,7 @@ from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, DiskFaults, Dynam
                                        Pausable, Skewable)
 from kafka_chaos.clusters.dist import KafkaDist, check_java
 from kafka_chaos.clusters.errors import ClusterError, CommandFailed
-from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, initial_controllers,
+from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, quorum_format_args,
                                                server_properties)
 from kafka_chaos.clusters.netfaults import NamespaceIptables
 from kafka_chaos.waiting import WaitTimeout, wait_until
@@ -195,12 +195,10 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
         """``StorageTool format`` of every node's storage with ``cluster_id``, the nodes side by
         side: each is a JVM start of about 1.3 s, which one after another made a third of
         the cluster's bring-up. Raises ``CommandFailed`` naming the first node that failed."""
-        quorum: dict[Node, list[str]] = {}
+        quorum: dict[int, list[str]] = {}
         if self.dynamic_quorum:
-            voters = initial_controllers(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
-            quorum = {n: ["--initial-controllers", voters] if n.is_controller
-                      else ["--no-initial-controllers"] for n in self.nodes}
-        formats = {node: self._format_one(java, node, cluster_id, quorum.get(node, []))
+            quorum = quorum_format_args(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
+        formats = {node: self._format_one(java, node, cluster_id, quorum.get(node.node_id, []))
                    for node in self.nodes}
         outputs = {node: proc.communicate()[0] for node, proc in formats.items()}
         for node, proc in formats.items():
@@ -222,10 +220,7 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
              *quorum], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
     def reformat(self, node: Node) -> str:
-        if self.is_running(node):
-            raise ClusterError(f"{node.name} runs: stop it before wiping its storage")
-        if not self.dynamic_quorum:
-            raise ClusterError("this cluster's quorum is static: set it up with dynamic_quorum")
+        self.check_wipeable(node)
         shutil.rmtree(self.metadata_dir(node), ignore_errors=True)
         java = shutil.which("java") or "java"
         proc = self._format_one(java, node, self._cluster_id, ["--no-initial-controllers"])

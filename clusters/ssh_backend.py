@@ -30,7 +30,7 @@ from kafka_chaos.clusters.dist import KafkaDist, check_java_version
 from kafka_chaos.clusters.errors import (ClusterError, CommandFailed, DistributionError,
                              EnvironmentUnsupported)
 from kafka_chaos.clusters.inventory import SshHost
-from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, initial_controllers,
+from kafka_chaos.clusters.kafka_config import (LOG4J1, LOG4J2, quorum_format_args,
                                                server_properties)
 from kafka_chaos.clusters.local import directory_id_in, kafka_uuid, state_dir
 from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains as _chains
@@ -163,9 +163,7 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable, NodeFiles
         self._cluster_id = kafka_uuid()
         quorum: dict[int, list[str]] = {}
         if self.dynamic_quorum:
-            voters = initial_controllers(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
-            quorum = {n.node_id: ["--initial-controllers", voters] if n.is_controller
-                      else ["--no-initial-controllers"] for n in self.nodes}
+            quorum = quorum_format_args(self.nodes, {n.node_id: kafka_uuid() for n in self.nodes})
         for node in self.nodes:
             h, r, d = self.hosts[node.node_id], self._remote(node), self._dir(node)
             version = r.run([h.java, "-version"])
@@ -203,10 +201,7 @@ class SshCluster(Cluster, Killable, Pausable, Partitionable, Skewable, NodeFiles
                     "formatting storage")
 
     def reformat(self, node: Node) -> str:
-        if self.is_running(node):
-            raise ClusterError(f"{node.name} runs: stop it before wiping its storage")
-        if not self.dynamic_quorum:
-            raise ClusterError("this cluster's quorum is static: set it up with dynamic_quorum")
+        self.check_wipeable(node)
         r, meta = self._remote(node), self.metadata_dir(node)
         self._check(r, r.run(["rm", "-rf", meta]), "wiping the metadata directory")
         self._format(node, ["--no-initial-controllers"])

@@ -96,6 +96,25 @@ def _after_damage(result: dict) -> list[str]:
             + sum((anomalies[n].get("rules") or {}).get(r, 0) for r in DAMAGE_RULES)]
 
 
+def _detected(damage: dict) -> bool:
+    """A file damage (``facts["file_damage"]``'s entry) that Kafka finds and repairs itself,
+    so that nothing a client sees can follow from it (``docs/file-faults.md``): the active
+    segment's offset or time index changed while its broker was down (recovery rebuilds
+    both, R6), and a producer-state snapshot changed in any way but a rollback (its version,
+    layout and CRC are checked, a bad one deleted and the state rebuilt from an older one
+    and the log, P1-P2). Entries that do not say whether the broker ran are not."""
+    if damage.get("damage") == "rollback":
+        return False
+    if damage.get("kind") == "snapshot":
+        return True
+    return damage.get("kind") in ("index", "timeindex") and damage.get("running") is False
+
+
+def _undetected(facts: dict) -> list[dict]:
+    """The run's file damages that Kafka does not repair itself (``_detected``)."""
+    return [d for d in facts.get("file_damage") or [] if not _detected(d)]
+
+
 def _file_damage(result: dict, damaged: list[dict]) -> list[str]:
     """Why findings after a file fault decide nothing yet: but for a record the damage
     reached where nothing checks it, or that recovery cut from the last replica that had it
@@ -128,8 +147,9 @@ def judge_run(result: dict, facts: dict) -> dict:
     driver that failed while the workload ran (``facts["client"]["failed"]``), or a consumer
     group that did not run the protocol asked for (``facts["group"]``), or a share group
     whose state after its final drain still holds records (``facts["share"]``). A run that
-    damaged files (``facts["file_damage"]``, ``nemesis.files``) and found any anomaly is
-    unknown, a violation too (``_file_damage``). The faults asked for that never ran
+    damaged files (``facts["file_damage"]``, ``nemesis.files``; but for damage Kafka repairs
+    itself, ``_detected``) and found any anomaly is unknown, a violation too
+    (``_file_damage``). The faults asked for that never ran
     (``facts["faults_not_run"]``) are named in ``result["faults_not_run"]`` (the verdict
     stands: what ran was checked). Returns ``result``, changed in place."""
     reasons = []
@@ -149,7 +169,7 @@ def judge_run(result: dict, facts: dict) -> dict:
         reasons.extend(_share_state(share))
     if failed := (facts.get("client") or {}).get("failed"):
         reasons.append(f"the client driver failed while the workload ran: {failed}")
-    reasons.extend(_file_damage(result, facts.get("file_damage") or []))
+    reasons.extend(_file_damage(result, _undetected(facts)))
     if facts.get("faults_not_run"):
         result["faults_not_run"] = list(facts["faults_not_run"])
     for reason in reasons:
@@ -157,7 +177,7 @@ def judge_run(result: dict, facts: dict) -> dict:
             result["unknown_reasons"].append(reason)
         if result.get("valid") is True:
             result["valid"] = "unknown"
-    if facts.get("file_damage") and _after_damage(result):
+    if _undetected(facts) and _after_damage(result):
         result["valid"] = "unknown"  # a violation too: no rule says what Kafka promises there
     return result
 

@@ -228,12 +228,20 @@ def damage(files: FileAccess, path: str, how: str, rng: random.Random,
 
 def restore(files: FileAccess, path: str, old: bytes) -> dict[str, Any]:
     """Put ``old`` back as the whole content of the file at ``path`` (fsynced). Returns
-    ``{"size": [before, after], "sha256": [before, after]}`` as ``damage`` does."""
+    ``{"size": [before, after], "sha256": [before, after]}`` as ``damage`` does; for a log
+    segment (``.log``) also ``"prefix"`` (the old copy is where the file began: the rollback
+    cut its tail, as a ``truncate`` to the copy's length would) and, when it is and the file
+    had grown, ``segment_facts`` of that cut (the batches of the tail it took)."""
     before = files.read(path)
     files.write_at(path, 0, old)
     files.truncate(path, len(old))
-    return {"size": [len(before), len(old)], "sha256": [_sha256(before),
-                                                         _sha256(files.read(path))]}
+    out: dict[str, Any] = {"size": [len(before), len(old)],
+                           "sha256": [_sha256(before), _sha256(files.read(path))]}
+    if path.endswith(".log"):
+        out["prefix"] = before.startswith(old)
+        if out["prefix"] and len(before) > len(old):
+            out.update(segment_facts(before, [(len(old), len(before))]))
+    return out
 
 
 class FileNemesis(Nemesis):
@@ -252,20 +260,22 @@ class FileNemesis(Nemesis):
     completes with ``{"copied": {name: {"file", "kind", "size", "sha256"}}}``;
     ``restore-file`` with ``{"restored": {name: {"file", "kind", "size": [before, after],
     "sha256": [before, after]}}, "started": [names]}`` (each node killed, its copy put back,
-    started; ``"unchanged": true`` where the broker had not changed the file since its copy:
-    no damage). Raises ``NemesisError`` on a cluster without ``NodeFiles``, or when a file
-    cannot be read or written (``OSError``)."""
+    started; a segment's also with ``restore``'s ``prefix`` and the cut's batches, and
+    ``recovery_facts``; ``"unchanged": true`` where the broker had not changed the file
+    since its copy: no damage). Raises ``NemesisError`` on a cluster without ``NodeFiles``,
+    or when a file cannot be read or written (``OSError``)."""
 
     fs = frozenset((*DAMAGES, SNAPSHOT, RESTORE))
     name = "file"
 
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
-        #: every file damaged so far: ``{"node", "file", "kind", "damage"}`` (the run's facts)
+        #: every file damaged so far: ``{"node", "file", "kind", "damage", "running"}`` (the
+        #: run's facts; ``running`` absent for a rollback, which kills the node)
         self.damaged: list[dict[str, str]] = []
-        #: node id -> (path, kind, path as recorded, the bytes copied) of the rollback in
-        #: progress
-        self.copies: dict[int, tuple[str, str, str, bytes]] = {}
+        #: node id -> (path, kind, path as recorded, the bytes copied, (topic, partition))
+        #: of the rollback in progress
+        self.copies: dict[int, tuple[str, str, str, bytes, tuple[str, int]]] = {}
 
     def invoke(self, f: str, value: Any) -> Any:
         if not (isinstance(self.cluster, NodeFiles) and isinstance(self.cluster, Killable)):
@@ -303,7 +313,7 @@ class FileNemesis(Nemesis):
                 done.update(recovery_facts(files, str(self.cluster.data_dir(node)), path,
                                            value.get("topic", ""), value.get("partition", 0)))
             self.damaged.append({"node": node.name, "file": done["file"],
-                                 "kind": done["kind"], "damage": f})
+                                 "kind": done["kind"], "damage": f, "running": running})
         return out
 
     def _file(self, node: Node, value: dict) -> tuple[str, str, str] | None:
@@ -331,7 +341,8 @@ class FileNemesis(Nemesis):
                 continue
             path, kind, rel = found
             old = self.cluster.files(node).read(path)  # as a backup would: it runs
-            self.copies[node.node_id] = (path, kind, rel, old)
+            self.copies[node.node_id] = (path, kind, rel, old, (value.get("topic", ""),
+                                                               value.get("partition", 0)))
             out["copied"][node.name] = {"file": rel, "kind": kind, "size": len(old),
                                         "sha256": _sha256(old)}
         return out
@@ -339,7 +350,7 @@ class FileNemesis(Nemesis):
     def _restore(self) -> dict[str, Any]:
         out: dict[str, Any] = {"restored": {}, "started": []}
         copies, self.copies = sorted(self.copies.items()), {}
-        for node_id, (path, kind, rel, old) in copies:
+        for node_id, (path, kind, rel, old, (topic, partition)) in copies:
             node = self.cluster.node(node_id)
             self.cluster.kill(node)
             files = self.cluster.files(node)
@@ -347,6 +358,9 @@ class FileNemesis(Nemesis):
                 if files.size(path) is not None:
                     done = out["restored"][node.name] = {"file": rel, "kind": kind,
                                                          **restore(files, path, old)}
+                    if kind in ("segment", "old-segment"):
+                        done.update(recovery_facts(files, str(self.cluster.data_dir(node)),
+                                                   path, topic, partition))
                     if done["sha256"][0] != done["sha256"][1]:
                         self.damaged.append({"node": node.name, "file": rel, "kind": kind,
                                              "damage": "rollback"})

@@ -146,7 +146,7 @@ PACKAGES: dict[str, FaultKind] = {
     "membership": FaultKind(("remove-voter", "replace-voter"), "add-voter",
                             ("one", "controller"), ("one", "controller"), "#A0E9A8",
                             note="KRaft voters removed or replaced, then added back "
-                            "(KIP-853); local, ssh"),
+                            "(KIP-853); local, docker, ssh"),
     # unclean leader election allowed for a while, on the topic or cluster-wide
     "unclean": FaultKind(("unclean-on",), "unclean-off", ("topic", "cluster"),
                          ("topic", "cluster"), "#E9E3A0", stop_at_target=True, setting=True,

@@ -207,6 +207,20 @@ def test_a_value_flip_refused_by_the_consumers_crc_check_stalls_the_reads(tmp_pa
     assert leftovers() == []
 
 
+def _lost_from_the_cut(proc, res: dict, cut: int, name: str, version: str) -> int:
+    """A valid run whose lost writes, none with ELR (4.4.0), are each at or above ``cut``
+    and permitted by the recovery cut of ``name``'s log from there; returns their count."""
+    lost = res["anomalies"]["lost-write"]
+    if version == "4.4.0":
+        assert lost["count"] == 0, lost
+    for ex in lost["examples"]:
+        assert ex["rule"] == "last-in-sync-replica-cut-by-recovery" and ex["offset"] >= cut, ex
+        assert ex["evidence"]["from_offset"] == cut and ex["evidence"]["nodes"] == [name]
+    assert proc.returncode == 0 and res["verdict"] == "valid", (res.get("unknown_reasons"),
+                                                               proc.stdout[-3000:])
+    return lost["count"]
+
+
 @pytest.mark.long
 @pytest.mark.parametrize("version", ["3.9.1", "4.4.0"])
 def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path, version):
@@ -225,15 +239,8 @@ def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path,
     log = (run / "nodes" / name / "logs" / "server.log").read_text(errors="replace")
     assert "Found invalid messages in log segment" in log, d
     cut = min(set(d["batches"]) - set(d["unchecked"]))
-    lost = res["anomalies"]["lost-write"]
-    if version == "4.4.0":
-        assert lost["count"] == 0, lost
-    for ex in lost["examples"]:
-        assert ex["rule"] == "last-in-sync-replica-cut-by-recovery" and ex["offset"] >= cut, ex
-        assert ex["evidence"]["from_offset"] == cut and ex["evidence"]["nodes"] == [name]
-    assert proc.returncode == 0 and res["verdict"] == "valid", (res.get("unknown_reasons"),
-                                                               proc.stdout[-3000:])
-    print(f"{version}: {name} cut from offset {cut}; lost writes {lost['count']}")
+    lost = _lost_from_the_cut(proc, res, cut, name, version)
+    print(f"{version}: {name} cut from offset {cut}; lost writes {lost}")
     assert leftovers() == []
 
 
@@ -288,4 +295,27 @@ def test_a_leader_whose_active_segment_was_cut_loses_nothing_acknowledged(tmp_pa
     assert proc.returncode == 0 and res["verdict"] == "valid", res.get("unknown_reasons")
     print(f"{version}: {name}'s segment cut to {d['region'][0]} of {d['size'][0]} bytes, "
           f"{len(cut)} acknowledged records from offset {min(cut)}; nothing lost")
+    assert leftovers() == []
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("version", ["3.9.1", "4.4.0"])
+def test_a_segment_rolled_back_on_the_last_in_sync_replica_is_a_recovery_cut(tmp_path,
+                                                                            version):
+    """Scenario ``rolled-back-last-replica``: L's active segment copied with a full ISR, the
+    ISR shrunk to L, the copy put back (L killed and started). The record names the tail
+    the copy cut (the precondition: batches were written since the copy). Without ELR (3.9)
+    the writes lost are at or above that cut and permitted by it; with ELR (4.4) none is
+    lost. Valid on both."""
+    proc, run, res = scenario_run(tmp_path, "rolled-back-last-replica", 5, "--kafka-version",
+                                  version, "--time-limit", "60", "--seed", "5")
+    ops = read_history(run / "history.jsonl")
+    [back] = [op.value for op in ops if op.process == "nemesis" and op.f == "restore-file"
+              and op.type.value == "ok"]
+    [(name, d)] = back["restored"].items()
+    assert back["started"] == [name] and res["run"]["scenario"]["marks"]["L"] == name
+    assert d["kind"] == "segment" and d["prefix"] and d["recovered"] and d["batches"], d
+    cut = min(set(d["batches"]) - set(d["unchecked"]))
+    lost = _lost_from_the_cut(proc, res, cut, name, version)
+    print(f"{version}: {name}'s segment rolled back from offset {cut}; lost writes {lost}")
     assert leftovers() == []

@@ -10,7 +10,8 @@ import pytest
 from kafka_chaos.catalogue.anomalies import METADATA
 from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
-from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
+from tests.integration.conftest import (backend_param, kafka_chaos, leftovers, prepare,
+                                        results_of)
 
 pytestmark = pytest.mark.kafka
 
@@ -126,12 +127,14 @@ steps:
 
 
 @pytest.mark.long
-def test_a_voter_replaced_on_the_ssh_hosts(request, tmp_path):
-    """The ssh backend formats a dynamic quorum on its hosts (Kafka 4.4.0) and replaces a
-    voter there: stopped, removed, its metadata directory wiped and formatted over SSH under
-    a new directory id, started, added back under that id; then the quorum's leader is
-    killed and another elected. The metadata checks hold and nothing acknowledged is lost."""
-    _, args = prepare(request, "ssh", dist.resolve("4.4.0"), [["broker", "controller"]] * 3,
+@pytest.mark.parametrize("backend", [backend_param("ssh"), backend_param("docker")])
+def test_a_voter_replaced_on_the_ssh_hosts_and_in_containers(request, tmp_path, backend):
+    """The ssh and docker backends format a dynamic quorum (Kafka 4.4.0) and replace a voter
+    there: stopped, removed, its metadata directory wiped and formatted anew (over SSH; in a
+    container of its own) under a new directory id, started, added back under that id; then
+    the quorum's leader is killed and another elected. The metadata checks hold and nothing
+    acknowledged is lost."""
+    _, args = prepare(request, backend, dist.resolve("4.4.0"), [["broker", "controller"]] * 3,
                       tmp_path / "inventory.yaml")
     plan = tmp_path / "replace-a-voter.yaml"
     plan.write_text(REPLACE)

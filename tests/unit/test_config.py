@@ -296,6 +296,17 @@ def test_clock_faults_ask_for_libfaketime_which_only_local_preloads():
         RunConfig(nemesis=["nope"])
 
 
+def test_membership_faults_ask_for_a_dynamic_quorum_which_the_own_cluster_backends_format():
+    assert admit(RunConfig(nemesis=["membership"])).backend.dynamic_quorum
+    assert not admit(RunConfig(nemesis=["kill"])).backend.dynamic_quorum
+    options = backends.BackendOptions(dynamic_quorum=True)
+    backends.get("docker").check_options(options, 3, 0)
+    backends._no_options("ssh", options)
+    with pytest.raises(EnvironmentUnsupported, match="membership faults need --backend local, "
+                       "docker or ssh, not external"):
+        backends._no_options("external", options)
+
+
 def test_attaching_takes_its_own_options_and_refuses_faults_it_cannot_make(tmp_path):
     """``--backend external`` needs ``--bootstrap-servers`` and takes no fault; the attach
     options are refused on backends that make their own plaintext cluster; the workload's

@@ -223,3 +223,44 @@ def test_a_rolled_segment_after_a_kill_is_cut_or_served_as_its_recovery_point_sa
     cuts, verdict = judged(False, [1, 2, 3])
     assert cuts == [] and (verdict["outcome"], verdict["rule"]) == (
         PERMITTED, "damage-served-unchecked"), verdict
+
+
+def _rollback(r: Rec, restored: dict) -> Rec:
+    r.nemesis("snapshot-file", {"target": [1], "topic": "t", "partition": 0, "file": "segment"},
+              {"copied": {"n1": {"file": _FILE, "kind": "segment", "size": 10,
+                                 "sha256": "a"}}})
+    return r.nemesis("restore-file", None, {"restored": {"n1": {
+        "file": _FILE, "kind": "segment", "size": [900, 10], "sha256": ["b", "a"],
+        **restored}}, "started": ["n1"]})
+
+
+def test_a_rolled_back_segment_is_a_recovery_cut_where_its_copy_ended():
+    """Putting an older copy of a segment back cuts the batches written since (its record
+    names them, the copy being a prefix); the node starts within the op, so the cut is
+    judged as a power loss of its log from the first of them: permitted only when it held
+    the last in-sync copy. A copy that was no prefix locates nothing: doubt."""
+    def judged(restored, isr):
+        r = Rec().sample(t0=(1, 1, isr))
+        lo = r.at
+        _rollback(r, restored)
+        r.sample(t0=(1, 2, isr))
+        rec, _ = r.build(replication_factor=3)
+        return [e for e in rec.events[T0] if e.kind == "recovery-cut"], _judge(
+            r, "lost-write", 5, lo, r.at)
+
+    cut = {"prefix": True, "batches": [4], "offsets": [[4, 6]], "unchecked": [],
+           "past_batches": False, "recovery_point": 0, "next_base": None, "recovered": True}
+    cuts, verdict = judged(cut, [1])
+    assert [(e.facts["from_offset"], e.facts["nodes"]) for e in cuts] == [(4, [1])], cuts
+    assert cuts[0].hi == cuts[0].lo + 1  # from the restore's invoke to its own completion
+    assert (verdict["outcome"], verdict["rule"]) == (
+        PERMITTED, "last-in-sync-replica-cut-by-recovery"), verdict
+    assert judged(cut, [1, 2, 3])[1]["outcome"] == VIOLATION  # the followers had it
+    cuts, verdict = judged({"prefix": False}, [1])
+    assert cuts == [] and verdict["outcome"] == UNEXPLAINED, verdict
+    # a copy never put back, or whose restore ended unknown, may have cut anything
+    r = Rec().sample(t0=(1, 1, [1, 2, 3]))
+    lo = r.at
+    r.nemesis("restore-file", None, None, "info")
+    r.sample(t0=(1, 2, [1, 2, 3]))
+    assert _judge(r, "lost-write", 5, lo, r.at)["outcome"] == UNEXPLAINED

@@ -153,7 +153,7 @@ def test_the_nemesis_kills_its_target_and_records_what_it_damaged(tmp_path) -> N
     assert record["file"] == "kafka-chaos-0/00000000000000000500.log"
     assert record["kind"] == "segment" and record["sha256"][0] != record["sha256"][1]
     assert nemesis.damaged == [{"node": "n2", "file": record["file"], "kind": "segment",
-                                "damage": "zero"}]
+                                "damage": "zero", "running": False}]
     # without a kind, one that exists is drawn; a node without any is killed all the same
     for path in (tmp_path / "n1").rglob("*"):
         if path.is_file():
@@ -210,6 +210,27 @@ def test_findings_after_file_damage_are_unknown_and_a_clean_run_stays_valid() ->
         "the run found lost-write: no rule of kafka-chaos judges these findings after a "
         "file fault yet, so they are neither permitted nor violations"]
     assert judge_run(served(2), {"file_damage": DAMAGED})["valid"] is True
+
+
+def test_damage_kafka_repairs_itself_leaves_the_findings_to_the_other_rules() -> None:
+    """The active segment's index rebuilt by recovery after a kill (R6) and a producer
+    snapshot that fails its checks and is dropped (P1-P2) explain nothing and doubt nothing:
+    a finding after them alone is judged as in any run. An index changed under a running
+    broker, a rolled-back snapshot and a record that does not say whether the broker ran
+    are not repaired: the run stays unknown."""
+    found = {"valid": False, "anomaly_types": ["lost-write"]}
+
+    def judged(**damage) -> object:
+        entry = {"node": "n1", "file": "t-0/00000000000000000000.x", **damage}
+        return judge_run(dict(found), {"file_damage": [entry]})["valid"]
+
+    assert judged(kind="index", damage="zero", running=False) is False
+    assert judged(kind="timeindex", damage="truncate", running=False) is False
+    assert judged(kind="snapshot", damage="bitflip", running=True) is False
+    assert judged(kind="index", damage="zero", running=True) == "unknown"
+    assert judged(kind="index", damage="zero") == "unknown"
+    assert judged(kind="snapshot", damage="rollback") == "unknown"
+    assert judged(kind="segment", damage="bitflip", running=False) == "unknown"
 
 
 def test_kraft_files_are_found_in_the_metadata_log_directory(tmp_path) -> None:
@@ -410,3 +431,26 @@ def test_a_segment_damaged_after_a_kill_records_whether_recovery_reads_it(tmp_pa
     running = nemesis.invoke("zero", {"target": [1], **aim, "file": "segment",
                                       "running": True})["damaged"]
     assert "recovered" not in running["n1"]
+
+
+def test_a_segment_rolled_back_records_the_tail_it_cut(tmp_path) -> None:
+    """A segment only grows: its older copy is a prefix, and putting it back cuts the
+    batches written since, recorded as a ``truncate`` to the copy's length would be (with
+    what the next start's recovery reads); a copy that is no prefix says so, with no
+    batches to match offsets to."""
+    nodes = _Nodes(tmp_path)
+    nemesis = FileNemesis(nodes, random.Random(7))
+    seg = tmp_path / "n2" / "kafka-chaos-0" / "00000000000000000500.log"
+    seg.write_bytes(batch([b"1", b"2"], base=500))
+    aim = {"target": [2], "topic": "kafka-chaos", "partition": 0, "file": "segment"}
+    nemesis.invoke("snapshot-file", aim)
+    seg.write_bytes(seg.read_bytes() + batch([b"3"], base=502) + batch([b"4", b"5"], base=503))
+    done = nemesis.invoke("restore-file", None)["restored"]["n2"]
+    assert done["prefix"] is True and done["batches"] == [502, 503], done
+    assert done["offsets"] == [[502, 502], [503, 504]] and done["unchecked"] == []
+    assert done["recovered"] is True and done["next_base"] is None  # the active segment
+    assert seg.read_bytes() == batch([b"1", b"2"], base=500)
+    nemesis.invoke("snapshot-file", aim)
+    seg.write_bytes(batch([b"9"], base=500))  # rewritten, not appended: no prefix
+    done = nemesis.invoke("restore-file", None)["restored"]["n2"]
+    assert done["prefix"] is False and "offsets" not in done, done
