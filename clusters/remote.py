@@ -203,7 +203,6 @@ class Remote:
         self._client.close()
 
 
-
 class SftpFiles(FileAccess):
     """The files of ``remote``'s host, over its SFTP session (``Remote.lock`` held for each
     call). SFTP has no fsync: a change is followed by ``sync FILE`` (GNU coreutils) on the
