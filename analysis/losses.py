@@ -6,13 +6,10 @@ completions and the monitor's samples before them."""
 from __future__ import annotations
 
 from kafka_chaos.analysis.record import (DAMAGES, END, FILE_DAMAGE, MAX_BLIND_NS, POWER_LOSS,
-                                         RECOVERY_CUT, TP, Event, Record, Stretch)
+                                         RECOVERY_CUT, ROLLBACK, TP, Event, Record, Stretch)
+from kafka_chaos.catalogue.faults import SEGMENT_KINDS
 
 
-#: The file kinds that are a partition's log segments (``catalogue.faults.FILE_KINDS``): its
-#: active one, which recovery after a kill reads, and its oldest rolled one, which it reads
-#: only above the recovery point (``docs/file-faults.md`` R2; the damage op records which).
-SEGMENTS = ("segment", "old-segment")
 #: Nemesis ops that never start a broker's process (``docs/history-format.md``): a node a
 #: power loss took down stays down across them. Any other op may have started it again
 #: (a file damage kills its nodes, never starts one: ``DAMAGES``).
@@ -69,7 +66,7 @@ def segment_tp(d: dict) -> TP | None:
     """The partition whose log segment a damage record names (``<topic>-<p>/<base>.log``
     in the node's directory), or None for another file."""
     path = str(d.get("file") or "")
-    if d.get("kind") not in SEGMENTS or not path.endswith(".log") or "/" not in path:
+    if d.get("kind") not in SEGMENT_KINDS or not path.endswith(".log") or "/" not in path:
         return None
     return tp_of(path.rsplit("/", 2)[-2])
 
@@ -77,13 +74,12 @@ def segment_tp(d: dict) -> TP | None:
 def started_nodes(r: dict) -> list[str] | None:
     """The node names a nemesis op that may start brokers says it started (``start``,
     ``heal-all``, ``roll``, ``disk-heal``, ``restore-file``: ``docs/history-format.md``), or
-    None when it does
-    not say (it ended ``info``, never ended, or is of another kind): it may have started
-    any."""
+    None when it does not say (it ended ``info``, never ended, or is of another kind): it may
+    have started any."""
     done = r["done"] if r["type"] == "ok" and isinstance(r["done"], dict) else None
     if done is None:
         return None
-    if r["f"] in ("start", "disk-heal", "restore-file"):
+    if r["f"] in ("start", "disk-heal", ROLLBACK):
         return list(done.get("started") or [])
     if r["f"] == "roll":
         return list(done.get("rolled") or [])

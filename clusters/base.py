@@ -240,7 +240,8 @@ class FileAccess(abc.ABC):
 
     @abc.abstractmethod
     def listdir(self, path: str) -> list[str]:
-        """The names in directory ``path``; ``[]`` when there is no such directory."""
+        """The names of the regular files in directory ``path``, sorted; ``[]`` when there is
+        no such directory."""
 
     @abc.abstractmethod
     def size(self, path: str) -> int | None:
@@ -266,7 +267,8 @@ class LocalFiles(FileAccess):
 
     def listdir(self, path: str) -> list[str]:
         try:
-            return sorted(os.listdir(path))
+            with os.scandir(path) as entries:
+                return sorted(e.name for e in entries if e.is_file(follow_symlinks=False))
         except (FileNotFoundError, NotADirectoryError):
             return []
 
@@ -277,17 +279,16 @@ class LocalFiles(FileAccess):
         return Path(path).read_bytes()
 
     def write_at(self, path: str, offset: int, data: bytes) -> None:
-        fd = os.open(path, os.O_WRONLY)
-        try:
-            os.pwrite(fd, data, offset)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        self._change(path, lambda fd: os.pwrite(fd, data, offset))
 
     def truncate(self, path: str, length: int) -> None:
+        self._change(path, lambda fd: os.ftruncate(fd, length))
+
+    @staticmethod
+    def _change(path: str, change) -> None:
         fd = os.open(path, os.O_WRONLY)
         try:
-            os.ftruncate(fd, length)
+            change(fd)
             os.fsync(fd)
         finally:
             os.close(fd)

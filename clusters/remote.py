@@ -214,9 +214,10 @@ class SftpFiles(FileAccess):
     def listdir(self, path: str) -> list[str]:
         with self.remote.lock:
             try:
-                return sorted(self.remote.sftp().listdir(path))
+                found = self.remote.sftp().listdir_attr(path)
             except FileNotFoundError:
                 return []
+        return sorted(a.filename for a in found if stat.S_ISREG(a.st_mode or 0))
 
     def size(self, path: str) -> int | None:
         with self.remote.lock:

@@ -25,7 +25,7 @@ import posixpath
 import random
 from typing import Any
 
-from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS
+from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS, SEGMENT_KINDS
 from kafka_chaos.clusters.base import FileAccess, Killable, Node, NodeFiles
 from kafka_chaos.nemesis import records
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
@@ -65,8 +65,7 @@ def find(files: FileAccess, data_dir: str, kind: str, topic: str, partition: int
         part = posixpath.join(metadata_dir or data_dir, _METADATA)
     suffix = ".log" if kind == "old-segment" else _SUFFIX.get(kind)
     if suffix is not None:
-        found = [posixpath.join(part, n) for n in files.listdir(part) if n.endswith(suffix)
-                 and files.size(posixpath.join(part, n)) is not None]
+        found = [posixpath.join(part, n) for n in files.listdir(part) if n.endswith(suffix)]
         if kind == "old-segment":  # the oldest of several: never the active one
             return found[0] if len(found) > 1 else None
         return found[-1] if found else None
@@ -86,10 +85,10 @@ def recovery_facts(files: FileAccess, data_dir: str, path: str, topic: str,
     or None, "next_base": the next segment's base offset or None (the active one),
     "recovered": bool or None (None: no recovery point for the partition could be read)}``."""
     part, name = posixpath.split(path)
-    bases = sorted(int(n[:-4]) for n in files.listdir(part)
-                   if n.endswith(".log") and n[:-4].isdigit())
     mine = int(name[:-4]) if name[:-4].isdigit() else None
-    later = [b for b in bases if mine is not None and b > mine]
+    nxt = None if mine is None else min(
+        (int(n[:-4]) for n in files.listdir(part) if n.endswith(".log") and n[:-4].isdigit()
+         and int(n[:-4]) > mine), default=None)
     point = None
     try:
         lines = files.read(posixpath.join(data_dir, "recovery-point-offset-checkpoint")
@@ -100,7 +99,6 @@ def recovery_facts(files: FileAccess, data_dir: str, path: str, topic: str,
                 point = int(o)
     except (OSError, UnicodeDecodeError, ValueError):
         point = None
-    nxt = later[0] if later else None
     recovered = True if nxt is None else (None if point is None else nxt > point)
     return {"recovery_point": point, "next_base": nxt, "recovered": recovered}
 
@@ -309,7 +307,7 @@ class FileNemesis(Nemesis):
             done = out["damaged"][node.name] = {
                 "file": rel, "kind": kind, **damage(files, path, f, self.rng,
                                                     value.get("flip", "any"))}
-            if kind in ("segment", "old-segment") and not running:
+            if kind in SEGMENT_KINDS and not running:
                 done.update(recovery_facts(files, str(self.cluster.data_dir(node)), path,
                                            value.get("topic", ""), value.get("partition", 0)))
             self.damaged.append({"node": node.name, "file": done["file"],
@@ -358,7 +356,7 @@ class FileNemesis(Nemesis):
                 if files.size(path) is not None:
                     done = out["restored"][node.name] = {"file": rel, "kind": kind,
                                                          **restore(files, path, old)}
-                    if kind in ("segment", "old-segment"):
+                    if kind in SEGMENT_KINDS:
                         done.update(recovery_facts(files, str(self.cluster.data_dir(node)),
                                                    path, topic, partition))
                     if done["sha256"][0] != done["sha256"][1]:

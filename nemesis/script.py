@@ -57,7 +57,8 @@ from typing import TYPE_CHECKING, Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from kafka_chaos.catalogue.faults import (FILE_KINDS, KILL_TARGETS, LEADER_TARGETS,
-                                          METADATA_KINDS, PACKAGES, PARTITION_TARGETS)
+                                          METADATA_KINDS, PACKAGES, PARTITION_TARGETS,
+                                          SEGMENT_KINDS)
 from kafka_chaos.clusters import yamlfile
 from kafka_chaos.nemesis.proxy.faults import RequestFault
 
@@ -172,7 +173,7 @@ class Step(BaseModel):
             raise ValueError("running (damage without a kill) goes with do: "
                              f"{', '.join(PACKAGES['file'].start)}")
         if self.flip != "any" and (self.do != ["bitflip"]
-                                   or self.file not in ("segment", "old-segment")):
+                                   or self.file not in SEGMENT_KINDS):
             raise ValueError(f"flip: {self.flip} goes with do: bitflip and file: segment or "
                              "old-segment (a record's value is in a log segment)")
         if self.retry_every is not None and self.until is None:

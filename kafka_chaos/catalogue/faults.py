@@ -42,8 +42,9 @@ REQUEST_KINDS = ("delay", "hold", "drop-request", "drop-response", "duplicate", 
 #: partition's, then the node's.
 FILE_KINDS = {
     "segment": "the partition's active log segment (<base offset>.log)",
-    "old-segment": "its oldest rolled log segment, flushed once it rolled: no recovery reads "
-                   "it again (present only when segments roll: log.roll.ms, log.segment.bytes)",
+    "old-segment": "its oldest rolled log segment, which recovery after a crash reads again "
+                   "only above the broker's checkpointed recovery point (present only when "
+                   "segments roll: log.roll.ms, log.segment.bytes)",
     "index": "its offset index (.index)",
     "timeindex": "its time index (.timeindex)",
     "snapshot": "its newest producer-state snapshot (.snapshot)",
@@ -55,6 +56,8 @@ FILE_KINDS = {
 #: Files damaged only when a fault names them (a scenario step's ``file``): the KRaft
 #: metadata log's (``__cluster_metadata-0`` in the metadata log directory, ``KafkaRaftClient``,
 #: ``FileQuorumStateStore``) and the log directory's identity (``MetaPropertiesEnsemble``).
+#: The ``FILE_KINDS`` that are a partition's log segments (``<base offset>.log``).
+SEGMENT_KINDS = ("segment", "old-segment")
 #: A random draw keeps to ``FILE_KINDS``, whose damage a broker can meet and go on.
 METADATA_KINDS = {
     "metadata-segment": "the KRaft metadata log's active segment (__cluster_metadata-0)",

@@ -207,6 +207,13 @@ def test_a_value_flip_refused_by_the_consumers_crc_check_stalls_the_reads(tmp_pa
     assert leftovers() == []
 
 
+def _one_done(ops, f: str) -> dict:
+    """The completion value of the run's one nemesis op ``f`` that ended ``ok``."""
+    [done] = [op.value for op in ops if op.process == "nemesis" and op.f == f
+              and op.type.value == "ok"]
+    return done
+
+
 def _lost_from_the_cut(proc, res: dict, cut: int, name: str, version: str) -> int:
     """A valid run whose lost writes, none with ELR (4.4.0), are each at or above ``cut``
     and permitted by the recovery cut of ``name``'s log from there; returns their count."""
@@ -232,8 +239,7 @@ def test_a_damaged_last_in_sync_replica_comes_back_cut_by_its_recovery(tmp_path,
     proc, run, res = scenario_run(tmp_path, "damaged-last-replica", 5, "--kafka-version",
                                   version, "--time-limit", "60", "--seed", "5")
     ops = read_history(run / "history.jsonl")
-    [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
-              and op.type.value == "ok"]
+    flip = _one_done(ops, "bitflip")
     [(name, d)] = flip["damaged"].items()
     assert flip["killed"] == [name] and d["kind"] == "segment", flip
     log = (run / "nodes" / name / "logs" / "server.log").read_text(errors="replace")
@@ -253,8 +259,7 @@ def test_a_rolled_segment_damaged_on_a_follower_is_read_once_it_leads(tmp_path):
     proc, run, res = scenario_run(tmp_path, "rolled-segment-bitflip", 4, "--time-limit",
                                   "40", "--seed", "3")
     ops = read_history(run / "history.jsonl")
-    [flip] = [op.value for op in ops if op.process == "nemesis" and op.f == "bitflip"
-              and op.type.value == "ok"]
+    flip = _one_done(ops, "bitflip")
     assert len(flip["damaged"]) == 2 and sorted(flip["running"]) == sorted(flip["damaged"])
     leaders = [op.value["partitions"]["kafka-chaos"][0]["leader"] for op in ops
                if op.process == "monitor" and op.type.value == "ok" and op.value["partitions"]]
@@ -310,8 +315,7 @@ def test_a_segment_rolled_back_on_the_last_in_sync_replica_is_a_recovery_cut(tmp
     proc, run, res = scenario_run(tmp_path, "rolled-back-last-replica", 5, "--kafka-version",
                                   version, "--time-limit", "60", "--seed", "5")
     ops = read_history(run / "history.jsonl")
-    [back] = [op.value for op in ops if op.process == "nemesis" and op.f == "restore-file"
-              and op.type.value == "ok"]
+    back = _one_done(ops, "restore-file")
     [(name, d)] = back["restored"].items()
     assert back["started"] == [name] and res["run"]["scenario"]["marks"]["L"] == name
     assert d["kind"] == "segment" and d["prefix"] and d["recovered"] and d["batches"], d
