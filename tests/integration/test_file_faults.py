@@ -5,6 +5,8 @@ has no rule for."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from kafka_chaos.history import read_header, read_history
@@ -62,12 +64,17 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
                for name in down), (down, damaged)
     if down:
         assert res["verdict"] == "unknown" and proc.returncode == 2, proc.stdout
-        assert f"{len(ids) - len(down)}/{len(ids)} brokers registered" in facts[
-            "recovery_error"], facts.get("recovery_error")
+        # the wait ends as soon as a broker has stopped for good, when a broker restarted
+        # by the last heal may not have registered yet: at most the others are registered
+        error = facts["recovery_error"]
+        registered = re.search(rf"(\d+)/{len(ids)} brokers registered", error)
+        assert registered and int(registered[1]) <= len(ids) - len(down), error
+        named = re.findall(r"(\w+) stopped for good", error)
+        assert named and set(named) <= set(down), (error, down)
         assert any(r.startswith("the cluster did not recover after the final heal")
                    for r in reasons), reasons
-        # each such broker is named, with the line it stopped with
-        assert sorted(facts["halted"]) == down and all(
+        # each broker that had stopped by then is named, with the line it stopped with
+        assert facts["halted"] and set(facts["halted"]) <= set(down) and all(
             "because all log dirs" in why for why in facts["halted"].values()), facts["halted"]
     elif undecided := [n for n in res["anomaly_types"] if res["anomalies"][n]["count"]
                        > res["anomalies"][n]["by_configuration"]]:
