@@ -43,6 +43,8 @@ class BackendOptions:
         containers: docker-attach: or the containers, by name.
         fault_last_broker: docker-attach, ssh-attach: let a fault take the last running
             broker (refused by default: ``external.spare_last_broker``).
+        damage_files: ssh-attach: the run's opt-in to file faults on brokers the tool did
+            not create, in the ``data_dir`` its inventory names per node (``NodeFiles``).
     """
 
     image: str | None = None
@@ -56,6 +58,7 @@ class BackendOptions:
     compose_project: str | None = None
     containers: tuple[str, ...] = ()
     fault_last_broker: bool = False
+    damage_files: bool = False
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,6 +132,13 @@ def _no_options(backend: str, options: BackendOptions) -> None:
     if options.compose_project is not None or options.containers:
         raise EnvironmentUnsupported(f"--compose-project and --containers need --backend "
                                      f"docker-attach, not {backend}")
+    if options.damage_files:
+        raise EnvironmentUnsupported(f"--damage-files needs --backend ssh-attach, not "
+                                     f"{backend}: "
+                                     + ("the file faults take a cluster of the tool's own "
+                                        "without it" if backend in ("local", "docker", "ssh")
+                                        else "only its inventory names the brokers' data "
+                                        "directories"))
 
 
 def _local() -> Backend:
@@ -296,17 +306,25 @@ def _ssh_attach() -> Backend:
         return attach_inventory.load(options.inventory)
 
     def check(options: BackendOptions, brokers: int, controllers: int) -> None:
-        _attached("ssh-attach", dataclasses.replace(options, inventory=None))
-        hosts(options)
+        _attached("ssh-attach", dataclasses.replace(options, inventory=None,
+                                                    damage_files=False))
+        found = hosts(options)
+        if options.damage_files and (missing := [h.node_id for h in found
+                                                 if h.data_dir is None]):
+            raise EnvironmentUnsupported(f"--damage-files: the inventory {options.inventory} "
+                                         f"names no data_dir (the broker's log.dirs) for "
+                                         f"node ids {missing}")
 
     def create(dist: KafkaDist, work_dir: Path, brokers: int, controllers: int,
                broker_config: dict[str, str], options: BackendOptions) -> Cluster:
         from kafka_chaos.clusters import ssh_attach
 
-        sec = _attached("ssh-attach", dataclasses.replace(options, inventory=None))
-        cluster = ssh_attach.AttachedSshCluster(options.bootstrap_servers or "", sec, work_dir,
-                                                hosts(options),
-                                                options.accept_unknown_host_keys)
+        sec = _attached("ssh-attach", dataclasses.replace(options, inventory=None,
+                                                          damage_files=False))
+        kind = (ssh_attach.AttachedSshFilesCluster if options.damage_files
+                else ssh_attach.AttachedSshCluster)
+        cluster = kind(options.bootstrap_servers or "", sec, work_dir, hosts(options),
+                       options.accept_unknown_host_keys)
         cluster.spare_last_broker = not options.fault_last_broker
         return cluster
 

@@ -8,6 +8,11 @@ your ``pid`` command prints. Partitions are iptables rules in chains of the tool
 deleted, with their jumps, by the heal: the host keeps no trace of the run. The broker logs
 your inventory names are copied into the run directory. Nothing is installed, uploaded,
 formatted or deleted; a fault that would leave no broker running is refused.
+
+Only when the run opts in (``--damage-files``) are the brokers' own files changed:
+``AttachedSshFilesCluster`` lets the file and rollback faults (``nemesis.files``) read and
+change the ``data_dir`` the inventory names, over SFTP. That damage is not undone by the
+heal; Kafka's recovery and its replicas are what repair it, as on a cluster of ours.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ import shlex
 from pathlib import Path
 
 from kafka_chaos.clusters import attach_inventory, external
-from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, freeze_script, Killable,
-                                       Node, Partitionable, Pausable)
-from kafka_chaos.clusters.errors import ClusterError, CommandFailed
+from kafka_chaos.clusters.base import (FREEZE_WAIT_S, Cluster, ExecResult, FileAccess,
+                                       freeze_script, Killable, Node, NodeFiles, Partitionable,
+                                       Pausable)
+from kafka_chaos.clusters.errors import ClusterError, CommandFailed, EnvironmentUnsupported
 from kafka_chaos.clusters.netfaults import chains_script, drop_rules, own_chains
-from kafka_chaos.clusters.remote import Remote
+from kafka_chaos.clusters.remote import Remote, SftpFiles
 from kafka_chaos.clusters.security import ClientSecurity
 from kafka_chaos.waiting import WaitTimeout, wait_until
 
@@ -197,6 +203,29 @@ class AttachedSshCluster(Cluster, Killable, Pausable, Partitionable):
         if not address:
             raise ClusterError(f"{self.nodes[0].name}: SSH_CONNECTION gave no client address")
         return address
+
+
+class AttachedSshFilesCluster(AttachedSshCluster, NodeFiles):
+    """An ``AttachedSshCluster`` whose brokers' log directories the file faults may damage
+    (the run's ``--damage-files``): each host's ``data_dir`` (and ``metadata_dir``) of the
+    inventory, read and changed over SFTP as the login user. Raises
+    ``EnvironmentUnsupported`` naming the node ids whose inventory entry has no ``data_dir``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if missing := sorted(i for i, h in self.hosts.items() if h.data_dir is None):
+            raise EnvironmentUnsupported(f"--damage-files: the inventory names no data_dir "
+                                         f"(the broker's log.dirs) for node ids {missing}")
+
+    def data_dir(self, node: Node) -> str:
+        return self.hosts[node.node_id].data_dir or ""
+
+    def metadata_dir(self, node: Node) -> str:
+        h = self.hosts[node.node_id]
+        return h.metadata_dir or h.data_dir or ""
+
+    def files(self, node: Node) -> FileAccess:
+        return SftpFiles(self._remotes[node.node_id])
 
 
 def undo(hosts: list[attach_inventory.AttachHost], accept_unknown_host_keys: bool = False

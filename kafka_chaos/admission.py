@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from kafka_chaos.catalogue.faults import OWN_CLUSTER_ONLY, parse_targets, starts
+from kafka_chaos.catalogue.faults import (OPT_IN_FILES, own_cluster_only, parse_targets,
+                                          starts)
 from kafka_chaos.clusters import backends
 from kafka_chaos.config import ATTACHED, SCENARIOS, RunConfig, version_tuple
 from kafka_chaos.nemesis import script
@@ -77,10 +78,12 @@ def admit(cfg: RunConfig) -> Admitted:
                              "the Kafka protocol proxy; add --proxy (or proxy: true in its "
                              "settings)")
         if cfg.backend in ATTACHED:
-            for name in OWN_CLUSTER_ONLY:
+            for name in own_cluster_only(cfg.damage_files):
                 if set(starts(name)) & faults:
                     raise ValueError(f"the {name} faults need a cluster of the tool's own, "
-                                     f"not --backend {cfg.backend}")
+                                     f"not --backend {cfg.backend}"
+                                     + (" (or --backend ssh-attach with --damage-files)"
+                                        if name in OPT_IN_FILES else ""))
             if set(starts("unclean")) & faults:
                 raise ValueError(f"--scenario {cfg.scenario} toggles unclean elections: not "
                                  f"on --backend {cfg.backend} (its steps may change "
@@ -101,7 +104,7 @@ def _backend_options(cfg: RunConfig, faults: frozenset[str]) -> backends.Backend
     return backends.BackendOptions(
         image=cfg.image, inventory=Path(cfg.inventory) if cfg.inventory else None,
         bootstrap_servers=cfg.bootstrap_servers, compose_project=cfg.compose_project,
-        fault_last_broker=cfg.fault_last_broker,
+        fault_last_broker=cfg.fault_last_broker, damage_files=cfg.damage_files,
         containers=tuple(c.strip() for c in (cfg.containers or "").split(",") if c.strip()),
         client_properties=Path(cfg.client_properties) if cfg.client_properties else None,
         accept_unknown_host_keys=cfg.accept_unknown_host_keys,

@@ -24,8 +24,8 @@ from kafka_chaos.catalogue.backends import ATTACHING, DEFAULT_KAFKA_VERSION
 from kafka_chaos.catalogue.backends import NAMES as BACKENDS
 from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS, default_idempotence
 from kafka_chaos.catalogue.clients import NAMES as CLIENT_NAMES
-from kafka_chaos.catalogue.faults import (OWN_CLUSTER_ONLY, PACKAGES, REQUEST_KINDS,
-                                          parse_packages, parse_targets)
+from kafka_chaos.catalogue.faults import (OPT_IN_FILES, PACKAGES, REQUEST_KINDS,
+                                          own_cluster_only, parse_packages, parse_targets)
 from kafka_chaos import steady
 from kafka_chaos.settings import Setting, setting, table
 
@@ -277,6 +277,12 @@ class RunConfig(BaseModel):
         False, section="nemesis", report=True,
         help="On a cluster the tool did not create (docker-attach, ssh-attach), let kill, "
         "stop and pause take its last serving broker (refused by default).")
+    damage_files: bool = setting(
+        False, section="nemesis", report=True,
+        help="On --backend ssh-attach, let the file and rollback faults damage your brokers' "
+        "files: the data_dir the inventory names per node, over SFTP as its login user. The "
+        "damage is not undone: Kafka's recovery and replicas repair what they can, and a "
+        "broker that cannot read a file it needs stays down (docs/file-faults.md).")
     proxy: bool = setting(
         False, section="nemesis", report=True,
         help="Put the Kafka protocol proxy (docs/proxy.md) between the workload's clients "
@@ -390,6 +396,11 @@ class RunConfig(BaseModel):
         if self.proxy and self.client_properties is not None:
             raise ValueError("--proxy with --client-properties: the proxy speaks plaintext "
                              "only (it does not end TLS or SASL)")
+        if self.damage_files and self.backend != "ssh-attach":
+            raise ValueError(f"--damage-files is for --backend ssh-attach (its inventory's "
+                             f"data_dir), not {self.backend}"
+                             + (": the file faults take a cluster of the tool's own without "
+                                "it" if self.backend not in ATTACHED else ""))
         if self.fault_last_broker and self.backend not in ATTACHED:
             raise ValueError(f"--fault-last-broker: --backend {self.backend} makes its own "
                              "cluster, whose brokers every fault may take")
@@ -484,10 +495,12 @@ class RunConfig(BaseModel):
         cluster of ours (libfaketime, the lossy filesystem), and any cluster-wide config
         change: the unclean toggle only on the run's own topics, asked for explicitly. A
         scenario's steps are checked on admission (``kafka_chaos.admission``)."""
-        for name in OWN_CLUSTER_ONLY:
+        for name in own_cluster_only(self.damage_files):
             if name in self.nemesis:
                 raise ValueError(f"the {name} faults need a cluster of the tool's own, not "
-                                 f"--backend {self.backend}")
+                                 f"--backend {self.backend}"
+                                 + (" (or --backend ssh-attach with --damage-files)"
+                                    if name in OPT_IN_FILES else ""))
         if "unclean" not in self.nemesis:
             return
         if "cluster" in parse_targets(self.nemesis_targets, self.nemesis)["unclean"]:

@@ -25,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, computed_field, mod
 
 from kafka_chaos import steady
 from kafka_chaos.catalogue.anomalies import CATALOGUE, NEEDED
+from kafka_chaos.catalogue.faults import LOWERED, OFFSET_CHECKPOINTS
 from kafka_chaos.errors import ReportError
 
 #: Exit codes (the module's docstring).
@@ -100,9 +101,16 @@ def _detected(damage: dict) -> bool:
     """A file damage (``facts["file_damage"]``'s entry) that Kafka finds and repairs itself,
     so that nothing a client sees can follow from it (``docs/file-faults.md``): the active
     segment's offset or time index changed while its broker was down (recovery rebuilds
-    both, R6), and a producer-state snapshot changed in any way but a rollback (its version,
+    both, R6), a producer-state snapshot changed in any way but a rollback (its version,
     layout and CRC are checked, a bad one deleted and the state rebuilt from an older one
-    and the log, P1-P2). Entries that do not say whether the broker ran are not."""
+    and the log, P1-P2), and an offset checkpoint, damaged or rolled back, that Kafka reads
+    as offsets no higher than before (``"checkpoint": "lowered"``, ``nemesis.checkpoints``:
+    a lower high watermark is raised again by replication and clamped into the log, K9b; a
+    lower recovery point only recovers more, R3; a lower log start is raised to the first
+    segment's base, R10). Entries that do not say whether the broker ran, or what the
+    checkpoint's damage did, are not."""
+    if damage.get("kind") in OFFSET_CHECKPOINTS:
+        return damage.get("checkpoint") == LOWERED
     if damage.get("damage") == "rollback":
         return False
     if damage.get("kind") == "snapshot":

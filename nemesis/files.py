@@ -27,7 +27,7 @@ from typing import Any
 
 from kafka_chaos.catalogue.faults import FILE_KINDS, METADATA_KINDS, SEGMENT_KINDS
 from kafka_chaos.clusters.base import FileAccess, Killable, Node, NodeFiles
-from kafka_chaos.nemesis import records
+from kafka_chaos.nemesis import checkpoints, records
 from kafka_chaos.nemesis.base import Nemesis, NemesisError
 from kafka_chaos.nemesis.targets import pick
 
@@ -172,9 +172,11 @@ def damage(files: FileAccess, path: str, how: str, rng: random.Random,
     (bitflip) or ``"region": [first byte, end byte)`` (truncate: what was cut off; zero:
     what was zeroed); for a log segment (``.log``) also ``"batches"``, ``"offsets"``,
     ``"unchecked"`` and ``"past_batches"`` (``segment_facts``: the record batches the change
-    touched, as ``batch_spans`` found them before it). Raises ``NemesisError`` for an empty
-    file (nothing to damage), an unknown ``how`` or ``flip``, or a ``value`` flip in a file
-    with no record value; ``OSError`` when the file cannot be read or written."""
+    touched, as ``batch_spans`` found them before it); for an offset checkpoint
+    (``checkpoints.OFFSET_CHECKPOINTS``) ``"checkpoint"``: ``checkpoints.change`` of its
+    bytes (whether the offsets Kafka loads from it went down). Raises ``NemesisError`` for
+    an empty file (nothing to damage), an unknown ``how`` or ``flip``, or a ``value`` flip
+    in a file with no record value; ``OSError`` when the file cannot be read or written."""
     content = files.read(path)  # before the damage: which records it can reach
     size = len(content)
     if size == 0:
@@ -221,6 +223,8 @@ def damage(files: FileAccess, path: str, how: str, rng: random.Random,
         regions = ([(b // 8, b // 8 + 1) for b in out["bits"]] if "bits" in out
                    else [tuple(out["region"])])
         out.update(segment_facts(content, regions))
+    if posixpath.basename(path) in checkpoints.OFFSET_CHECKPOINTS:
+        out["checkpoint"] = checkpoints.change(content, after)
     return out
 
 
@@ -229,7 +233,8 @@ def restore(files: FileAccess, path: str, old: bytes) -> dict[str, Any]:
     ``{"size": [before, after], "sha256": [before, after]}`` as ``damage`` does; for a log
     segment (``.log``) also ``"prefix"`` (the old copy is where the file began: the rollback
     cut its tail, as a ``truncate`` to the copy's length would) and, when it is and the file
-    had grown, ``segment_facts`` of that cut (the batches of the tail it took)."""
+    had grown, ``segment_facts`` of that cut (the batches of the tail it took); for an offset
+    checkpoint ``"checkpoint"`` as ``damage`` records it."""
     before = files.read(path)
     files.write_at(path, 0, old)
     files.truncate(path, len(old))
@@ -239,7 +244,15 @@ def restore(files: FileAccess, path: str, old: bytes) -> dict[str, Any]:
         out["prefix"] = before.startswith(old)
         if out["prefix"] and len(before) > len(old):
             out.update(segment_facts(before, [(len(old), len(before))]))
+    if posixpath.basename(path) in checkpoints.OFFSET_CHECKPOINTS:
+        out["checkpoint"] = checkpoints.change(before, old)
     return out
+
+
+def _keep(done: dict[str, Any], *keys: str) -> dict[str, Any]:
+    """The entries of ``done`` under ``keys`` that it has: what the run's facts keep of an
+    op's record."""
+    return {k: done[k] for k in keys if k in done}
 
 
 class FileNemesis(Nemesis):
@@ -269,7 +282,8 @@ class FileNemesis(Nemesis):
     def __init__(self, cluster, rng) -> None:
         super().__init__(cluster, rng)
         #: every file damaged so far: ``{"node", "file", "kind", "damage", "running"}`` (the
-        #: run's facts; ``running`` absent for a rollback, which kills the node)
+        #: run's facts; ``running`` absent for a rollback, which kills the node), and an
+        #: offset checkpoint's ``"checkpoint"`` (``checkpoints.change``)
         self.damaged: list[dict[str, str]] = []
         #: node id -> (path, kind, path as recorded, the bytes copied, (topic, partition))
         #: of the rollback in progress
@@ -278,7 +292,8 @@ class FileNemesis(Nemesis):
     def invoke(self, f: str, value: Any) -> Any:
         if not (isinstance(self.cluster, NodeFiles) and isinstance(self.cluster, Killable)):
             raise NemesisError("this cluster backend's log directories are not the tool's: "
-                               "file faults run on the local, docker and ssh backends")
+                               "file faults run on the local, docker and ssh backends, and on "
+                               "ssh-attach with --damage-files")
         try:
             return self._invoke(f, value)
         except OSError as exc:  # a file gone or unreadable, the SFTP session lost
@@ -311,7 +326,8 @@ class FileNemesis(Nemesis):
                 done.update(recovery_facts(files, str(self.cluster.data_dir(node)), path,
                                            value.get("topic", ""), value.get("partition", 0)))
             self.damaged.append({"node": node.name, "file": done["file"],
-                                 "kind": done["kind"], "damage": f, "running": running})
+                                 "kind": done["kind"], "damage": f, "running": running,
+                                 **_keep(done, "checkpoint")})
         return out
 
     def _file(self, node: Node, value: dict) -> tuple[str, str, str] | None:
@@ -361,7 +377,8 @@ class FileNemesis(Nemesis):
                                                    path, topic, partition))
                     if done["sha256"][0] != done["sha256"][1]:
                         self.damaged.append({"node": node.name, "file": rel, "kind": kind,
-                                             "damage": "rollback"})
+                                             "damage": "rollback",
+                                             **_keep(done, "checkpoint")})
                     else:  # the broker had not changed it: nothing was rolled back
                         done["unchanged"] = True
                 else:  # Kafka deleted it meanwhile (a segment rolled and cleaned)

@@ -58,6 +58,12 @@ FILE_KINDS = {
 #: ``FileQuorumStateStore``) and the log directory's identity (``MetaPropertiesEnsemble``).
 #: The ``FILE_KINDS`` that are a partition's log segments (``<base offset>.log``).
 SEGMENT_KINDS = ("segment", "old-segment")
+#: The ``FILE_KINDS`` in Kafka's offset checkpoint format (``nemesis.checkpoints``), and what
+#: a damage or rollback of one did to the offsets the broker loads from it at its next start:
+#: all no higher, Kafka cannot read it, or otherwise.
+OFFSET_CHECKPOINTS = ("replication-offset-checkpoint", "recovery-point-offset-checkpoint",
+                      "log-start-offset-checkpoint")
+LOWERED, RAISED, UNREADABLE = "lowered", "raised", "unreadable"
 #: A random draw keeps to ``FILE_KINDS``, whose damage a broker can meet and go on.
 METADATA_KINDS = {
     "metadata-segment": "the KRaft metadata log's active segment (__cluster_metadata-0)",
@@ -134,12 +140,12 @@ PACKAGES: dict[str, FaultKind] = {
     # the broker restarted (nemesis.files; Jepsen's file-corruption nemesis)
     "file": FaultKind(("bitflip", "truncate", "zero"), "start", ("follower", "one"),
                       PROCESS_TARGETS, "#B8B8B8", note="a broker's file damaged while it is "
-                      "down; local, docker, ssh"),
+                      "down; local, docker, ssh (ssh-attach: --damage-files)"),
     # one file of a broker copied while it runs, later put back (the broker killed first and
     # started after): a rollback, after Jepsen's snapshot-file-chunks/restore-file-chunks
     "rollback": FaultKind(("snapshot-file",), "restore-file", ("follower", "one"),
                           PROCESS_TARGETS, "#989898", note="a broker's file put back as it "
-                          "was earlier; local, docker, ssh"),
+                          "was earlier; local, docker, ssh (ssh-attach: --damage-files)"),
     # a KRaft voter removed (or stopped, wiped and removed: replaced), then every removed one
     # added back (nemesis.membership; KIP-853's dynamic quorum, Kafka 3.9+)
     # a broker's data disk full (growing writes fail with ENOSPC) or slow, while it runs
@@ -159,6 +165,15 @@ PACKAGES: dict[str, FaultKind] = {
 #: filesystem, the brokers' files or a quorum formatted dynamic, which an attached cluster
 #: has not.
 OWN_CLUSTER_ONLY = ("clock", "lose-unfsynced", "file", "rollback", "membership", "disk")
+#: Of those, the packages an ssh-attach run may opt in to (``--damage-files``: the inventory
+#: names each broker's log directory, reached over SFTP).
+OPT_IN_FILES = ("file", "rollback")
+
+
+def own_cluster_only(damage_files: bool) -> tuple[str, ...]:
+    """The packages refused on an attached cluster: ``OWN_CLUSTER_ONLY``, less
+    ``OPT_IN_FILES`` when the run opts in to damaging its files."""
+    return tuple(p for p in OWN_CLUSTER_ONLY if not (damage_files and p in OPT_IN_FILES))
 #: Every ``f`` that starts a fault -> the ``f`` that ends it (``heal-all`` ends any); the
 #: packages that change a setting (``unclean``) are left out: they fault nothing.
 STOP_OF = {f: kind.stop for kind in PACKAGES.values() if not kind.setting for f in kind.start}

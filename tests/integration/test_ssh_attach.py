@@ -15,7 +15,9 @@ from kafka_chaos.clusters import admin, dist
 from kafka_chaos.clusters.base import Node
 from kafka_chaos.clusters.kafka_config import LOG4J2, server_properties
 from kafka_chaos.clusters.local import kafka_uuid
-from tests.integration.conftest import down_removed, faults_observed, kafka_chaos
+from kafka_chaos.history import read_history
+from tests.integration.conftest import (down_removed, faults_observed, kafka_chaos,
+                                        nothing_lost, results_of)
 from tests.integration.sshd_hosts import PREFIX
 
 # the longer tier's (docs/nightly.md): attach mode is docker-attach's in the full suite, the
@@ -74,9 +76,12 @@ def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(
         ssh_hosts, operator_brokers, tmp_path):
     """Kill and partition faults through the operator's commands: each ran, the monitor saw a
     broker stop answering and an ISR shrink, the verdict is valid (acks=all,
-    min.insync.replicas=2); the run's topic is deleted; afterwards every broker runs, no
-    chain of the tool is left on any host, the operator's files are as they were and nothing
-    came into the hosts' directory where the ssh backend would upload (nothing uploaded)."""
+    min.insync.replicas=2); the run's topic is deleted. Then, opted in with
+    ``--damage-files``, scenario ``truncated-leader-segment`` on the same brokers: the
+    leader's active segment in the inventory's data_dir cut over SFTP (acknowledged records
+    among those cut), nothing lost. Afterwards every broker runs, no chain of the tool is
+    left on any host, the operator's files are as they were and nothing came into the hosts'
+    directory where the ssh backend would upload (nothing uploaded)."""
     dirs, bootstrap = operator_brokers
     before = {d: _files(d) for d in dirs}
     remote = ssh_hosts.root / "remote"
@@ -99,6 +104,7 @@ def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(
     assert facts["topics"]["deleted"] == facts["topics"]["created"], facts["topics"]
     assert facts["groups"]["kept"] == {} and facts["groups"]["error"] is None, facts["groups"]
     assert (run_dir / "nodes" / "n1" / "server.log").stat().st_size > 0
+    _damage_files_opted_in(inventory, dirs, bootstrap, tmp_path / "files")
     for i, d in enumerate(dirs, 1):
         pid = (d / "kafka.pid").read_text().strip()
         assert subprocess.run(["kill", "-0", pid]).returncode == 0, f"n{i} is not running"
@@ -108,3 +114,33 @@ def test_ssh_attach_faults_brokers_it_did_not_start_with_their_own_commands(
     down = kafka_chaos("cluster", "down", "--backend", "ssh-attach", "--inventory",
                        str(inventory))
     assert down_removed(down) == [], down.stdout
+
+
+def _damage_files_opted_in(inventory: Path, dirs: list[Path], bootstrap: str,
+                           out: Path) -> None:
+    """File faults on the operator's brokers: refused without ``data_dir`` in the inventory,
+    then done over SFTP in the one it names (the leader's segment cut, nothing lost)."""
+    flags = ("run", "--backend", "ssh-attach", "--bootstrap-servers", bootstrap,
+             "--scenario", "truncated-leader-segment", "--time-limit", "60", "--seed", "2",
+             "--damage-files", "--out", str(out))
+    refused = kafka_chaos(*flags, "--inventory", str(inventory))
+    assert refused.returncode != 0 and "names no data_dir" in refused.stdout + refused.stderr
+    hosts = yaml.safe_load(inventory.read_text())
+    for node, d in zip(hosts["nodes"], dirs):
+        node["data_dir"] = str(d / "data")
+    opted = inventory.with_name("hosts-files.yaml")
+    opted.write_text(yaml.safe_dump(hosts))
+    proc = kafka_chaos(*flags, "--inventory", str(opted))
+    run = out / "latest"
+    res = results_of(run, proc)
+    assert res["run"]["scenario"]["steps_done"] == 6, res["run"]["scenario"]
+    ops = read_history(run / "history.jsonl")
+    [cut_op] = [op.value for op in ops if op.process == "nemesis" and op.f == "truncate"
+                and op.type.value == "ok"]
+    [(name, d)] = cut_op["damaged"].items()
+    assert d["kind"] == "segment" and d["size"][1] == d["region"][0] < d["size"][0], d
+    acked = {m[2][0] for op in ops if op.f == "send" and op.type.value == "ok"
+             for m in op.value if m[1] == 0}
+    assert {o for lo, hi in d["offsets"] for o in range(lo, hi + 1)} & acked, d
+    nothing_lost(res)
+    assert proc.returncode == 0 and res["verdict"] == "valid", res.get("unknown_reasons")

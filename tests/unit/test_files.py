@@ -170,6 +170,17 @@ def test_a_cluster_whose_files_are_elsewhere_is_refused() -> None:
     assert RunConfig(backend="ssh", inventory="x.yaml", nemesis=["file"]).nemesis == ["file"]
     with pytest.raises(ValueError, match="need a cluster of the tool's own"):
         RunConfig(backend="docker-attach", bootstrap_servers="k:9092", nemesis=["file"])
+    # an ssh-attach run opts in to damaging its brokers' files, and only such a run may
+    attached = dict(backend="ssh-attach", inventory="x.yaml", bootstrap_servers="k:9092")
+    with pytest.raises(ValueError, match="or --backend ssh-attach with --damage-files"):
+        RunConfig(**attached, nemesis=["rollback"])
+    assert RunConfig(**attached, nemesis=["file", "rollback"], damage_files=True).damage_files
+    with pytest.raises(ValueError, match="need a cluster of the tool's own"):
+        RunConfig(**attached, nemesis=["disk"], damage_files=True)
+    for other in (dict(backend="docker-attach", bootstrap_servers="k:9092"),
+                  dict(backend="local")):
+        with pytest.raises(ValueError, match="--damage-files is for --backend ssh-attach"):
+            RunConfig(**other, nemesis=["file"], damage_files=True)
 
 
 DAMAGED = [{"node": "n2", "file": "kafka-chaos-0/00000000000000000000.log", "kind": "segment",
@@ -231,6 +242,16 @@ def test_damage_kafka_repairs_itself_leaves_the_findings_to_the_other_rules() ->
     assert judged(kind="index", damage="zero") == "unknown"
     assert judged(kind="snapshot", damage="rollback") == "unknown"
     assert judged(kind="segment", damage="bitflip", running=False) == "unknown"
+    # an offset checkpoint: only when Kafka reads it as offsets no higher than before
+    # (nemesis.checkpoints), rolled back or damaged, whether or not the broker ran
+    for how in ("rollback", "truncate"):
+        assert judged(kind="replication-offset-checkpoint", damage=how,
+                      checkpoint="lowered") is False
+    for change in ("raised", "unreadable", None):
+        assert judged(kind="log-start-offset-checkpoint", damage="bitflip", running=False,
+                      **({} if change is None else {"checkpoint": change})) == "unknown"
+    assert judged(kind="leader-epoch-checkpoint", damage="rollback",
+                  checkpoint="lowered") == "unknown"
 
 
 def test_kraft_files_are_found_in_the_metadata_log_directory(tmp_path) -> None:
@@ -280,7 +301,8 @@ def test_a_rollback_puts_the_copy_back_with_the_node_down_then_starts_it(tmp_pat
                                                 hashlib.sha256(old).hexdigest()]
     assert done["restored"]["n2"]["size"] == [len(newer), len(old)]
     assert nemesis.damaged == [{"node": "n2", "file": "replication-offset-checkpoint",
-                                "kind": "replication-offset-checkpoint", "damage": "rollback"}]
+                                "kind": "replication-offset-checkpoint", "damage": "rollback",
+                                "checkpoint": "lowered"}]  # 900 back to 500
     # a file the broker left as it was is put back all the same, but damages nothing
     nemesis.invoke("snapshot-file", {"target": [3], "file": "log-start-offset-checkpoint"})
     same = nemesis.invoke("restore-file", None)["restored"]["n3"]

@@ -112,9 +112,37 @@ def test_an_attach_inventory_takes_commands_per_host_and_names_what_is_missing(t
                         ("nodes: [{host: a, node_id: 1, start: x, stop: y, kafka_home: /k}]\n",
                          "kafka_home"),
                         ("nodes: [{host: a, node_id: 1, start: x, stop: y, password: p}]\n",
-                         "passwords are not accepted")):
+                         "passwords are not accepted"),
+                        ("nodes: [{host: a, node_id: 1, start: x, stop: y, data_dir: d}]\n",
+                         "nodes.0.data_dir: d is not an absolute path")):
         with pytest.raises(EnvironmentUnsupported, match=words):
             attach_inventory.load(_write(tmp_path, text))
+
+
+def test_damage_files_needs_every_node_s_data_dir_and_ssh_attach(tmp_path):
+    """``--damage-files``: the data_dir (and metadata_dir) merge from defaults like the
+    commands; the backend check names the node ids without one, and other backends refuse
+    the option."""
+    from kafka_chaos.clusters import attach_inventory
+
+    path = _write(tmp_path, "defaults: {start: x, stop: y, data_dir: /var/lib/kafka}\nnodes:\n"
+                  "  - {host: a, node_id: 1}\n  - {host: b, node_id: 2, metadata_dir: /m}\n")
+    a, b = attach_inventory.load(path)
+    assert (a.data_dir, a.metadata_dir, b.data_dir, b.metadata_dir) == \
+        ("/var/lib/kafka", None, "/var/lib/kafka", "/m")
+    options = backends.BackendOptions(inventory=path, bootstrap_servers="k:9092",
+                                      damage_files=True)
+    backends.get("ssh-attach").check_options(options, 3, 0)
+    without = _write(tmp_path, "defaults: {start: x, stop: y}\nnodes:\n"
+                     "  - {host: a, node_id: 1, data_dir: /d}\n  - {host: b, node_id: 2}\n")
+    with pytest.raises(EnvironmentUnsupported, match=r"names no data_dir .* node ids \[2\]"):
+        backends.get("ssh-attach").check_options(
+            backends.BackendOptions(inventory=without, bootstrap_servers="k:9092",
+                                    damage_files=True), 3, 0)
+    for name in ("local", "docker"):
+        with pytest.raises(EnvironmentUnsupported, match="--damage-files needs --backend "
+                           "ssh-attach"):
+            backends.get(name).check_options(backends.BackendOptions(damage_files=True), 3, 0)
 
 
 def test_a_fault_that_would_leave_no_broker_serving_is_refused_unless_allowed():
