@@ -40,6 +40,7 @@ def _built_in_scenarios() -> tuple[str, ...]:
 
 SCENARIOS = _built_in_scenarios()
 _RANGE = re.compile(r"\s*(\d+)\s*(?:\.\.\s*(\d+)\s*)?")
+_RELEASE = re.compile(r"\d+\.\d+\.\d+")
 
 
 def parse_range(text: str) -> tuple[int, int]:
@@ -79,11 +80,6 @@ def version_tuple(version: str) -> tuple[int, int]:
 def _property(value: Any) -> str:
     """A setting's value as a Kafka properties file writes it (``true``, not ``True``)."""
     return str(value).lower() if isinstance(value, bool) else str(value)
-
-
-def _versioned() -> str:
-    """``--client NAME`` of the clients whose version a run chooses, for messages."""
-    return " or ".join(f"--client {n}" for n, kind in CLIENTS.items() if kind.versioned)
 
 
 class RunConfig(BaseModel):
@@ -244,8 +240,10 @@ class RunConfig(BaseModel):
         "or java (kafka-clients on the JVM, --client-version).")
     client_version: str | None = setting(
         None, section="workload", label="client.version",
-        help="--client java: the kafka-clients version (a Kafka release on Maven Central; "
-        "default: --kafka-version's).")
+        help="The client release: --client java: kafka-clients (a Kafka release on Maven "
+        "Central; default: --kafka-version's); --client librdkafka: confluent-kafka (a "
+        "release on PyPI, whose wheel bundles its librdkafka, in a virtualenv of its own; "
+        "default: the installed one).")
     idempotence: bool | None = setting(
         None, section="workload", prop="enable.idempotence", role="producer", shown=True,
         report=True,
@@ -360,8 +358,9 @@ class RunConfig(BaseModel):
             self.idempotence = default_idempotence(self.client, self.acks, self.retries,
                                                    self.max_in_flight)
         kind = CLIENTS[self.client]
-        if not kind.versioned and self.client_version is not None:
-            raise ValueError(f"--client-version needs {_versioned()}")
+        if self.client_version is not None and not _RELEASE.fullmatch(self.client_version):
+            raise ValueError(f"--client-version {self.client_version!r}: a release of "
+                             f"{kind.library}, MAJOR.MINOR.PATCH")
         least = self.linger_ms + REQUEST_TIMEOUT_MS
         if kind.checks_delivery_timeout and self.delivery_timeout_ms < least:
             raise ValueError(f"--delivery-timeout-ms {self.delivery_timeout_ms}: the "

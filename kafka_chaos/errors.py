@@ -25,7 +25,8 @@
     ├── ProxyError                   the Kafka-protocol proxy could not listen (nemesis/proxy/)
     ├── ClientError                  a client driver could not start or died (workloads/)
     │   ├── JavaClientError          the Java driver: no javac, a compile error, its JVM died
-    │   └── ChildClientError         a child process did not start its clients
+    │   └── ChildClientError         a child process did not start its clients, or another
+    │                                confluent-kafka release could not be installed
     ├── WaitTimeout                  a bounded wait expired (also a TimeoutError; waiting.py)
     ├── AnalysisError                Spark failed outside a checker (analysis/verdict.py)
     ├── RemoteError                  a URL that cannot be used (analysis/remote.py)
@@ -152,7 +153,8 @@ class JavaClientError(ClientError):
 
 
 class ChildClientError(ClientError):
-    """A child process did not start its clients."""
+    """A child process did not start its clients, or another confluent-kafka release could
+    not be installed (``workloads/pyclients.py``)."""
 
 
 class WaitTimeout(KafkaChaosError, TimeoutError):

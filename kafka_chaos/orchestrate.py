@@ -100,7 +100,9 @@ def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
     """Everything checkable before a run starts: ``check_offline``, then what needs this
     machine or the network: the Spark master answers, the backend's needs (for ``local``:
     root and network namespaces; for ``docker``: the daemon), the Kafka jars (downloaded now
-    if missing: seconds to a minute), Java. Returns the Kafka distribution. Raises
+    if missing: seconds to a minute), Java, and what the client's release needs
+    (``Driver.prepare``: another confluent-kafka release's virtualenv). Returns the Kafka
+    distribution. Raises
     ``ValueError`` (``--spark-master ...``, a scenario) or ``ClusterError`` naming the
     problem."""
     from kafka_chaos.analysis.masters import check_master
@@ -116,6 +118,13 @@ def check_inputs(cfg: RunConfig) -> dist.KafkaDist:
     kafka = (dist.from_home(Path(cfg.kafka_home)) if cfg.kafka_home
              else dist.resolve(cfg.kafka_version))
     dist.check_java()
+    from kafka_chaos.errors import ClientError
+    from kafka_chaos.workloads import drivers
+
+    try:  # what the client's release needs, had now rather than once the cluster runs
+        drivers.driver_class(cfg.client).prepare(cfg.client_version)
+    except ClientError as exc:
+        raise ValueError(f"--client-version {cfg.client_version}: {exc}") from None
     return kafka
 
 

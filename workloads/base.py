@@ -78,6 +78,12 @@ class Driver(abc.ABC):
         library."""
         return {"connection": security.librdkafka()}
 
+    @classmethod
+    def prepare(cls, version: str | None) -> None:
+        """Fetch or build what a run of the library's release ``version`` (``--client-version``;
+        None: the default) needs, before any cluster starts (nothing by default). Raises
+        ``ClientError`` naming the version when it cannot be had."""
+
     def start(self) -> None:
         """Make the library ready before the first process opens (nothing by default).
         Raises ``ClientError`` when it cannot be."""

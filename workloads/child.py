@@ -43,13 +43,16 @@ class ChildClient:
             delivery report's ``ack_ns`` (CLOCK_MONOTONIC is one clock for every process on
             Linux).
         log: the file the child's stderr is appended to.
+        python: the child's interpreter (default this one's): another confluent-kafka
+            release's (``workloads/pyclients.py``).
 
     Raises ``ChildClientError`` when the child ends or stays silent for ``START_S`` before
     its clients exist (a configuration librdkafka refuses names its error there).
     """
 
     def __init__(self, process: int, slot: int, bootstrap: str, settings: WorkloadSettings,
-                 keys: KeySpace, seed: int, offset_ns: int, log: Path) -> None:
+                 keys: KeySpace, seed: int, offset_ns: int, log: Path,
+                 python: str | None = None) -> None:
         self.process, self.slot = process, slot
         self.dead = False
         self.uncommitted: dict[str, int] = {}
@@ -57,7 +60,7 @@ class ChildClient:
         self._op_s = (settings.delivery_timeout_ms + settings.txn_timeout_ms) / 1000 + 30
         with open(log, "ab") as err:
             self._proc = subprocess.Popen(
-                [sys.executable, "-m", "kafka_chaos.workloads.child"],
+                [python or sys.executable, "-m", "kafka_chaos.workloads.child"],
                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
         assert self._proc.stdin is not None and self._proc.stdout is not None
         self._to = Connection(os.dup(self._proc.stdin.fileno()), readable=False)

@@ -13,8 +13,8 @@ import random
 import time
 from typing import Any, Callable
 
-from confluent_kafka import (Consumer, KafkaError, KafkaException, Producer, ShareConsumer,
-                             TopicPartition)
+import confluent_kafka
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
 from kafka_chaos.clusters.admin import COORDINATOR_STARTING
 from kafka_chaos.workloads import share
@@ -58,7 +58,7 @@ class Client:
             "client.id": self.client_id})
         self._txn_ready = False
         self.consumer: Consumer | None = None
-        self.share_consumer: ShareConsumer | None = None
+        self.share_consumer: confluent_kafka.ShareConsumer | None = None
         self.uncommitted: dict[str, int] = {}  # key -> next offset, polled but not committed
         self.epochs: dict[str, int] = {}  # key -> leader epoch of the last record polled
         self._out: list | None = None  # the completion being built; callbacks append events
@@ -331,7 +331,7 @@ class Client:
         the records it had got, their acknowledgements of unknown outcome (some may have been
         sent, and a later commit would send the rest): the process is retired."""
         if self.share_consumer is None:
-            self.share_consumer = ShareConsumer({**share.consumer_config(
+            self.share_consumer = confluent_kafka.ShareConsumer({**share.consumer_config(
                 self.bootstrap, value["group"], self.s.connection, self.s.request_timeout_ms),
                 "client.id": self.client_id})
             self.share_consumer.subscribe(sorted({tp[0] for tp in self._tps}))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from kafka_chaos.catalogue.clients import REQUEST_TIMEOUT_MS
+from kafka_chaos.catalogue.clients import CLIENTS, REQUEST_TIMEOUT_MS
 from kafka_chaos.config import SETTINGS, RunConfig
 
 
@@ -91,6 +91,8 @@ class WorkloadSettings:
     java_connection: dict[str, str] = dataclasses.field(default_factory=dict, repr=False)
     java_system: dict[str, str] = dataclasses.field(default_factory=dict)
     client: str = _default("client")
+    #: the client release to run: kafka-clients' always; confluent-kafka's only when one
+    #: was asked for ("": the installed one)
     client_version: str = ""
 
     @classmethod
@@ -105,7 +107,8 @@ class WorkloadSettings:
             mops_min=cfg.ops_per_txn[0], mops_max=cfg.ops_per_txn[1],
             crash_interval_s=cfg.crash_client_interval_s if cfg.crash_clients else 0.0,
             idempotence=bool(cfg.idempotence),  # as the client resolved it (RunConfig)
-            client_version=cfg.client_version or cfg.kafka_version)
+            client_version=cfg.client_version or (
+                cfg.kafka_version if CLIENTS[cfg.client].follows_kafka else ""))
         return cls(**values)
 
     @property

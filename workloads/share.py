@@ -22,7 +22,10 @@ import random
 import time
 from typing import Callable
 
-from confluent_kafka import AcknowledgeType, KafkaException, ShareConsumer
+# share consumers are named where used: an older confluent-kafka release (--client-version)
+# lacks them, and imports this module all the same
+import confluent_kafka
+from confluent_kafka import KafkaException
 
 from kafka_chaos.history import HistoryWriter, OpType
 from kafka_chaos.workloads.keys import KeySpace
@@ -33,8 +36,6 @@ from kafka_chaos.workloads.keys import KeySpace
 #: Kafka 4.4 was seen to deliver one per fetch (a release weight of 0.3 made a drain of
 #: 52 s).
 ACKS = (("accept", 0.75), ("release", 0.15), ("reject", 0.1))
-_TYPES = {"accept": AcknowledgeType.ACCEPT, "release": AcknowledgeType.RELEASE,
-          "reject": AcknowledgeType.REJECT}
 
 
 def consumer_config(bootstrap: str, group: str, connection: dict[str, str],
@@ -47,8 +48,8 @@ def consumer_config(bootstrap: str, group: str, connection: dict[str, str],
             "log_level": 0, **connection}
 
 
-def share_op(consumer: ShareConsumer, keys: KeySpace, group: str, rng: random.Random | None,
-             poll_s: float, hold: bool = False,
+def share_op(consumer: confluent_kafka.ShareConsumer, keys: KeySpace, group: str,
+             rng: random.Random | None, poll_s: float, hold: bool = False,
              records: list | None = None) -> tuple[str, dict, str | None]:
     """One ``share`` op: poll, acknowledge each record (by ``rng``, ``ACKS``; every record
     ``accept`` when ``rng`` is None, as the final drain does; none with ``hold``), commit.
@@ -70,7 +71,7 @@ def share_op(consumer: ShareConsumer, keys: KeySpace, group: str, rng: random.Ra
                 [a for a, _ in ACKS], [w for _, w in ACKS])[0]
         records.append([key, msg.offset(), int(msg.value()), msg.delivery_count(), ack])
         if ack is not None:
-            consumer.acknowledge(msg, _TYPES[ack])
+            consumer.acknowledge(msg, getattr(confluent_kafka.AcknowledgeType, ack.upper()))
             by_key[str(key)] = None
     value = {"group": group, "records": records, "acks": {}}
     if not by_key:
@@ -110,7 +111,8 @@ def drain(bootstrap: str, history: HistoryWriter, keys: KeySpace, group: str, pr
     says ``"drained": true`` when the quiet stretch was reached, which is what lets the
     checker call a record that was never accepted, rejected or archived lost. Returns
     ``ok`` (drained) or ``info`` (not: the checker then judges no such record)."""
-    consumer = ShareConsumer(consumer_config(bootstrap, group, connection, 3000))
+    consumer = confluent_kafka.ShareConsumer(consumer_config(bootstrap, group, connection,
+                                                             3000))
     quiet_s = lock_ms / 1000 + 5
     try:
         consumer.subscribe(sorted({keys.tp(k)[0] for k in range(keys.keys)}))

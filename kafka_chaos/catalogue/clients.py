@@ -18,20 +18,21 @@ class ClientKind:
 
     Attributes:
         library: what its users call it (the package or artifact).
-        versioned: its version is chosen per run (``--client-version``; a release fetched
-            from Maven Central), where the other's is the installed one.
+        follows_kafka: without ``--client-version`` it runs the release of
+            ``--kafka-version`` (kafka-clients, from Maven Central); else the installed one
+            (confluent-kafka; another release comes from PyPI, ``workloads/pyclients.py``).
         idempotent_by_default: ``enable.idempotence`` is on when the run leaves it unset and
             no setting conflicts (``acks`` not all, ``retries`` 0, over 5 requests in
             flight): the Java client since 3.0 (KIP-679, ProducerConfig since 3.2); off in
             librdkafka (CONFIGURATION.md).
         checks_delivery_timeout: it refuses ``delivery.timeout.ms`` below ``linger.ms +
             request.timeout.ms`` (the Java producer's ProducerConfig).
-        share_since: the first version of it with share consumers (KIP-932), for a versioned
-            client; None: every version it runs.
+        share_since: the first version of it with share consumers (KIP-932); None: every
+            version it runs has them or it cannot tell.
     """
 
     library: str
-    versioned: bool
+    follows_kafka: bool
     idempotent_by_default: bool
     checks_delivery_timeout: bool
     share_since: tuple[int, int] | None = None
@@ -39,9 +40,11 @@ class ClientKind:
 
 #: name -> client library, the default first.
 CLIENTS: dict[str, ClientKind] = {
-    "librdkafka": ClientKind("librdkafka (confluent-kafka)", versioned=False,
-                             idempotent_by_default=False, checks_delivery_timeout=False),
-    "java": ClientKind("kafka-clients", versioned=True, idempotent_by_default=True,
+    "librdkafka": ClientKind("librdkafka (confluent-kafka)", follows_kafka=False,
+                             idempotent_by_default=False, checks_delivery_timeout=False,
+                             # the first wheel with ShareConsumer (2.14.0 has none)
+                             share_since=(2, 15)),
+    "java": ClientKind("kafka-clients", follows_kafka=True, idempotent_by_default=True,
                        checks_delivery_timeout=True, share_since=(4, 2)),
 }
 #: ``--client`` values, the default first.

@@ -123,9 +123,9 @@ def prepare(params: dict[str, Any], given: set[str], dims: list[matrix.Dimension
     return manifest
 
 
-def create(out: Path, manifest: dict[str, Any]) -> Comparison:
-    """Make ``out/compare-<UTC stamp>/`` and write ``manifest`` (``prepare``) into it."""
-    comparison = Comparison(_new_dir(Path(out)), manifest)
+def create(out: Path, manifest: dict[str, Any], prefix: str = "compare") -> Comparison:
+    """Make ``out/<prefix>-<UTC stamp>/`` and write ``manifest`` (``prepare``) into it."""
+    comparison = Comparison(_new_dir(Path(out), prefix), manifest)
     comparison.save()
     return comparison
 
@@ -147,18 +147,18 @@ def load(path: Path) -> Comparison:
     return Comparison(Path(path), manifest)
 
 
-def _new_dir(out: Path) -> Path:
-    """``out/compare-<UTC stamp>`` (``-2``, ``-3`` ... when taken)."""
+def _new_dir(out: Path, prefix: str) -> Path:
+    """``out/<prefix>-<UTC stamp>`` (``-2``, ``-3`` ... when taken)."""
     out.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-    path, n = out / f"compare-{stamp}", 1
+    path, n = out / f"{prefix}-{stamp}", 1
     while True:
         try:
             path.mkdir()
             return path
         except FileExistsError:
             n += 1
-            path = out / f"compare-{stamp}-{n}"
+            path = out / f"{prefix}-{stamp}-{n}"
 
 
 #: ``execute(cfg, run_dir, command) -> facts`` runs one cell (``runner.run``, with whatever
@@ -168,17 +168,18 @@ Analyze = Callable[[Path, "dict | None"], Any]
 
 
 def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
-                announce: Callable[[str], None]) -> None:
-    """Run every pending run of ``comparison`` in order, recording each in the manifest as it
-    ends. A run that fails (a cluster that does not start, a crash) is recorded with exit 255
-    and its error, and the next one starts. ``KeyboardInterrupt`` propagates once the running
-    cell is healed and torn down; the manifest's ``running`` then names the run it cut
-    short."""
+                announce: Callable[[str], None], only: str | None = None) -> None:
+    """Run every pending run of ``comparison`` (of the cell whose id is ``only``, when
+    given) in order, recording each in the manifest as it ends. A run that fails (a cluster
+    that does not start, a crash) is recorded with exit 255 and its error, and the next one
+    starts. ``KeyboardInterrupt`` propagates once the running cell is healed and torn down;
+    the manifest's ``running`` then names the run it cut short."""
     from kafka_chaos.clusters.errors import ClusterError
 
     manifest = comparison.manifest
-    todo = comparison.pending()
-    total = sum(1 for c in comparison.cells if "config" in c) * len(comparison.seeds)
+    todo = [(c, s) for c, s in comparison.pending() if only is None or c["id"] == only]
+    total = (len(comparison.seeds) * sum(1 for c in comparison.cells if "config" in c)
+             if only is None else len(todo))
     for n, (cell, seed) in enumerate(todo, total - len(todo) + 1):
         run_dir = comparison.run_dir(cell, seed)
         cfg = RunConfig(**{**cell["config"], "seed": seed})

@@ -139,3 +139,20 @@ def test_kip_848_groups_under_kills(tmp_path, client):
     else:  # processes in OS processes of their own (each crash killed one; leftovers: none)
         assert (run_dir / "client-children.log").exists()
     assert leftovers() == []
+
+
+@pytest.mark.long  # the full suite bisects the Java client (test_bisect.py)
+def test_a_run_on_another_confluent_kafka_release_runs_it_in_every_process(tmp_path):
+    """``--client-version 2.10.0`` with librdkafka: the release is installed from PyPI into
+    a virtualenv of its own (``workloads/pyclients.py``), every process runs in a child of
+    that interpreter, the record names it, and a group under kills is judged as any run."""
+    proc = kafka_chaos("run", "--client-version", "2.10.0", "--sub-via", "subscribe",
+                       "--nemesis", "kill", "--time-limit", "30", "--out", str(tmp_path))
+    run = tmp_path / "latest"
+    results = results_of(run, proc)
+    assert results["client"] == {"name": "librdkafka", "version": "2.10.0",
+                                 "confluent_kafka": "2.10.0"}, results["client"]
+    by_f = results["stats"]["by_f"]
+    assert by_f["send"]["ok"] > 300 and by_f["poll"]["ok"] > 50 and by_f["commit"]["ok"], by_f
+    assert proc.returncode == 0 and results["verdict"] == "valid", results["violations"]
+    assert leftovers() == []

@@ -189,8 +189,13 @@ def _named(path: CommandPath) -> str:
     return " ".join(("kafka-chaos", *path))
 
 
+#: The commands that take every ``run`` option besides their own.
+PASS_ON = {("compare",), ("bisect",)}
+
+
 def test_every_flag_the_docs_write_is_an_option_of_its_command() -> None:
-    """A flag after ``compare`` may also be any ``run`` option (it sets the cells' base)."""
+    """A flag after ``compare`` or ``bisect`` may also be any ``run`` option (it sets every
+    run's configuration)."""
     tree = commands()
     anywhere = set().union(*map(options, tree.values()))
     found = mentions()
@@ -199,7 +204,7 @@ def test_every_flag_the_docs_write_is_an_option_of_its_command() -> None:
     for m in found:
         if (m.file, m.flag) in NOT_OURS:
             continue
-        valid = set().union(*(options(tree[p]) | (options(tree[("run",)]) if p == ("compare",)
+        valid = set().union(*(options(tree[p]) | (options(tree[("run",)]) if p in PASS_ON
                                                    else set()) for p in m.after)) or anywhere
         if m.flag not in valid:
             wrong.append(f"{m.file}:{m.line}: {m.flag} is no option of "

@@ -45,7 +45,9 @@ from kafka_chaos.workloads.settings import WorkloadSettings
     ({"group_protocol": "consumer"}, "needs --sub-via subscribe"),
     ({"sub_via": "subscribe", "group_protocol": "consumer", "kafka_version": "3.9.1"},
      "needs Kafka 4.0 or later"),
-    ({"client_version": "3.9.1"}, "--client-version needs --client java"),
+    ({"client_version": "2.16"}, "a release of librdkafka \\(confluent-kafka\\), MAJOR"),
+    ({"sub_via": "share", "client_version": "2.14.0"},
+     "needs librdkafka \\(confluent-kafka\\) 2.15 or later"),
     ({"client": "java", "delivery_timeout_ms": 2000}, "linger.ms \\+ request.timeout.ms"),
     ({"sub_via": "share", "txn": True}, "take no part in transactions"),
     ({"sub_via": "share", "client": "java", "client_version": "4.1.1"},
@@ -78,7 +80,9 @@ def test_an_unset_idempotence_is_recorded_as_the_client_resolves_it(kwargs, idem
     assert cfg.idempotence is idempotent and cfg.model_dump()["idempotence"] is idempotent
     settings = WorkloadSettings.from_config(cfg)
     assert settings.java_producer_config("b:9092")["enable.idempotence"] is idempotent
-    assert settings.client_version == (cfg.client_version or cfg.kafka_version)
+    # kafka-clients of the Kafka release unless asked; confluent-kafka the installed one
+    assert settings.client_version == (cfg.client_version or (
+        cfg.kafka_version if cfg.client == "java" else ""))
 
 
 def test_ops_per_txn_ranges_parse():

@@ -1,0 +1,46 @@
+"""``kafka-chaos bisect`` on real brokers: scenario ``delayed-end-txn`` (KAFKA-17754) over the
+Java client's versions against a 4.4.0 cluster. kafka-clients 3.9.1 speaks transactions v1,
+whose late EndTxn tears the next transaction (a violation); 4.4.0 speaks transactions v2
+(KIP-890), which the tear cannot reach (valid). The bisect must name that boundary, store
+each run as a comparison does, and a resumed bisect must find nothing left to run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kafka_chaos.clusters import dist
+from tests.integration.conftest import kafka_chaos, leftovers
+
+pytestmark = pytest.mark.kafka
+
+
+def test_a_bisect_of_the_java_client_names_the_transactions_v2_boundary(tmp_path) -> None:
+    proc = kafka_chaos("bisect", "--axis", "client", "--versions", "4.4.0,3.9.1",
+                       "--runs", "1", "--outcome", "violation", "--scenario",
+                       "delayed-end-txn", "--client", "java", "--kafka-version",
+                       dist.DEFAULT_KAFKA_VERSION, "--out", str(tmp_path), timeout_s=900)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    [where] = list(tmp_path.glob("bisect-*"))
+    answer = json.loads((where / "bisect.json").read_text())
+    assert answer["order"] == ["3.9.1", "4.4.0"] and answer["done"], answer
+    rows = {r["version"]: r for r in answer["versions"]}
+    assert rows["3.9.1"]["shows"] is True and rows["3.9.1"]["verdicts"] == {"violation": 1}
+    assert rows["4.4.0"]["shows"] is False and rows["4.4.0"]["verdicts"] == {"valid": 1}
+    assert answer["changes"] == [{"before": "3.9.1", "after": "4.4.0", "from": True,
+                                  "to": False}]
+    assert answer["summary"] == "violation disappears between 3.9.1 and 4.4.0"
+    assert "violation disappears between 3.9.1 and 4.4.0" in proc.stdout
+    # each run is an ordinary run directory, its client the version the bisect set
+    manifest = json.loads((where / "compare.json").read_text())
+    for cell in manifest["cells"]:
+        version = cell["settings"]["client_version"]
+        results = json.loads((where / cell["id"] / f"seed-{manifest['seeds'][0]}"
+                              / "results.json").read_text())
+        assert (results["client"]["name"], results["client"]["version"]) == ("java", version)
+    assert "| 3.9.1 | 1 | 1 | 1 | 1.00 | yes | 1 violation |" in \
+        (where / "bisect.md").read_text()
+    again = kafka_chaos("bisect", "--resume", str(where))
+    assert again.returncode == 0 and "violation disappears" in again.stdout, again.stdout
+    assert leftovers() == []
