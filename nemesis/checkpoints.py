@@ -15,9 +15,11 @@ is no UTF-8 is a ``MalformedInputException``), each entry line split on ``\\s+``
 file, or one that ends after the version, reads as no entries; a count that differs from the
 entries, a line of other than three fields or a number Java does not parse makes the read
 throw (the log directory fails, or the partitions are not loaded: either way not a value the
-broker goes on with). A missing partition starts from 0 (``LogManager``: ``getOrElse(tp,
-0L)``; the high watermark: ``ReplicaManager``, then clamped into ``[log start, log end]``).
-Duplicates: the last wins (``OffsetCheckpointFile.read`` fills a ``HashMap``).
+broker goes on with). A missing partition starts from 0 (recovery point and log start:
+``LogManager.loadLog``, ``getOrDefault(topicPartition, 0L)``; the high watermark:
+``Partition.createLog``'s ``orElseGet(() -> 0L)``, then clamped into the log by
+``updateHighWatermark``). Duplicates: the last wins (``OffsetCheckpointFile.read`` fills a
+``HashMap``). Read at the ``4.4`` branch's ``87943b2f`` (``docs/file-faults.md``).
 """
 
 from __future__ import annotations

@@ -19,6 +19,7 @@ from kafka_chaos.cli.common import console, fail, sigterm_as_interrupt
 from kafka_chaos.cli.compare import _analyzer, _executor
 from kafka_chaos.cli.run import run_params
 from kafka_chaos.clusters.errors import ClusterError
+from kafka_chaos.errors import ClientError
 from kafka_chaos.compare import core as compare
 from kafka_chaos.config import RunConfig
 from kafka_chaos.matrix import Dimension
@@ -110,8 +111,8 @@ def _create(ctx: typer.Context, axis: str, versions: str | None, runs: int, outc
             served = central.fetch_versions()
         order = bisect.versions(versions, served)
         manifest = compare.prepare(params, given, [Dimension(field, tuple(order))], runs)
-    except (ValueError, compare.CompareError, ClusterError) as exc:  # ClusterError: the
-        fail(str(exc))                                               # served list unread
+    except (ValueError, compare.CompareError, ClusterError, ClientError) as exc:
+        fail(str(exc))  # ClusterError, ClientError: a served list that could not be read
     cells = [c for c in manifest["cells"] if "config" in c]
     try:
         for cell in cells:
@@ -156,7 +157,9 @@ def _answer(comparison: compare.Comparison, spec: dict) -> dict[str, Any]:
 
 
 def _search(comparison: compare.Comparison, spec: dict) -> dict[str, Any]:
-    """Run the versions ``bisect.next_version`` asks for until it asks for none."""
+    """Run the versions ``bisect.next_version`` asks for until it asks for none. A version
+    whose inputs cannot be had (no such release, a download refused) is recorded as runs
+    without a verdict, so the search stops there, undecided."""
     execute, analyze = _executor(comparison), _analyzer(comparison)
     by_version = {c["settings"][spec["field"]]: c for c in comparison.cells}
     while True:
@@ -166,8 +169,17 @@ def _search(comparison: compare.Comparison, spec: dict) -> dict[str, Any]:
         if version is None:
             return _answer(comparison, spec)
         console.print(f"[bold]{spec['field']} {version}[/]")
-        compare.run_pending(comparison, execute, analyze, console.print,
-                            only=by_version[version]["id"])
+        cell = by_version[version]
+        try:  # this version's jars or client release, had before its cluster starts
+            check_inputs(RunConfig(**cell["config"]))
+        except (ValueError, ClusterError, ClientError) as exc:
+            console.print(f"[yellow]{version} cannot run: {exc}[/]")
+            for seed in comparison.seeds:  # no verdict: the version stays undecided
+                comparison.manifest["done"][comparison.run_id(cell, seed)] = {
+                    "exit_code": verdict.EXIT_ERROR, "error": str(exc)}
+            comparison.save()
+            continue
+        compare.run_pending(comparison, execute, analyze, console.print, only=cell["id"])
         tally = _tallies(comparison, spec)[version]
         console.print(f"  {version}: {tally.shown} of {tally.judged} judged run(s) showed "
                       f"{spec['outcome']} ({tally.runs} run)")
