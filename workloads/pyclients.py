@@ -2,7 +2,7 @@
 ``--client librdkafka --client-version V`` (``kafka-chaos bisect --axis client``).
 
 A release's wheel bundles its librdkafka, so a version is one ``pip install
-confluent-kafka==V`` from PyPI into ``cache_root()/confluent-kafka/<V>-py<X.Y>/``. The
+confluent-kafka==V`` from PyPI into ``cache_root()/confluent-kafka/<V>-py<X.Y>-<env>/``. The
 virtualenv sees this environment's packages too (a ``.pth`` file adds its site-packages with
 ``site.addsitedir``, so their own ``.pth`` files, an editable install of kafka-chaos among
 them, are read), after its own: its ``confluent_kafka`` is the one imported. The workload's
@@ -12,6 +12,7 @@ and the monitor stay on the installed release, which is the checker's reader.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -36,10 +37,18 @@ _PROBE = ("import json, confluent_kafka as c; "
           "first(c.libversion())}))")
 
 
+def _host_sites() -> list[str]:
+    """This environment's site-packages, which the virtualenv adds after its own."""
+    return sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+
+
 def venv_dir(version: str) -> Path:
-    """Where release ``version``'s virtualenv is kept (it may not exist yet)."""
+    """Where release ``version``'s virtualenv is kept for this environment (it may not exist
+    yet): one per environment, since its ``.pth`` names this one's site-packages (a
+    virtualenv made from an environment since deleted would import no kafka-chaos)."""
+    host = hashlib.sha256("\0".join(_host_sites()).encode()).hexdigest()[:8]
     return (dist.cache_root() / "confluent-kafka"
-            / f"{version}-py{sys.version_info.major}.{sys.version_info.minor}")
+            / f"{version}-py{sys.version_info.major}.{sys.version_info.minor}-{host}")
 
 
 def python(version: str) -> tuple[Path, dict[str, str]]:
@@ -58,9 +67,9 @@ def python(version: str) -> tuple[Path, dict[str, str]]:
         _run([sys.executable, "-m", "venv", "--without-pip", str(made)], version, 120)
         site = Path(sysconfig.get_path("purelib", vars={"base": str(made),
                                                         "platbase": str(made)}))
-        ours = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
         (site / "kafka-chaos-host.pth").write_text(
-            "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in ours) + "\n")
+            "import site; " + "; ".join(f"site.addsitedir({p!r})" for p in _host_sites())
+            + "\n")
         # this environment's pip installs into the new one: no pip of its own is needed
         _run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
               "--disable-pip-version-check", "--target", str(site),
