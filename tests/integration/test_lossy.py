@@ -215,7 +215,9 @@ def test_a_lone_leader_that_loses_power_loses_what_it_acknowledged_alone(tmp_pat
                and op.value["partitions"]]
     for inv, loss in losses:
         [name] = loss.value["lost"]
-        assert loss.value["alone_after_s"] > 0 and loss.value["isolated"][0] == [name]
+        # 0.0 when the ISR was the leader alone at the cut's first look (its followers still
+        # catching up after an earlier fault: a CI run of 2026-11-30); None: never alone
+        assert loss.value["alone_after_s"] is not None and loss.value["isolated"][0] == [name]
         assert "kafka-chaos-0" in loss.value["lost"][name]["sole_in_sync_replica_of"]
         inside = [_partition0(s) for s in samples if inv.index < s.index < loss.index]
         assert any(p["isr"] == [ids[name]] == [p["leader"]] for p in inside), inside
