@@ -16,7 +16,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import sysconfig
@@ -123,7 +122,3 @@ def _run(argv: list[str], version: str, timeout_s: float) -> subprocess.Complete
                                f"{' / '.join(said[-3:])}")
     return proc
 
-
-def remove(version: str) -> None:
-    """Delete release ``version``'s virtualenv (the next ``python`` makes it again)."""
-    shutil.rmtree(venv_dir(version), ignore_errors=True)
