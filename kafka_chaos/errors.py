@@ -6,6 +6,7 @@
     │   ├── HistoryError             a malformed history or op sequence (history/store.py)
     │   ├── YamlFileError            a plan, scenario or inventory file (clusters/yamlfile.py)
     │   ├── CompareError             a comparison that cannot be made or resumed (compare/core.py)
+    │   ├── ShrinkError              a run whose schedule cannot be replayed (shrink.py)
     │   ├── ReportError              a missing or malformed results.json (report/html.py)
     │   ├── PublishError             no history to publish, or its destination is taken
     │   ├── DistributionError *      a Kafka version or Java that cannot be used
@@ -68,6 +69,11 @@ class YamlFileError(BadInput, ValueError):
 
 class CompareError(BadInput, ValueError):
     """A comparison that cannot start or resume; the message names the option, file or cell."""
+
+
+class ShrinkError(BadInput, ValueError):
+    """A run that cannot be shrunk (no client op, a fault a replay cannot express, a bad
+    ``--need``); the message says which and why."""
 
 
 class ReportError(BadInput, ValueError):

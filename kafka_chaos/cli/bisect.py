@@ -139,16 +139,9 @@ def _tallies(comparison: compare.Comparison, spec: dict) -> dict[str, bisect.Tal
             continue
         ids = [comparison.run_id(cell, seed) for seed in comparison.seeds]
         if all(i in done for i in ids):
-            out[version] = bisect.tally(version, [_results(comparison.dir / i) for i in ids],
-                                        wanted)
+            out[version] = bisect.tally(
+                version, [compare.results_of(comparison.dir / i) for i in ids], wanted)
     return out
-
-
-def _results(run_dir: Path) -> dict[str, Any] | None:
-    try:
-        return json.loads((run_dir / "results.json").read_text())
-    except (OSError, ValueError):
-        return None
 
 
 def _answer(comparison: compare.Comparison, spec: dict) -> dict[str, Any]:

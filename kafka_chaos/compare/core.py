@@ -168,9 +168,12 @@ Analyze = Callable[[Path, "dict | None"], Any]
 
 
 def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
-                announce: Callable[[str], None], only: str | None = None) -> None:
+                announce: Callable[[str], None], only: str | None = None,
+                enough: Callable[[], bool] = lambda: False) -> None:
     """Run every pending run of ``comparison`` (of the cell whose id is ``only``, when
-    given) in order, recording each in the manifest as it ends. A run that fails (a cluster
+    given) in order, recording each in the manifest as it ends, until ``enough()`` says the
+    runs so far decide what the caller asks (``kafka-chaos shrink``: a candidate that
+    reproduced, or can no longer). A run that fails (a cluster
     that does not start, a crash) is recorded with exit 255 and its error, and the next one
     starts. ``KeyboardInterrupt`` propagates once the running cell is healed and torn down;
     the manifest's ``running`` then names the run it cut short."""
@@ -181,6 +184,8 @@ def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
     total = (len(comparison.seeds) * sum(1 for c in comparison.cells if "config" in c)
              if only is None else len(todo))
     for n, (cell, seed) in enumerate(todo, total - len(todo) + 1):
+        if enough():
+            return
         run_dir = comparison.run_dir(cell, seed)
         cfg = RunConfig(**{**cell["config"], "seed": seed})
         announce(f"[bold]run {n}/{total}[/]: {cell['label']}, seed {seed} -> {run_dir}")
@@ -207,6 +212,15 @@ def run_pending(comparison: Comparison, execute: Execute, analyze: Analyze,
         manifest["done"][comparison.run_id(cell, seed)] = outcome
         manifest["running"] = None
         comparison.save()
+
+
+def results_of(run_dir: Path) -> dict[str, Any] | None:
+    """The ``results.json`` of the run in ``run_dir``, or None when it has none readable (a
+    run that ended without a verdict)."""
+    try:
+        return json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def _finished_facts(run_dir: Path) -> dict | None:
