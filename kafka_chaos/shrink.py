@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable
 
 from kafka_chaos.catalogue.faults import PACKAGES
 from kafka_chaos.errors import ShrinkError
-from kafka_chaos.history import NEMESIS, Op, OpType
+from kafka_chaos.history import NEMESIS, SYSTEM_PROCESSES, Op, OpType
 
 #: The timings a shrink tries once the units are 1-minimal, in order: as the run had them,
 #: with at most ``GAP_S`` idle between faults (``LEAD_S`` before the first, ``TAIL_S``
@@ -80,7 +80,7 @@ def units_of_history(ops: Iterable[Op], brokers: int, skip_first: str | None = N
     A fault still running at the final heal ends where ``heal-all`` began. Raises
     ``ShrinkError`` when the history has no client op, or a fault of ``UNSUPPORTED``."""
     ops = list(ops)
-    t0 = next((op.time for op in ops if op.process not in (NEMESIS, "monitor")
+    t0 = next((op.time for op in ops if op.process not in SYSTEM_PROCESSES
                and op.type == OpType.INVOKE), None)
     if t0 is None:
         raise ShrinkError("the history has no client op: nothing to replay against")
