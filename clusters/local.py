@@ -322,9 +322,14 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
             return 0.0
         return faketime.read_offset(self.node_dir(node) / "faketime")
 
+    def pid(self, node: Node) -> int | None:
+        """The process id of ``node``'s broker JVM (``ip netns exec`` execs it, so the
+        process started is the JVM), or None when it is not running."""
+        return self._procs[node.node_id].pid if self.is_running(node) else None
+
     def pause(self, node: Node) -> None:
-        if self.is_running(node):
-            os.kill(self._procs[node.node_id].pid, signal.SIGSTOP)
+        if (pid := self.pid(node)) is not None:
+            os.kill(pid, signal.SIGSTOP)
             # the stop reaches every thread of the JVM a moment later: pause returns once the
             # process is frozen, so what follows sees it so
             try:
@@ -334,13 +339,13 @@ class LocalCluster(Cluster, Killable, Pausable, NamespaceIptables, LosesUnsynced
                 raise ClusterError(f"pausing {node.name}: SIGSTOP sent, but {exc}") from None
 
     def resume(self, node: Node) -> None:
-        if self.is_running(node):
-            os.kill(self._procs[node.node_id].pid, signal.SIGCONT)
+        if (pid := self.pid(node)) is not None:
+            os.kill(pid, signal.SIGCONT)
 
     def is_paused(self, node: Node) -> bool:
-        if not self.is_running(node):
+        if (pid := self.pid(node)) is None:
             return False
-        status = Path(f"/proc/{self._procs[node.node_id].pid}/status")
+        status = Path(f"/proc/{pid}/status")
         try:
             return any(line.startswith("State:\tT") for line in status.read_text().splitlines())
         except OSError:  # exited meanwhile

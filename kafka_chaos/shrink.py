@@ -21,7 +21,6 @@ seeds the run's seed and the next ones.
 from __future__ import annotations
 
 import dataclasses
-import math
 import re
 from typing import Any, Callable, Iterable
 
@@ -134,7 +133,7 @@ def _fault(start: Op, ok: Op | None, stop: Op | None, t0: int, brokers: int,
                                  "do": [kind.stop]}
     if kind.stop_at_target and target is not None:
         stop_step["target"] = target
-    shown = target if not isinstance(target, list) else "nodes " + ",".join(map(str, target))
+    shown = _target_text(target)
     label = f"{start.f} {shown} at {step['at']:g} s, {kind.stop} at {stop_step['at']:g} s"
     step["name"] = f"{start.f} {shown}" + (f" (drawn: {value.get('target')})"
                                            if isinstance(target, list) else "")
@@ -173,6 +172,11 @@ def units_of_script(steps: list[dict[str, Any]]) -> list[Unit]:
                  (s,)) for i, s in enumerate(steps)]
 
 
+def _target_text(target: Any) -> str:
+    """A step's target as the user reads it: ``nodes 1,3`` for node ids, else the name."""
+    return "nodes " + ",".join(map(str, target)) if isinstance(target, list) else str(target)
+
+
 def _secs(ns: int) -> float:
     return round(ns / 1e9, 1)
 
@@ -185,11 +189,11 @@ def timed(units: list[Unit], kept: Iterable[int], timing: str, end_s: float
     chosen = [units[i] for i in sorted(kept)]
     if not chosen or "at" not in chosen[0].steps[0]:
         return [dict(s) for u in chosen for s in u.steps]
-    steps: list[dict[str, Any]] = []
     if timing == "as-run":
         steps = [dict(s) for u in chosen for s in u.steps]
         return steps + [{"name": "the workload runs on to the run's end",
                          "at": max(end_s, steps[-1]["at"])}]
+    steps = []
     clock = 0.0
     for u in chosen:
         first = u.steps[0]["at"]
@@ -208,9 +212,7 @@ def describe(steps: list[dict[str, Any]]) -> str:
     for s in steps:
         if not s.get("do"):
             continue
-        target = s.get("target")
-        shown = "" if target is None else " " + (
-            "nodes " + ",".join(map(str, target)) if isinstance(target, list) else str(target))
+        shown = "" if s.get("target") is None else " " + _target_text(s["target"])
         when = f" at {s['at']:g} s" if "at" in s else ""
         said.append(f"{'+'.join(s['do'])}{shown}{when}")
     return "; ".join(said)
@@ -275,7 +277,7 @@ def decide(shown: int, ran: int, runs: int, need: int) -> bool | None:
 def need_of(runs: int, need: int | None) -> int:
     """How many of ``runs`` replays must show the finding: ``need``, or a majority (2 of 3).
     Raises ``ShrinkError`` when it is not between 1 and ``runs``."""
-    want = math.floor(runs / 2) + 1 if need is None else need
+    want = runs // 2 + 1 if need is None else need
     if not 1 <= want <= runs:
         raise ShrinkError(f"--need {want}: between 1 and --runs {runs}")
     return want

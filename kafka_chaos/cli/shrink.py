@@ -123,8 +123,7 @@ def _create(run_dir: Path, outcome: str, runs: int, need: int | None, out: Path
     replay = {**base.model_dump(mode="json"), "nemesis": [], "nemesis_targets": "",
               "scenario": None}
     try:
-        check_offline(RunConfig(**replay))
-        check_inputs(RunConfig(**replay))
+        check_inputs(RunConfig(**replay))  # check_offline's checks first
     except (ValueError, ClusterError, ClientError) as exc:
         fail(str(exc))
     spec = {"source": str(run_dir.resolve()), "outcome": str(wanted), "runs": runs,

@@ -49,7 +49,7 @@ def main() -> int:
                 cluster.resume(node)
             admin.wait_ready(cluster.bootstrap_servers, 3, [], timeout_s=120)
             python, _ = pyclients.python(version)
-            pid = {n.node_id: cluster._procs[n.node_id].pid for n in (leader, follower)}
+            pid = {n.node_id: cluster.pid(n) for n in (leader, follower)}
             argv = [str(python), str(REPRO), "--bootstrap", cluster.bootstrap_servers,
                     "--leader", str(leader.node_id), "--follower", str(follower.node_id),
                     "--pause-follower", f"kill -STOP {pid[follower.node_id]}",

@@ -45,7 +45,7 @@ from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, 
 
 try:
     from confluent_kafka import ElectionType
-except ImportError:  # 2.6 to 2.12 keep it here; before 2.6 there is no elect_leaders
+except ImportError:  # 2.12.0 has it only here; before 2.6 there is no elect_leaders
     try:
         from confluent_kafka._model import ElectionType
     except ImportError:
