@@ -287,7 +287,8 @@ def _case(name: str, ex: dict, at: dict, keys: dict, lookups: dict,
     keeps a whole op open for up to ``delivery.timeout.ms``. A ``hanging-transaction``'s
     window comes whole from ``analysis.liveness`` (monitor samples)."""
     if name == HANGING_TXN:
-        return promises.Case(tuple(at["tp"]), at["lo"], at["hi"])
+        return promises.Case(tuple(at["tp"]), at["lo"], at["hi"], stuck=at.get("stuck"),
+                             offset=ex.get("lso"))
     key = at.get("key")
     tp = keys.get(str(key)) if key is not None else None
     done, f = lookups["done"], lookups["f"]

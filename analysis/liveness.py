@@ -128,9 +128,11 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
     index], "quiet_s" (its longest stretch with no fault active), "bound_s"}``, and
     ``doubt`` (``doubt``) when there are findings the bound may not hold for; else
     ``cases``, each finding with
-    its window for the promises table (``{"tp", "lo", "hi"}``): when the stuck offset was
-    written, from the last sample before the stretch whose HW was at or below it to the next
-    sample (whose HW was above it). The event that made the LSO stop must lie there.
+    its window for the promises table (``{"tp", "lo", "hi", "stuck"}``): when the stuck
+    offset was written, from the last sample before the stretch whose HW was at or below it
+    to the next sample (whose HW was above it), and the first sample of the stretch. The
+    event that made the LSO stop must lie there (a late Produce), or between the write and
+    the stretch (an election that lost the transaction's marker).
     Each finding is also added to ``rec`` as an ``lso-stuck`` event (``hi`` ``END`` when it
     lasted to the partition's last sample): the final reads' view of the partition ends
     there.
@@ -162,7 +164,7 @@ def hanging(rec: ev.Record, config: dict[str, Any] | None) -> dict[str, Any]:
                         "quiet_s": round(quiet, 3), "bound_s": limit}
                     examples.append(example)
                     written = _written(samples[:start + 1], stretch[0][3])
-                    cases.append((example, {"tp": tp, **written}))
+                    cases.append((example, {"tp": tp, **written, "stuck": stretch[0][0]}))
                     rec.events.setdefault(tp, []).append(ev.Event(
                         ev.LSO_STUCK, tp, stretch[0][0], ev.END if sample is None else
                         stretch[-1][0], stretch[0][1], stretch[-1][1],

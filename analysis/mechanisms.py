@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+from typing import Callable
 
 from kafka_chaos.analysis import evidence as ev
 
@@ -47,7 +48,9 @@ class Case:
     clock; the broker acknowledged it before): an event the record locates after it came
     after the acknowledgement, even within the same stretch between two of the record's
     ops. ``offset`` is then the offset it was acknowledged at. ``copies``: the offsets a
-    ``duplicate``'s value was read at.
+    ``duplicate``'s value was read at. ``stuck``: for a ``hanging-transaction``, the index of
+    the first sample that showed its LSO stuck (``lo``, ``hi`` are when the stuck offset was
+    written).
     """
 
     tp: tuple[str, int] | None
@@ -67,6 +70,7 @@ class Case:
     read_before: bool = False
     ack_ns: int | None = None
     copies: tuple[int, ...] | None = None
+    stuck: int | None = None
 
 
 def changes(rec: ev.Record, c: Case) -> list[ev.Event]:
@@ -266,16 +270,74 @@ def late_produce_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
                 None)
 
 
-def hung_below(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """For an ``unseen`` record: a stuck LSO of its partition, itself explained by a late
-    Produce, at or below the record's offset, where the final reads ended (``read_to``),
-    still stuck when they began: the record is in the log, past what read_committed reads."""
+def hung_below(rec: ev.Record, c: Case,
+               cause: Callable[[ev.Record, Case], list[ev.Event]] = late_produce
+               ) -> list[ev.Event]:
+    """For an ``unseen`` record: a stuck LSO of its partition, itself explained by
+    ``cause`` (a late Produce; ``hung_by_lost_marker``: a lost marker), at or below the
+    record's offset, where the final reads ended (``read_to``), still stuck when they began:
+    the record is in the log, past what read_committed reads."""
     if c.offset is None or c.read_to is None:
         return []
     return [e for e in rec.of(c.tp, ev.LSO_STUCK, 0, ev.END)
             if e.facts["lso"] == c.read_to <= c.offset and e.hi >= c.hi
-            and late_produce(rec, dataclasses.replace(c, lo=e.facts["written"][0],
-                                                        hi=e.facts["written"][1]))]
+            and cause(rec, dataclasses.replace(c, lo=e.facts["written"][0],
+                                               hi=e.facts["written"][1], stuck=e.lo,
+                                               offset=e.facts["lso"], ack_ns=None))]
+
+
+def _marker_window(rec: ev.Record, c: Case) -> Case | None:
+    """A hanging transaction's window for an election that took its marker: from the first
+    sample whose HW was above the stuck offset (``c.offset``: the transaction's first
+    record was then on every in-sync replica, so written before) to the first sample that
+    showed the LSO stuck (``c.stuck``); None when no sample before that shows such a HW."""
+    if c.stuck is None or c.offset is None:
+        return None
+    seen = next((s[0] for s in rec.offsets.get(c.tp, []) if s[2] > c.offset), None)
+    return None if seen is None or seen > c.stuck else dataclasses.replace(
+        c, lo=seen, hi=c.stuck, ack_ns=None)
+
+
+def _unclean_changes(rec: ev.Record, c: Case) -> list[ev.Event]:
+    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
+            if unclean_by_kafka(rec, c, e)]
+
+
+def lost_marker(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """For a hanging transaction at offset ``c.offset``: an unclean election of its
+    partition (``unclean_by_kafka``) after a sample showed that offset below the HW and
+    before the LSO was first seen stuck there, whose new leader's log, its broker log says,
+    already held that offset when it took the epoch (``start_offset`` above it). That
+    replica held the transaction's records, and may lack the COMMIT or ABORT marker that
+    ended it on the old leader; the coordinator, done with the transaction, never writes
+    that marker again (KAFKA-20716, apache/kafka PR 22937)."""
+    window = _marker_window(rec, c)
+    if window is None:
+        return []
+    return [e for e in _unclean_changes(rec, window)
+            if e.facts.get("start_offset") is not None and e.facts["start_offset"] > c.offset]
+
+
+def lost_marker_applies(rec: ev.Record, c: Case) -> bool:
+    """``unclean_applies`` over ``lost_marker``'s window."""
+    window = _marker_window(rec, c)
+    return window is not None and unclean_applies(rec, window)
+
+
+def lost_marker_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
+    """``unclean_maybe`` over ``lost_marker``'s window, or an unclean election there whose
+    new leader's log end the broker logs do not give."""
+    window = _marker_window(rec, c)
+    if window is None:
+        return None
+    return unclean_maybe(rec, window) or next(
+        (e.stretch for e in _unclean_changes(rec, window)
+         if e.facts.get("start_offset") is None), None)
+
+
+def hung_by_lost_marker(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """``hung_below`` for a stuck LSO that ``lost_marker`` explains."""
+    return hung_below(rec, c, lost_marker)
 
 
 def behind_open_txn(rec: ev.Record, c: Case) -> bool:

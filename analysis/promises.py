@@ -262,6 +262,29 @@ RULES: tuple[Rule, ...] = (
          "transactions will be withheld until the relevant transaction has been completed.",
          evidence=m.hung_below,
          mechanism="a hanging transaction below the record where the final reads ended"),
+    Rule("unclean-election-lost-marker", (HANGING_TXN,), lambda c: bool(c.get("unclean_possible")),
+         "a replica outside the ISR was elected leader of the partition after the "
+         "transaction's first records were written and before its LSO stopped: it held "
+         "those records without the COMMIT or ABORT marker that had ended the transaction "
+         "on the old leader, and the coordinator, done with it, never writes that marker "
+         "again, so the transaction stays open on the new leader",
+         "Kafka topic configs, `unclean.leader.election.enable`, as KAFKA-20716 documents "
+         "it (apache/kafka PR 22937)",
+         "An unclean election can remove a transaction's COMMIT or ABORT marker from the "
+         "elected replica, causing consumers with isolation.level=read_committed to stop at "
+         "the last stable offset.",
+         evidence=m.lost_marker, doubt=m.lost_marker_maybe, applies=m.lost_marker_applies,
+         mechanism="an unclean election after the transaction's records were written"),
+    Rule("read-committed-behind-lost-marker", ("unseen",),
+         lambda c: bool(c.get("unclean_possible")),
+         "the record is in its partition's log above a hanging transaction that "
+         "unclean-election-lost-marker permits (its stuck LSO is where the final reads "
+         "ended): read_committed consumers read nothing past the last stable offset",
+         "Kafka consumer configs, `isolation.level`; KAFKA-20716 (apache/kafka PR 22937)",
+         "In particular any messages appearing after messages belonging to ongoing "
+         "transactions will be withheld until the relevant transaction has been completed.",
+         evidence=m.hung_by_lost_marker,
+         mechanism="a hanging transaction below the record, left by an unclean election"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,
          "the value's producer retried without idempotence",
          "Kafka producer configs, `enable.idempotence`; KIP-98",

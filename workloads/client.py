@@ -107,8 +107,11 @@ class Client:
         ``close()`` runs the rebalance callback, whose ``assign`` waits holding the GIL."""
         self.dead = True
         if self.producer is not None:
-            self.producer.purge()
-            self.producer.flush(0)
+            try:
+                self.producer.purge()
+                self.producer.flush(0)
+            except KafkaException:  # a producer in a fatal state (fenced) flushes nothing
+                pass
         # the consumer holds this client's bound callbacks: dropping the reference here frees
         # it now, not at some later garbage collection
         self.producer = self.consumer = self.share_consumer = None

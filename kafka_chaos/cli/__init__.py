@@ -7,7 +7,7 @@ Commands only: each parses its options, calls the orchestration (``kafka_chaos.o
 """
 
 # each registers its commands on app; this order is the order of --help
-from kafka_chaos.cli import run, tools, plan, compare, bisect, shrink  # noqa: F401,I001
+from kafka_chaos.cli import run, tools, plan, compare, bisect, shrink, bugs  # noqa: F401,I001
 from kafka_chaos.cli.app import app
 
 __all__ = ["app"]
