@@ -325,14 +325,22 @@ def lost_marker_applies(rec: ev.Record, c: Case) -> bool:
 
 
 def lost_marker_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """``unclean_maybe`` over ``lost_marker``'s window, or an unclean election there whose
-    new leader's log end the broker logs do not give."""
+    """In ``lost_marker``'s window: an election that may have been unclean
+    (``unclean_maybe``'s) or was, whose new leader's log end the broker logs do not give
+    or give above the stuck offset; or an unseen election while the setting may have been
+    on. A new leader whose log ended at or below the offset held no record of the
+    transaction: no doubt."""
     window = _marker_window(rec, c)
     if window is None:
         return None
-    return unclean_maybe(rec, window) or next(
-        (e.stretch for e in _unclean_changes(rec, window)
-         if e.facts.get("start_offset") is None), None)
+    for e in rec.of(c.tp, ev.LEADER_CHANGE, window.lo, window.hi, loose=True):
+        start = e.facts.get("start_offset")
+        unclean = e.facts.get("logged_unclean") or (
+            e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True))
+        if unclean and (start is None or start > c.offset):
+            return e.stretch
+    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, window.lo, window.hi)
+                 if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
 
 
 def hung_by_lost_marker(rec: ev.Record, c: Case) -> list[ev.Event]:

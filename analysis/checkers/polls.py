@@ -130,6 +130,7 @@ def poll_order(h: History, v: Versions) -> DataFrame:
         kept = kept.join(F.broadcast(met), (kept["process"] == met["process"])
                          & (kept["key"] == met["key"]) & (met["met"] > F.col("prev_offset"))
                          & (met["met"] < F.col("offset")), "left_anti")
+    kept = _without_later_records(h, v, kept, delta)
     same = F.col("op") == F.col("prev_op")
     kind = (F.when(delta > 1, F.when(same, "int-poll-skip").otherwise("poll-skip"))
             .when(delta < 1, F.when(same, "int-nonmonotonic-poll").otherwise("nonmonotonic-poll")))
@@ -143,3 +144,25 @@ def poll_order(h: History, v: Versions) -> DataFrame:
                  # under the consumer can have happened any time after it was written.
                  at(key="key", lo=F.least(F.coalesce("prev_writer", "prev_op"), "prev_op"),
                     hi="op"))
+
+
+def _without_later_records(h: History, v: Versions, pairs: DataFrame, delta: Column
+                           ) -> DataFrame:
+    """``pairs`` without the skips (``delta > 1``) every one of whose passed-over positions
+    holds only values sent after the read op completed: the consumer cannot have passed
+    over a record not yet written. Such a position is an offset a truncation (an unclean
+    election) gave to a new record after the read, where the consumer's log had held what
+    no consumer returns (a transaction marker, KAFKA-20716's scenario). A value whose
+    sender is unknown counts as written before."""
+    ident = ["process", "key", "op", "pos", "rec"]
+    done = h.pairs.select(F.col("op").alias("read_op"), F.col("index").alias("read_done"))
+    skips = (pairs.where(delta > 1).select(*ident, "prev_idx", "idx")
+             .join(done, F.col("op") == F.col("read_op")))
+    passed = v.obs.select(F.col("key").alias("b_key"), F.col("idx").alias("b_idx"),
+                          F.col("w_op").alias("b_op"))
+    before = F.col("b_op").isNull() | (F.col("b_op") < F.col("read_done"))
+    later = (skips.join(passed, (F.col("key") == F.col("b_key"))
+                        & (F.col("b_idx") > F.col("prev_idx")) & (F.col("b_idx") < F.col("idx")))
+             .groupBy(*ident).agg(F.max(before.cast("int")).alias("existed"))
+             .where(F.col("existed") == 0).select(*ident))
+    return pairs.join(later, ident, "left_anti")

@@ -201,3 +201,42 @@ def test_a_produce_arriving_after_its_transaction_ended(request, tmp_path, versi
         assert all(u["offset"] >= ex["lso"] for u in unseen["examples"]), unseen["examples"]
     assert results["valid"] is True and proc.returncode == 0, results["violations"]
     assert leftovers() == []
+
+
+@pytest.mark.long
+def test_an_unclean_election_that_loses_a_transaction_marker_hangs_the_partition(request,
+                                                                                tmp_path):
+    """``--scenario lost-txn-marker`` (KAFKA-20716, documented by apache/kafka PR 22937, no
+    fix): a follower F is cut off while transactions run, every client crashes (their
+    producer ids never write again), the leader and the other follower, which hold the
+    markers, are killed, and F is elected uncleanly. On F a transaction whose records it
+    had before the cut stays open for good: a ``hanging-transaction`` permitted by
+    ``unclean-election-lost-marker``, pinned on F's election, whose broker log says F's log
+    already held the stuck offset; read_committed final reads end there, everything above
+    ``unseen``, permitted with it. No poll-skip: a consumer passing over a marker's offset,
+    which the truncation gave to a new record, skipped nothing. Valid."""
+    version = dist.DEFAULT_KAFKA_VERSION
+    _, args = prepare(request, "local", dist.resolve(version), [], tmp_path / "hosts.yaml")
+    proc = kafka_chaos("run", *args, "--scenario", "lost-txn-marker", "--kafka-version",
+                       version, "--seed", "1", "--out", str(tmp_path / "runs"))
+    run_dir = (tmp_path / "runs" / "latest").resolve()
+    results = results_of(run_dir, proc)
+    facts = json.loads((run_dir / "run.json").read_text())
+    assert facts["scenario"]["steps_done"] == 8 and "unmet" not in facts["scenario"], facts
+    marks = facts["scenario"]["marks"]
+    assert len({marks["L"], marks["F"], marks["G"]}) == 3, marks
+    hang = results["anomalies"]["hanging-transaction"]
+    unseen = results["anomalies"]["unseen"]
+    print(f"{version}: {hang['count']} hanging transaction(s) "
+          f"{[ex['lso'] for ex in hang['examples']]}, {unseen['count']} unseen, "
+          f"valid {results['valid']}")
+    assert hang["count"] == 1 and hang["rule"] == "unclean-election-lost-marker", hang
+    [ex] = hang["examples"]
+    e = ex["evidence"]
+    assert (e["event"], e["to"], e["unclean"]) == ("leader-change", marks["F"], True), e
+    assert e["start_offset"] > ex["lso"] and ex["at_s"][0] >= e["at_s"][0], ex
+    assert unseen["count"] > 0 and unseen["outcomes"]["permitted"] == unseen["count"], unseen
+    assert unseen["rule"] == "read-committed-behind-lost-marker", unseen
+    assert "poll-skip" not in results["anomaly_types"], results["anomaly_types"]
+    assert results["valid"] is True and proc.returncode == 0, results["violations"]
+    assert leftovers() == []

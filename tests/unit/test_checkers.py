@@ -333,3 +333,22 @@ def test_a_forced_unclean_election_permits_loss_only_when_it_elected(run) -> Non
     assert elected["rule"] == "unclean-leader-election"
     nothing = lost_after({"offline": [], "elected": {}})
     assert nothing["count"] == 1 and nothing["permitted"] is False
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("sent_after_read", [True, False])
+def test_a_skip_over_an_offset_written_only_after_the_read_is_no_poll_skip(
+        run, sent_after_read: bool) -> None:
+    """A consumer reads offsets 0 and 2 of a key in one poll (offset 1 held what no
+    consumer returns: a transaction marker); an unclean election then truncates the log to
+    offset 1 and a new write takes offset 1. Sent after the read op completed, that record
+    cannot have been passed over: no int-poll-skip. Sent before, the consumer may have
+    passed over it: an int-poll-skip."""
+    q = Q().assign(20, [0]).send(1, [(0, 10)], offsets=[0])
+    if not sent_after_read:
+        q = q.send(2, [(0, 12)], offsets=[1])
+    q = q.send(1, [(0, 11)], offsets=[2]).poll(20, {0: [(0, 10), (2, 11)]})
+    if sent_after_read:
+        q = q.send(2, [(0, 12)], offsets=[1])
+    result = run(q.final(9, 0, [(0, 10), (1, 12)]))
+    assert ("int-poll-skip" in found(result)) is not sent_after_read, found(result)

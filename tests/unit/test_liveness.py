@@ -248,3 +248,69 @@ def test_a_hanging_transaction_is_permitted_only_by_a_late_produce_without_verif
     assert a["outcomes"]["violation"] == 1, a
     a, _, _ = _judged(_late_rows({"EndTxn": 2 * S // 10}, answer=None), OFF)
     assert a["outcomes"]["unexplained"] == 1, a
+
+
+def _marker_rows(hw_past_at: float = 2.0) -> list[dict]:
+    """Partition t-0: node 1 leads in epoch 1 (its HW passes offset 40 at ``hw_past_at`` s),
+    its ISR shrinks to itself, and from 6 s node 2, outside that ISR, leads in epoch 2 with
+    its LSO held at 40 for 40 s while its HW rises."""
+    rows = []
+    for i in range(92):
+        t = i / 2
+        if t < 6:
+            hw = 25 + (15 if t >= hw_past_at else 0) + i
+            part = {"leader": 1, "leader_epoch": 1, "isr": [1] if t >= 4.5 else [1, 2, 3],
+                    "hw": hw, "lso": hw}
+        else:
+            part = {"leader": 2, "leader_epoch": 2, "isr": [2], "hw": 45 + i, "lso": 40}
+        rows.append({"op": 10 * (i + 1), "index": 10 * (i + 1) + 1, "process": "monitor",
+                     "f": "cluster-state", "type": "ok", "inv": {}, "invoke_time": int(t * S),
+                     "time": int(t * S) + 1000,
+                     "done": {"answering": {"1": True, "2": True},
+                              "partitions": {"t": [{"partition": 0, **part}]}}})
+    return rows
+
+
+UNCLEAN = {"backend": "local", "txn": True, "unclean_leader_election": True}
+
+
+def _marker_judged(start_offset: int | None, hw_past_at: float = 2.0
+                   ) -> tuple[dict, evidence.Record]:
+    from kafka_chaos.analysis import kafka_log
+
+    rec = evidence.build(_marker_rows(hw_past_at), {"1": {"name": "n1"}, "2": {"name": "n2"}},
+                         UNCLEAN)
+    if start_offset is not None:  # node 2's broker log: it took epoch 2 at 5.75 s
+        kafka_log.narrow(rec, [
+            kafka_log.Logged("unclean", ("t", 0), 2, 2, 5_700_000_000),
+            kafka_log.Logged("leader", ("t", 0), 2, 2, 5_750_000_000, start_offset, 45)], None)
+    found = {liveness.NAME: liveness.hanging(rec, UNCLEAN)}
+    judge.judge(None, found, promises.facts_of(UNCLEAN, rec), rec)
+    return found[liveness.NAME], rec
+
+
+def test_a_hanging_transaction_after_an_unclean_election_is_permitted_as_a_lost_marker():
+    """KAFKA-20716: an unclean election can elect a replica holding a transaction's records
+    without its COMMIT or ABORT marker, which the coordinator never writes again. Permitted
+    only when the record shows it on that partition: the HW had passed the stuck offset
+    before the election (the transaction's first record was written), and the new leader's
+    broker log says its log already held that offset when it took the epoch. Without the
+    broker log the election's reach is doubt (unexplained); a new leader whose log ended at
+    or below the stuck offset, or an offset not yet written at the election, is a
+    violation."""
+    a, rec = _marker_judged(start_offset=46)
+    assert a["outcomes"] == {"permitted": 1, "violation": 0, "unexplained": 0}, a
+    [ex] = a["examples"]
+    assert ex["rule"] == "unclean-election-lost-marker" and ex["lso"] == 40, ex
+    e = ex["evidence"]
+    assert (e["event"], e["from"], e["to"], e["start_offset"]) == ("leader-change", "n1", "n2", 46)
+    # a record above the stuck LSO, unseen by the final reads that ended there: permitted
+    facts = promises.facts_of(UNCLEAN, rec)
+    verdict = promises.judge_case("unseen", promises.Case(("t", 0), 500, 900, offset=60,
+                                                          read_to=40), facts, rec)
+    assert verdict["rule"] == "read-committed-behind-lost-marker", verdict
+
+    for start, past, outcome in ((40, 2.0, "violation"), (None, 2.0, "unexplained"),
+                                 (46, 7.0, "violation")):
+        a, _ = _marker_judged(start_offset=start, hw_past_at=past)
+        assert a["outcomes"][outcome] == 1, (start, past, a)
