@@ -86,12 +86,31 @@ def delivery(h: History, v: Versions) -> DataFrame:
                   .select("process", "op", "index", F.col("key").cast("long").alias("key"),
                           F.col("value").alias("offset"),
                           (F.element_at("epochs", F.col("key")) < 0).alias("epochless")))
+    # the position a commit stores was reached when its member fetched the record below
+    # it, which may be any time after that record was written (the client prefetches): a
+    # truncation after then is one the commit can pass, even if the poll and the commit
+    # came after it
+    writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
+        F.min("w_op").alias("w_op"))
+    read_below = (v.reads.select("process", "key", "value",
+                                 (F.col("offset") + 1).alias("offset"),
+                                 F.col("op").alias("read_op"))
+                  .join(writer, ["key", "value"], "left")
+                  .select("process", "key", "offset", "read_op",
+                          F.least(F.coalesce("w_op", "read_op"), "read_op").alias("fetched")))
+    commit_ops = (commit_ops.join(read_below, ["process", "key", "offset"], "left")
+                  .groupBy("process", "op", "index", "key", "offset", "epochless")
+                  .agg(F.min(F.when(F.col("read_op") <= F.col("op"), F.col("fetched")))
+                       .alias("fetched"))
+                  .select("process", "op", "index", "key", "offset", "epochless",
+                          F.least(F.coalesce("fetched", "op"), "op").alias("based")))
     # an event's commit is done by its op's completion; the events are few, so they meet
     # the ops' completions broadcast. Auto-commit's events do not say which epoch they sent.
     commit_events = (h.ops.select("op", "index")
                      .join(F.broadcast(h.events.where(F.col("kind") == "committed")
                                        .select("process", "op", "key", "offset")), "op")
-                     .withColumn("epochless", F.lit(None).cast("boolean")))
+                     .withColumn("epochless", F.lit(None).cast("boolean"))
+                     .withColumn("based", F.col("op")))
     commits = commit_ops.unionByName(commit_events).join(members, "process")
     committed = commits.groupBy("group", "key").agg(F.max("offset").alias("committed"))
     # what the group had committed before the last delivery of each record delivered again
@@ -190,7 +209,9 @@ def _reset(h: History, reads: DataFrame, members: DataFrame, commits: DataFrame,
 
 def _resumable(commits: DataFrame, skipped: DataFrame) -> DataFrame:
     """For each skipped ``group, key, offset``: the group's commits above it, from which a
-    member may have resumed past it: ``commits_from`` (the first one's invoke index),
+    member may have resumed past it: ``commits_from`` (the earliest of their invoke
+    indexes and of the writes of the records whose reads reached the positions they store,
+    ``based``: the client may have fetched a record long before its poll),
     ``commits_until`` (the last one's completion index) and ``epochless``: True when one of
     them was sent without a leader epoch, NULL when one of them does not say, else False (a
     member resuming from an offset with its epoch validates it, KIP-320).
@@ -199,7 +220,7 @@ def _resumable(commits: DataFrame, skipped: DataFrame) -> DataFrame:
     commits of its own offset), rather than a join of every skip with every commit above
     it: both can number in the hundreds of thousands in a long run."""
     none = F.lit(None).cast("long")
-    rows = (commits.select("group", "key", "offset", "op", "index",
+    rows = (commits.select("group", "key", "offset", F.col("based").alias("op"), "index",
                            F.col("epochless").cast("int").alias("bare"),
                            F.col("epochless").isNull().cast("int").alias("unsaid"),
                            F.lit(1).alias("commit"))

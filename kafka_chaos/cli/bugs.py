@@ -34,6 +34,8 @@ BUGS_HELP = (
     "Exit codes: 0 every cell has its runs; 2 some have not (interrupted, or a run without "
     "a verdict: run the command again to go on); 254 bad input; 255 the tool failed.")
 _NOTE = "known-bugs"
+#: Run options the matrix sets per cell, which an extra option may not.
+_OWNED = {"scenario", "plan", "kafka_version", "client", "seed"}
 
 
 @app.command("known-bugs", epilog=BUGS_HELP,
@@ -70,6 +72,10 @@ def known_bugs_cmd(
         kept = known_bugs.load(record)
     except (ValueError, CompareError, ClusterError) as exc:
         fail(str(exc))
+    _, given = run_params(list(ctx.args), "kafka-chaos known-bugs")
+    for owned in sorted(given & _OWNED):
+        fail(f"--{owned.replace('_', '-')}: each known bug's row sets it (--bugs, "
+             "--kafka-versions and --clients choose the cells)")
     command = _command(ctx, bugs, kafka_versions, clients, runs)
     if not render_only:
         sigterm_as_interrupt()

@@ -240,3 +240,26 @@ def test_an_unclean_election_that_loses_a_transaction_marker_hangs_the_partition
     assert "poll-skip" not in results["anomaly_types"], results["anomaly_types"]
     assert results["valid"] is True and proc.returncode == 0, results["violations"]
     assert leftovers() == []
+
+
+@pytest.mark.long
+def test_the_known_bug_matrix_records_each_run_and_goes_on_from_its_record(tmp_path):
+    """``kafka-chaos known-bugs`` on one cell (``acks1-leader-move``, the Java client): the
+    run is judged, its entry goes into the record with the client release it ran, the
+    table shows it; run again, the command runs nothing, the record unchanged."""
+    version = dist.DEFAULT_KAFKA_VERSION
+    record, md = tmp_path / "k.json", tmp_path / "k.md"
+    args = ["known-bugs", "--bugs", "acks1-leader-move", "--kafka-versions", version,
+            "--clients", "java", "--runs", "1", "--record", str(record), "--markdown",
+            str(md), "--out", str(tmp_path / "runs")]
+    proc = kafka_chaos(*args)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    kept = json.loads(record.read_text())
+    [entry] = kept["cells"][f"acks1-leader-move/{version}/java"]
+    assert (entry["seed"], entry["shown"], entry["verdict"], entry["client"]) == (
+        1, True, "valid", f"java {version}"), entry
+    assert f"| {version} | **shown** 1/1 (1 valid; " in md.read_text()
+    again = kafka_chaos(*args)
+    assert again.returncode == 0 and "every cell has its runs in the record" in again.stdout
+    assert json.loads(record.read_text()) == kept
+    assert leftovers() == []

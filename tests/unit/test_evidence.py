@@ -490,25 +490,31 @@ def test_a_leader_change_before_the_delivery_report_leaves_the_loss_unexplained(
     assert a["examples"][0]["why"] == ACK_UNKNOWN and result["valid"] == "unknown"
 
 
-def resumed_past_truncation(epochs: dict[int, int] | None, forget: dict | None = None) -> Q:
+def resumed_past_truncation(epochs: dict[int, int] | None, forget: dict | None = None,
+                            polled_after: bool = False) -> Q:
     """Group g reads key 0 to offset 3 and commits 3 (with ``epochs``); every member
     crashes; a forced unclean election truncates the log to offset 1, new writes refill
     offsets 1-3, and a new member resumes from the committed offset 3: 200 and 201, at
     offsets 1 and 2, are never delivered. ``forget``: the report of a proxy
-    ``forget-leader-epoch`` fault active over the commit."""
+    ``forget-leader-epoch`` fault active over the commit. ``polled_after``: the member's
+    poll (of records it had fetched before) and its commit come after the election."""
     x = q(sub_via="subscribe")
     sample(x)
     if forget is not None:
         x.nemesis("request-fault", {"target": "forget-leader-epoch"},
                   {"id": 1, "fault": "forget-leader-epoch"})
     x.subscribe(10, [0], "g").send(0, [(0, 100), (0, 101), (0, 102)])
+    if polled_after:
+        x.nemesis("elect-unclean", {"topic": T}, {"offline": [0], "elected": {"0": "OK"}})
+        sample(x)
     x.poll(10, {0: [(0, 100), (1, 101), (2, 102)]}, events=[["assigned", [0]]])
     x.commit(10, {0: 3}, epochs=epochs)
     if forget is not None:
         x.nemesis("request-heal", None, {"ended": [{"id": 1, **forget}]})
     x.crash(10)
-    x.nemesis("elect-unclean", {"topic": T}, {"offline": [0], "elected": {"0": "OK"}})
-    sample(x)
+    if not polled_after:
+        x.nemesis("elect-unclean", {"topic": T}, {"offline": [0], "elected": {"0": "OK"}})
+        sample(x)
     x.send(1, [(0, 200), (0, 201)], offsets=[1, 2]).send(1, [(0, 202)], offsets=[3])
     x.subscribe(11, [0], "g").poll(11, {0: [(3, 202)]}, events=[["assigned", [0]]])
     sample(x)
@@ -541,6 +547,21 @@ def test_a_group_resuming_past_a_truncation_is_permitted_only_without_the_commit
     result = run(resumed_past_truncation(None))
     assert result["anomalies"]["group-skip"]["outcomes"]["unexplained"] == 2
     assert result["valid"] == "unknown"
+
+
+@pytest.mark.spark
+def test_a_commit_after_the_truncation_of_a_position_fetched_before_it_is_resumed_blind(run):
+    """The member polled records it had fetched before the unclean election (the client
+    prefetches) and committed the position after them once the election was over: its
+    commit still points into the old log, past the records the refill put below it.
+    Without its epoch the skip is permitted (the window begins at the writes of the records
+    the position was reached by, not at the commit); with it, a violation."""
+    result = run(resumed_past_truncation({0: -1}, polled_after=True))
+    skips = result["anomalies"]["group-skip"]
+    assert skips["count"] == 2 and skips["outcomes"]["permitted"] == 2, skips
+    assert skips["examples"][0]["evidence"]["event"] == "forced-unclean"
+    skips = run(resumed_past_truncation({0: 5}, polled_after=True))["anomalies"]["group-skip"]
+    assert skips["count"] == 2 and skips["outcomes"]["violation"] == 2, skips
 
 
 @pytest.mark.parametrize("toggled, key, outcome", [(U, 0, "violation"), (U, 2, "unexplained"),

@@ -90,6 +90,7 @@ def test_a_cells_rate_counts_only_the_runs_that_could_say() -> None:
     t = known_bugs.tally(runs)
     assert (t["runs"], t["judged"], t["shown"], t["rate"]) == (3, 2, 1, 0.5)
     assert t["dates"] == ["2026-12-01", "2026-12-03"] and t["clients"] == ["a"]
+    assert t["verdicts"] == {"None": 3}
     assert t["seconds"] == 100.0
     assert known_bugs.tally([])["rate"] is None
 
@@ -110,9 +111,10 @@ def test_the_table_says_what_the_record_holds_and_what_remains() -> None:
                              "kafka-chaos known-bugs --runs 2")
     assert "    kafka-chaos known-bugs --runs 2" in text
     assert "## `delayed-end-txn`: KAFKA-17754" in text
-    assert "| 4.4.0 | **shown** 1/1 (2026-12-01) | not shown 0/1 (2026-12-01) |" in text
+    assert ("| 4.4.0 | **shown** 1/1 (1 violation; 2026-12-01) | not shown 0/1 (1 valid; "
+            "2026-12-01) |") in text
     assert "| 3.9.2 | not run | not run |" in text
-    assert "| 4.4.0 | not run | undecided (1 run, none judged; 2026-12-02) |" in text
+    assert "| 4.4.0 | not run | undecided: none of 1 judged (1 unknown; 2026-12-02) |" in text
     assert "Client releases run: java 4.4.0, librdkafka 2.16.0." in text
     assert "= 8 cells, 2 runs each: 16 runs." in text
     assert "The record holds 3 runs, 3 of those 16, which took 5 min" in text
@@ -129,7 +131,8 @@ def test_the_command_refuses_bad_input_by_name_and_renders_the_record_alone(tmp_
             "--markdown", str(md), "--render-only"]
     for extra, said in ((["--bugs", "nope"], "'nope' is no known bug"),
                         (["--clients", "go"], "--clients go: 'go': choose among"),
-                        (["--kafka-versions", "4.4"], "'4.4' is no release version")):
+                        (["--kafka-versions", "4.4"], "'4.4' is no release version"),
+                        (["--scenario", "late-produce"], "--scenario: each known bug's row")):
         got = CliRunner().invoke(app, [*base, *extra])
         assert got.exit_code == 254 and said in got.output, got.output
         assert not md.exists()
