@@ -206,7 +206,8 @@ def _monitor_events(rec: Record, states: dict[TP, list[tuple[dict, dict]]]) -> N
         rec.blind[tp] = blind
         events = rec.events.setdefault(tp, [])
         leader = None  # the last real leader seen
-        for (a, pa), (b, pb) in zip([(None, None)] + seen[:-1], seen):
+        fresh = _fresh(seen)
+        for (a, pa), (b, pb) in zip([(None, None)] + fresh[:-1], fresh):
             if a is not None and pb["leader_epoch"] - pa["leader_epoch"] >= 2:
                 events.append(_event(UNSEEN, tp, a, b, rec, {
                     "epochs": [pa["leader_epoch"], pb["leader_epoch"]],
@@ -225,6 +226,20 @@ def _monitor_events(rec: Record, states: dict[TP, list[tuple[dict, dict]]]) -> N
                         "elr": elr, "unclean": pb["leader"] not in isr + elr + last}))
                 leader = pb["leader"]
         _zombies(rec, tp, seen, events)
+
+
+def _fresh(seen: list[tuple[dict, dict]]) -> list[tuple[dict, dict]]:
+    """``seen`` without the states whose leader epoch is below one an earlier state showed:
+    a partition's leader epoch never goes back, so such a state is a stale view (a broker
+    that missed the metadata updates answering alone, e.g. one just healed from a cut while
+    the others are down). Taken as the state before an election it would hide that
+    election's predecessor: its leader, its ISR, and the epoch the broker logs name."""
+    out, newest = [], -1
+    for s, p in seen:
+        if p["leader_epoch"] >= newest:
+            newest = p["leader_epoch"]
+            out.append((s, p))
+    return out
 
 
 def _zombies(rec: Record, tp: TP, seen: list[tuple[dict, dict]], events: list[Event]) -> None:

@@ -126,6 +126,12 @@ class Rule:
         return self.writer is not None or self.evidence is not None or bool(self.also)
 
 
+#: Kafka's consumer configs, ``isolation.level``: why read_committed reads stop at an open
+#: transaction (the quote of both rules that permit what a hanging one hides).
+_WITHHELD = ("In particular any messages appearing after messages belonging to ongoing "
+             "transactions will be withheld until the relevant transaction has been completed.")
+
+
 def _verification_off(c: dict) -> bool:
     props = c.get("broker_properties") or {}
     return str(props.get(VERIFICATION, "true")).lower() == "false"
@@ -258,8 +264,7 @@ RULES: tuple[Rule, ...] = (
          "no-partition-verification permits (its stuck LSO is where the final reads ended): "
          "read_committed consumers read nothing past the last stable offset",
          "Kafka consumer configs, `isolation.level`; KIP-890",
-         "In particular any messages appearing after messages belonging to ongoing "
-         "transactions will be withheld until the relevant transaction has been completed.",
+         _WITHHELD,
          evidence=m.hung_below,
          mechanism="a hanging transaction below the record where the final reads ended"),
     Rule("unclean-election-lost-marker", (HANGING_TXN,), lambda c: bool(c.get("unclean_possible")),
@@ -281,8 +286,7 @@ RULES: tuple[Rule, ...] = (
          "unclean-election-lost-marker permits (its stuck LSO is where the final reads "
          "ended): read_committed consumers read nothing past the last stable offset",
          "Kafka consumer configs, `isolation.level`; KAFKA-20716 (apache/kafka PR 22937)",
-         "In particular any messages appearing after messages belonging to ongoing "
-         "transactions will be withheld until the relevant transaction has been completed.",
+         _WITHHELD,
          evidence=m.hung_by_lost_marker,
          mechanism="a hanging transaction below the record, left by an unclean election"),
     Rule("retries-without-idempotence", ("duplicate",), _retrying_without_idempotence,

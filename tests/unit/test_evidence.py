@@ -649,3 +649,25 @@ def test_a_record_damaged_under_a_running_broker_is_permitted_only_with_its_dama
         assert a["outcomes"] == {"permitted": 1, "violation": 0, "unexplained": 0}, (name, a)
         assert a["examples"][0]["rule"] == "damage-served-unchecked", a["examples"][0]
     assert damaged["valid"] is True, damaged.get("unknown_reasons")
+
+
+@pytest.mark.fast
+def test_a_stale_view_of_an_older_leader_epoch_is_no_state_before_an_election() -> None:
+    """A broker healed from a cut, answering alone while the others are down, still names
+    the leader of epoch 0; the cluster had elected node 2 in epoch 1. Its view is left out:
+    the election of node 1 in epoch 2 is seen from epoch 1, whose ISR was [2], so it is
+    unclean and no election is unseen."""
+    from kafka_chaos.analysis import evidence
+
+    views = [(1.0, 3, 0, [3, 1, 2]), (2.0, 2, 1, [2]), (3.0, 3, 0, [3, 1, 2]), (4.0, 1, 2, [1])]
+    rows = [{"op": 10 * n, "index": 10 * n + 1, "process": "monitor", "f": "cluster-state",
+             "type": "ok", "inv": {}, "invoke_time": int(t * 1e9), "time": int(t * 1e9) + 1000,
+             "done": {"answering": {"1": True}, "partitions": {"t": [
+                 {"partition": 0, "leader": leader, "leader_epoch": epoch, "isr": isr,
+                  "hw": 10, "lso": 10}]}}}
+            for n, (t, leader, epoch, isr) in enumerate(views, 1)]
+    rec = evidence.build(rows, {str(i): {"name": f"n{i}"} for i in (1, 2, 3)}, {})
+    changes = rec.of(("t", 0), evidence.LEADER_CHANGE, 0, evidence.END)
+    assert [(e.facts["from"], e.facts["to"], e.facts["epochs"], e.facts["unclean"])
+            for e in changes] == [(3, 2, [0, 1], False), (2, 1, [1, 2], True)]
+    assert rec.of(("t", 0), evidence.UNSEEN, 0, evidence.END) == []
