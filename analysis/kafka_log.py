@@ -54,6 +54,10 @@ _LEADER = re.compile(r"\[Broker id=(\d+)\] Leader (\S+)-(\d+) with topic id \S+ 
                      r"high watermark (\d+), ISR \[([\d,]*)\]")
 _FOLLOWER = re.compile(r"\[Broker id=(\d+)\] Follower (\S+)-(\d+) starts at leader epoch (\d+) "
                        r"from offset (\d+) with partition epoch \d+ and high watermark (\d+)")
+#: A replica cutting its log (``UnifiedLog.truncateTo``, Kafka 3.x and 4.x): as a follower
+#: after ``OffsetsForLeaderEpoch``, to where its log and its leader's diverge.
+_TRUNCATED = re.compile(r"\[UnifiedLog partition=(\S+)-(\d+), dir=[^\]]*\] "
+                        r"Truncating to offset (\d+)")
 #: The first line a broker's JVM logs as it starts (log4j 2 with backquotes, log4j 1 without).
 _START = re.compile(r"Registered `?kafka:type=kafka.Log4jController`? MBean")
 _UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID .*?"
@@ -64,8 +68,10 @@ _UNCLEAN = re.compile(r"UNCLEAN partition change for (\S+)-(\d+) with topic ID .
 class Logged:
     """One election as a broker log tells it. ``kind``: ``"leader"`` (a broker took the
     leadership), ``"follower"`` (a broker began to follow in that epoch: one that led before
-    stopped leading then), ``"unclean"`` (the controller elected uncleanly) or ``"start"``
-    (a broker's process started: ``node`` names it, ``tp`` is None). ``tp``:
+    stopped leading then), ``"unclean"`` (the controller elected uncleanly), ``"start"``
+    (a broker's process started: ``node`` names it, ``tp`` is None) or ``"truncated"`` (a
+    broker cut its log of ``tp`` to offset ``start_offset``: ``node`` names it, ``epoch``
+    and ``leader`` are -1). ``tp``:
     (topic, partition); ``epoch``: the new leader epoch; ``leader``: the node whose line it
     is (the new leader's for ``"unclean"``); ``t_ns``: when, on the history clock (ns);
     ``start_offset``, ``hw``: that node's log end offset and high watermark then; ``isr``:
@@ -120,7 +126,8 @@ def read(paths: Iterable[Path], unix_ns: int, utc_offset_s: int = 0) -> list[Log
         with open(path, "rb") as f:
             out += read_lines((raw.decode("utf-8", "replace") for raw in f
                                if b"starts at leader epoch" in raw
-                               or b"UNCLEAN partition" in raw or b"Log4jController" in raw),
+                               or b"UNCLEAN partition" in raw or b"Log4jController" in raw
+                               or b"Truncating to offset" in raw),
                               unix_ns, utc_offset_s, node=_node(path))
     return sorted(out, key=lambda e: e.t_ns)
 
@@ -157,6 +164,9 @@ def read_lines(lines: Iterable[str], unix_ns: int, utc_offset_s: int = 0,
         elif (m := _UNCLEAN.search(line)) is not None:
             topic, p, _, leader, _, epoch = m.groups()
             out.append(Logged("unclean", (topic, int(p)), int(epoch), int(leader), t))
+        elif (m := _TRUNCATED.search(line)) is not None:
+            topic, p, offset = m.groups()
+            out.append(Logged("truncated", (topic, int(p)), -1, -1, t, int(offset), node=node))
     return sorted(out, key=lambda e: e.t_ns)
 
 
@@ -208,17 +218,21 @@ def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | Non
     leader logged when it learned it no longer led (it began to follow in that epoch or a
     later one): ``deposed_ns`` (then, ns on the history clock), ``deposed_s``, and
     ``deposed_offset`` (its log end offset then): until that moment it could acknowledge
-    ``acks=1`` writes alone, below that offset. ``every_op``: ``(times, indexes)`` of every
+    ``acks=1`` writes alone, below that offset; and ``deposed_cut``, the offset it then
+    truncated its log to (``_cut_after``; None when its log says none). ``every_op``: ``(times, indexes)`` of every
     line of the history in index order (numpy arrays), to locate that moment among the
     client ops too (None: among the record's own ops)."""
-    began, unclean, followed, starts = {}, set(), [], []
+    began, unclean, followed, starts, cuts, led = {}, set(), [], [], [], []
     for x in logged:  # in time order: the first line of each election wins
         if x.kind == "leader":
             began.setdefault((x.tp, x.epoch), x)
+            led.append(x)
         elif x.kind == "follower":
             followed.append(x)
         elif x.kind == "start":
             starts.append(x)
+        elif x.kind == "truncated":
+            cuts.append(x)
         else:
             unclean.add((x.tp, x.epoch))
     for tp, events in rec.events.items():
@@ -243,8 +257,22 @@ def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | Non
                        "logged_unclean": logged_unclean,
                        **({} if deposed is None else {
                            "deposed_ns": deposed.t_ns, "deposed_s": round(deposed.t_ns / 1e9, 3),
-                           "deposed_offset": deposed.start_offset})})
+                           "deposed_offset": deposed.start_offset,
+                           "deposed_cut": _cut_after(cuts, led, deposed,
+                                                     rec.names.get(e.facts["from"]))})})
         events.sort(key=lambda e: (e.lo, e.hi, e.kind))
+
+
+def _cut_after(cuts: list[Logged], led: list[Logged], deposed: Logged,
+               name: str | None) -> int | None:
+    """The offset the deposed leader (``deposed``'s node, named ``name``) first truncated
+    its log of that partition to after it began to follow, before it led it again: where
+    its log and its new leader's diverged (the follower truncates after asking its leader
+    where its epochs end, KIP-101, KIP-279); None when its log says no such cut."""
+    again = min((x.t_ns for x in led if x.tp == deposed.tp and x.leader == deposed.leader
+                 and x.t_ns > deposed.t_ns), default=None)
+    return next((x.start_offset for x in cuts if x.tp == deposed.tp and x.node == name
+                 and x.t_ns >= deposed.t_ns and (again is None or x.t_ns < again)), None)
 
 
 def _deposed(followed: list[Logged], starts: list[Logged], led: Logged | None,

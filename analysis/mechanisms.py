@@ -89,14 +89,19 @@ def changes(rec: ev.Record, c: Case) -> list[ev.Event]:
 def deposed_ack(e: ev.Event, c: Case) -> bool:
     """The write was acknowledged by the old leader of change ``e`` after it was deposed:
     its delivery report came after the new leader logged taking the epoch without the
-    write's offset, yet no later than the old leader logged learning it (a deposed leader
+    write's record, yet no later than the old leader logged learning it (a deposed leader
     acknowledges ``acks=1`` writes alone until it learns: Kafka's producer docs for
     ``acks=1``), at an offset below the old leader's log end then; and the change completed
-    before the window ends."""
+    before the window ends. Without the record: the new leader's log ended at or below the
+    write's offset, or the old leader, once deposed, truncated its log to at or below it
+    (``deposed_cut``: their logs diverged there, so the new leader's record at that offset,
+    if any, is another: a deposed leader that kept its own tail, elected again)."""
     f = e.facts
+    cut = f.get("deposed_cut")
     return (c.ack_ns is not None and c.offset is not None and f.get("deposed_ns") is not None
             and e.lo_ns < c.ack_ns <= f["deposed_ns"] and e.hi <= c.hi
-            and f["start_offset"] <= c.offset < f["deposed_offset"])
+            and (f["start_offset"] <= c.offset or cut is not None and cut <= c.offset)
+            and c.offset < f["deposed_offset"])
 
 
 def leader_change(rec: ev.Record, c: Case) -> list[ev.Event]:

@@ -11,7 +11,9 @@ sessions as it takes (a command run again runs only the seeds its cells lack), a
      "seconds": 181.4, "client": "confluent-kafka 2.16.1"}
 
 ``shown`` is ``bisect.Outcome.shown``'s answer (None: the run could not say, e.g. an unknown
-verdict): a cell's rate counts only the runs that could say.
+verdict): a cell's rate counts only the runs that could say. An entry may also carry
+``rejudged``: when and why its verdict is that of a later ``kafka-chaos analyze`` of the same
+run rather than the one its run gave.
 """
 
 from __future__ import annotations

@@ -86,10 +86,11 @@ def delivery(h: History, v: Versions) -> DataFrame:
                   .select("process", "op", "index", F.col("key").cast("long").alias("key"),
                           F.col("value").alias("offset"),
                           (F.element_at("epochs", F.col("key")) < 0).alias("epochless")))
-    # the position a commit stores was reached when its member fetched the record below
-    # it, which may be any time after that record was written (the client prefetches): a
-    # truncation after then is one the commit can pass, even if the poll and the commit
-    # came after it
+    # a record may have been fetched long before its poll began (the client prefetches):
+    # any time after it was written. So a truncation that reset the group can have come
+    # then; and the position a commit stores, reached by the read of the record below it,
+    # can point past a truncation after that write, even if the poll and the commit came
+    # after it
     writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
         F.min("w_op").alias("w_op"))
     read_below = (v.reads.select("process", "key", "value",
@@ -139,10 +140,6 @@ def delivery(h: History, v: Versions) -> DataFrame:
     skipped = skipped.join(_resumable(commits, skipped), ["group", "key", "offset"], "left")
     order = ["key", "offset"]
     final = F.broadcast(v.final_end.select("key", "final_op"))
-    # the first delivery may have been fetched before its poll began (the client prefetches):
-    # a truncation that reset the group can have come any time after the record was written
-    writer = v.writers.select("key", "value", "w_op").groupBy("key", "value").agg(
-        F.min("w_op").alias("w_op"))
     if (h.config or {}).get("auto_offset_reset") == "latest":  # else no rule asks
         skipped = _reset(h, v.reads.join(members, "process"), members, commits, skipped,
                          writer)

@@ -22,14 +22,18 @@ UNCLEAN = ("[2026-11-29 11:44:45,162{zone}] INFO [QuorumController id=3] UNCLEAN
 FOLLOWER = ("[2026-11-29 11:46:16,477{zone}] INFO [Broker id=1] Follower kafka-chaos-0 starts "
             "at leader epoch 1 from offset 949 with partition epoch 1 and high watermark 925. "
             "Current leader is 3. (state.change.logger)\n")
+TRUNCATED = ("[2026-11-29 11:46:17,816{zone}] INFO [UnifiedLog partition=kafka-chaos-0, "
+             "dir=/tmp/runs/x/nodes/n1/data] Truncating to offset 812 "
+             "(kafka.log.UnifiedLog)\n")
 T0 = int(dt.datetime(2026, 11, 29, 11, 44, 0, tzinfo=dt.timezone.utc).timestamp()) * 10**9
 
 
 @pytest.mark.parametrize("zone, offset_s", [("", 0), ("Z", 0), ("+01:00", 3600),
                                             ("+0100", 3600), ("", 3600), ("-05:30", -19800)])
 def test_each_election_line_is_read_on_the_history_clock(tmp_path, zone, offset_s):
-    log = tmp_path / "server.log"
-    log.write_text("".join(x.format(zone=zone) for x in (FOLLOWER, LEADER, UNCLEAN))
+    log = tmp_path / "nodes" / "n1" / "logs" / "server.log"
+    log.parent.mkdir(parents=True)
+    log.write_text("".join(x.format(zone=zone) for x in (FOLLOWER, LEADER, UNCLEAN, TRUNCATED))
                    + "garbage\n[not a time] starts at leader epoch\n")
     read = kafka_log.read([log], T0, utc_offset_s=offset_s if not zone else 0)
     shift = -offset_s * 10**9
@@ -39,6 +43,8 @@ def test_each_election_line_is_read_on_the_history_clock(tmp_path, zone, offset_
                          (3,)),
         kafka_log.Logged("follower", ("kafka-chaos", 0), 1, 1, 136_477_000_000 + shift, 949,
                          925),
+        kafka_log.Logged("truncated", ("kafka-chaos", 0), -1, -1, 137_816_000_000 + shift,
+                         812, node="n1"),
     ]
 
 

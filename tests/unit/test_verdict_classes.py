@@ -176,16 +176,22 @@ def test_a_log_line_of_another_leader_epoch_or_partition_locates_nothing():
         assert (verdict["outcome"], verdict["why"]) == (UNEXPLAINED, STRADDLES), logged
 
 
-@pytest.mark.parametrize("deposed_at, deposed_offset, restarted, outcome", [
-    (7.0, 130, False, PERMITTED),    # n1 still led when it acknowledged 120, its log past it
-    (7.0, 115, False, VIOLATION),    # its log ended below 120 when it stepped down
-    (6.0, 130, False, VIOLATION),    # it had stepped down before the delivery report
-    (7.0, 130, True, VIOLATION),     # it restarted meanwhile: dead, it acknowledged nothing
+@pytest.mark.parametrize("deposed_at, deposed_offset, restarted, start, cut, outcome", [
+    (7.0, 130, False, 100, None, PERMITTED),  # n1 still led when it acknowledged 120
+    (7.0, 115, False, 100, None, VIOLATION),  # its log ended below 120 when it stepped down
+    (6.0, 130, False, 100, None, VIOLATION),  # it had stepped down before the delivery report
+    (7.0, 130, True, 100, None, VIOLATION),   # it restarted meanwhile: it acknowledged nothing
+    # n2 began from its own longer tail (it never truncated, acks1-leader-move on 3.9.2): it
+    # held another record at 120 only if n1's log, once deposed, diverged from it below 120
+    (7.0, 130, False, 200, None, VIOLATION),
+    (7.0, 130, False, 200, 110, PERMITTED),
+    (7.0, 130, False, 200, 125, VIOLATION),
 ])
 def test_a_deposed_leader_acknowledges_alone_until_its_log_says_it_learned(
-        deposed_at, deposed_offset, restarted, outcome):
-    """n2 took epoch 2 at 0.15 s from offset 100; the write at offset 120, sent at 0.4 s,
-    was acknowledged by 0.65 s: by n2, or by n1 still leading in its own view (acks=1)."""
+        deposed_at, deposed_offset, restarted, start, cut, outcome):
+    """n2 took epoch 2 at 0.15 s from offset ``start``; the write at offset 120, sent at
+    0.4 s, was acknowledged by 0.65 s: by n2, or by n1 still leading in its own view
+    (acks=1). ``cut``: the offset n1's log says it truncated to after it began to follow."""
     r = Rec(UNIT).sample(t0=(1, 1, [1, 2, 3])).sample(t0=(2, 2, [2, 3]))
     send = r.at
     r.nemesis("clock-reset")
@@ -194,8 +200,11 @@ def test_a_deposed_leader_acknowledges_alone_until_its_log_says_it_learned(
     hi = r.at
     r.nemesis("clock-reset").sample(t0=(2, 2, [2, 3]))
     logged = [kafka_log.Logged("leader", T0, 1, 1, 0, 0, 0, (1, 2, 3)),
-              kafka_log.Logged("leader", T0, 2, 2, int(1.5 * UNIT), 100, 90, (2, 3)),
+              kafka_log.Logged("leader", T0, 2, 2, int(1.5 * UNIT), start, 90, (2, 3)),
               kafka_log.Logged("follower", T0, 2, 1, int(deposed_at * UNIT), deposed_offset, 90)]
+    if cut is not None:
+        logged.append(kafka_log.Logged("truncated", T0, -1, -1, int(7.5 * UNIT), cut,
+                                       node="n1"))
     if restarted:
         logged.insert(2, kafka_log.Logged("start", None, -1, -1, int(5.2 * UNIT), node="n1"))
     rec, facts = r.build(logged, acks="1", idempotence=False)
