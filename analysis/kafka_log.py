@@ -219,9 +219,9 @@ def narrow(rec: ev.Record, logged: list[Logged], every_op: tuple[Any, Any] | Non
     later one): ``deposed_ns`` (then, ns on the history clock), ``deposed_s``, and
     ``deposed_offset`` (its log end offset then): until that moment it could acknowledge
     ``acks=1`` writes alone, below that offset; and ``deposed_cut``, the offset it then
-    truncated its log to (``_cut_after``; None when its log says none). ``every_op``: ``(times, indexes)`` of every
-    line of the history in index order (numpy arrays), to locate that moment among the
-    client ops too (None: among the record's own ops)."""
+    truncated its log to (``_cut_after``; None when its log says none). ``every_op``:
+    ``(times, indexes)`` of every line of the history in index order (numpy arrays), to
+    locate that moment among the client ops too (None: among the record's own ops)."""
     began, unclean, followed, starts, cuts, led = {}, set(), [], [], [], []
     for x in logged:  # in time order: the first line of each election wins
         if x.kind == "leader":
