@@ -16,7 +16,9 @@ leader appends anything) gives the new leader's log end offset when it became le
 record it did not hold then is gone from the partition once the others follow it. Its twin
 (``makeFollower``: "Follower t-0 starts at leader epoch 1 from offset 1900 ...") says when
 the old leader learned it no longer led: until then it could acknowledge ``acks=1`` writes
-alone, at offsets below that log end. The second (``PartitionChangeBuilder``'s election,
+alone, at offsets below that log end; and where it then truncated its log ("[UnifiedLog
+partition=t-0, dir=...] Truncating to offset 812", ``UnifiedLog.truncateTo``) is where its
+log and its new leader's diverged. The second (``PartitionChangeBuilder``'s election,
 logged by every controller that replays it) is the controller's own word that the election
 was unclean, which it makes only with ``unclean.leader.election.enable`` on or when asked
 to (KIP-460).

@@ -294,58 +294,76 @@ def hung_below(rec: ev.Record, c: Case,
 def _marker_window(rec: ev.Record, c: Case) -> Case | None:
     """A hanging transaction's window for an election that took its marker: from the first
     sample whose HW was above the stuck offset (``c.offset``: the transaction's first
-    record was then on every in-sync replica, so written before) to the first sample that
-    showed the LSO stuck (``c.stuck``); None when no sample before that shows such a HW."""
+    record was then on every in-sync replica, so written before) on. None when no sample
+    before the first one that showed the LSO stuck (``c.stuck``) shows such a HW."""
     if c.stuck is None or c.offset is None:
         return None
     seen = next((s[0] for s in rec.offsets.get(c.tp, []) if s[2] > c.offset), None)
     return None if seen is None or seen > c.stuck else dataclasses.replace(
-        c, lo=seen, hi=c.stuck, ack_ns=None)
+        c, lo=seen, hi=ev.END, ack_ns=None)
 
 
-def _unclean_changes(rec: ev.Record, c: Case) -> list[ev.Event]:
-    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, c.lo, c.hi)
-            if unclean_by_kafka(rec, c, e)]
+def _stuck_leader(rec: ev.Record, c: Case) -> tuple[int, int] | None:
+    """``(leader, leader epoch)`` of the partition in the first sample that showed its LSO
+    stuck, or None."""
+    at = bisect.bisect_left(rec.samples, c.stuck, key=lambda s: s[0])
+    if at == len(rec.samples) or rec.samples[at][0] != c.stuck:
+        return None
+    for p in (rec.samples[at][3].get("partitions") or {}).get(c.tp[0]) or ():
+        if isinstance(p, dict) and p.get("partition") == c.tp[1]:
+            return p.get("leader"), p.get("leader_epoch")
+    return None
+
+
+def _stuck_elections(rec: ev.Record, c: Case) -> list[ev.Event]:
+    """The elections of the partition that began after ``_marker_window``'s first sample and
+    made the leader, in the epoch, that the first stuck sample shows: the election the
+    stuck state followed (matched by leader and epoch, not by time: the monitor may see the
+    new leader in another broker's metadata tens of ms before the leader's own log says it
+    took the epoch, as on 4.0.2)."""
+    window, shown = _marker_window(rec, c), _stuck_leader(rec, c)
+    if window is None or shown is None:
+        return []
+    return [e for e in rec.of(c.tp, ev.LEADER_CHANGE, window.lo, ev.END, loose=True)
+            if e.lo >= window.lo and (e.facts["to"], e.facts["epochs"][1]) == shown]
 
 
 def lost_marker(rec: ev.Record, c: Case) -> list[ev.Event]:
-    """For a hanging transaction at offset ``c.offset``: an unclean election of its
-    partition (``unclean_by_kafka``) after a sample showed that offset below the HW and
-    before the LSO was first seen stuck there, whose new leader's log, its broker log says,
-    already held that offset when it took the epoch (``start_offset`` above it). That
-    replica held the transaction's records, and may lack the COMMIT or ABORT marker that
-    ended it on the old leader; the coordinator, done with the transaction, never writes
-    that marker again (KAFKA-20716, apache/kafka PR 22937)."""
-    window = _marker_window(rec, c)
-    if window is None:
-        return []
-    return [e for e in _unclean_changes(rec, window)
-            if e.facts.get("start_offset") is not None and e.facts["start_offset"] > c.offset]
+    """For a hanging transaction at offset ``c.offset``: the unclean election
+    (``unclean_by_kafka``) of its partition that made the leader the first stuck sample
+    shows, after a sample showed that offset below the HW, whose new leader's log, its
+    broker log says, already held that offset when it took the epoch (``start_offset``
+    above it). That replica held the transaction's records, and may lack the COMMIT or
+    ABORT marker that ended it on the old leader; the coordinator, done with the
+    transaction, never writes that marker again (KAFKA-20716, apache/kafka PR 22937)."""
+    return [e for e in _stuck_elections(rec, c) if unclean_by_kafka(rec, c, e)
+            and e.facts.get("start_offset") is not None and e.facts["start_offset"] > c.offset]
 
 
 def lost_marker_applies(rec: ev.Record, c: Case) -> bool:
-    """``unclean_applies`` over ``lost_marker``'s window."""
+    """``unclean_applies`` from ``_marker_window``'s first sample on."""
     window = _marker_window(rec, c)
     return window is not None and unclean_applies(rec, window)
 
 
 def lost_marker_maybe(rec: ev.Record, c: Case) -> ev.Stretch | None:
-    """In ``lost_marker``'s window: an election that may have been unclean
-    (``unclean_maybe``'s) or was, whose new leader's log end the broker logs do not give
-    or give above the stuck offset; or an unseen election while the setting may have been
-    on. A new leader whose log ended at or below the offset held no record of the
-    transaction: no doubt."""
+    """That election, where it may have been unclean (``unclean_maybe``'s condition) or
+    was, and the broker logs do not give its new leader's log end, or give it above the
+    stuck offset while it is not known unclean; or an unseen election since
+    ``_marker_window``'s first sample, while the setting may have been on. A new leader
+    whose log ended at or below the offset held no record of the transaction: no doubt."""
     window = _marker_window(rec, c)
     if window is None:
         return None
-    for e in rec.of(c.tp, ev.LEADER_CHANGE, window.lo, window.hi, loose=True):
+    for e in _stuck_elections(rec, c):
         start = e.facts.get("start_offset")
         unclean = e.facts.get("logged_unclean") or (
             e.facts["unclean"] and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True))
         if unclean and (start is None or start > c.offset):
             return e.stretch
-    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, window.lo, window.hi)
-                 if rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)), None)
+    return next((e.stretch for e in rec.of(c.tp, ev.UNSEEN, window.lo, ev.END, loose=True)
+                 if e.lo <= c.stuck and rec.unclean_on(c.tp[0], e.lo, e.hi, maybe=True)),
+                None)
 
 
 def hung_by_lost_marker(rec: ev.Record, c: Case) -> list[ev.Event]:
