@@ -13,7 +13,7 @@ sessions as it takes (a command run again runs only the seeds its cells lack), a
 ``shown`` is ``bisect.Outcome.shown``'s answer (None: the run could not say, e.g. an unknown
 verdict): a cell's rate counts only the runs that could say. An entry may also carry
 ``rejudged``: when and why its verdict is that of a later ``kafka-chaos analyze`` of the same
-run rather than the one its run gave.
+run rather than the one its run gave (``verdict_as_run``).
 """
 
 from __future__ import annotations
@@ -121,8 +121,9 @@ def add(record: dict[str, Any], cell: Cell, entry: dict[str, Any]) -> None:
 
 def tally(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """``{"runs", "judged", "shown", "rate" (None without a judged run), "verdicts" (each
-    verdict word's count), "dates" [first, last], "clients" (the client releases run),
-    "seconds"}`` of one cell's record."""
+    verdict word's count), "rejudged" (how many verdicts are a later analysis's), "dates"
+    [first, last], "clients" (the client releases run), "seconds"}`` of one cell's
+    record."""
     judged = [r for r in runs if r.get("shown") is not None]
     shown = sum(1 for r in judged if r["shown"])
     dates = sorted(r["date"] for r in runs)
@@ -132,6 +133,7 @@ def tally(runs: list[dict[str, Any]]) -> dict[str, Any]:
     return {"runs": len(runs), "judged": len(judged), "shown": shown,
             "rate": shown / len(judged) if judged else None,
             "verdicts": dict(sorted(verdicts.items())),
+            "rejudged": sum(1 for r in runs if r.get("rejudged")),
             "dates": [dates[0], dates[-1]] if dates else [],
             "clients": sorted({r["client"] for r in runs if r.get("client")}),
             "seconds": sum(r.get("seconds", 0.0) for r in runs)}
@@ -140,7 +142,8 @@ def tally(runs: list[dict[str, Any]]) -> dict[str, Any]:
 def _mark(t: dict[str, Any]) -> str:
     if not t["runs"]:
         return "not run"
-    verdicts = ", ".join(f"{n} {w}" for w, n in t["verdicts"].items())
+    verdicts = ", ".join(f"{n} {w}" for w, n in t["verdicts"].items()) + (
+        " †" if t["rejudged"] else "")
     if t["rate"] is None:
         return f"undecided: none of {t['runs']} judged ({verdicts}; {t['dates'][-1]})"
     word = "**shown**" if t["shown"] else "not shown"
@@ -174,7 +177,9 @@ def render(record: dict[str, Any], bugs: list[KnownBug], versions: list[str],
         "",
         "from the record `docs/known-bugs.json` (one entry per run: seed, date, verdict, "
         "whether it showed the bug, duration, client release). Run again, the command runs "
-        "only the seeds its cells lack.",
+        "only the seeds its cells lack. † marks a cell with a verdict from a later "
+        "`kafka-chaos analyze` of the same run (the entry's `rejudged` says when and why; "
+        "`verdict_as_run` keeps the first).",
         "",
     ]
     for bug in bugs:

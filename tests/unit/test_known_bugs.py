@@ -104,14 +104,15 @@ def test_the_table_says_what_the_record_holds_and_what_remains() -> None:
                                    "shown": True, "seconds": 120.0,
                                    "client": "librdkafka 2.16.0"})
     known_bugs.add(record, unshown, {"seed": 1, "date": "2026-12-01", "verdict": "valid",
-                                     "shown": False, "seconds": 120.0, "client": "java 4.4.0"})
+                                     "shown": False, "seconds": 120.0, "client": "java 4.4.0",
+                                     "verdict_as_run": "violation", "rejudged": "why"})
     known_bugs.add(record, undecided, {"seed": 1, "date": "2026-12-02", "verdict": "unknown",
                                        "shown": None, "seconds": 60.0})
     text = known_bugs.render(record, bugs, ["3.9.2", "4.4.0"], ["librdkafka", "java"], 2,
                              "kafka-chaos known-bugs --runs 2")
     assert "    kafka-chaos known-bugs --runs 2" in text
     assert "## `delayed-end-txn`: KAFKA-17754" in text
-    assert ("| 4.4.0 | **shown** 1/1 (1 violation; 2026-12-01) | not shown 0/1 (1 valid; "
+    assert ("| 4.4.0 | **shown** 1/1 (1 violation; 2026-12-01) | not shown 0/1 (1 valid †; "
             "2026-12-01) |") in text
     assert "| 3.9.2 | not run | not run |" in text
     assert "| 4.4.0 | not run | undecided: none of 1 judged (1 unknown; 2026-12-02) |" in text
