@@ -185,7 +185,8 @@ def render(record: dict[str, Any], bugs: list[KnownBug], versions: list[str],
     for bug in bugs:
         flags = " ".join(bug.args) + "".join(
             f" (broker: {k}={v})" for k, v in bug.broker)
-        lines += [f"## `{bug.name}`: {bug.ticket}", "", f"{bug.summary}.", "",
+        lines += [f"## `{bug.name}`: {bug.ticket}", "",
+                  f"{bug.summary[:1].upper()}{bug.summary[1:]}.", "",
                   f"- run: `kafka-chaos run {flags}`",
                   f"- shown when a run's verdict has: `{bug.outcome}`",
                   f"- status: {bug.status}", "",
