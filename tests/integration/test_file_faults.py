@@ -47,10 +47,13 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
             assert d["size"][1] == d["region"][0] < d["size"][0], d
         elif op.f == "bitflip":
             assert len(d["bits"]) == 8 and d["size"][0] == d["size"][1], d
-    # each damaged node was brought back by the start that followed its damage
-    starts = [op for op in nemesis if op.f == "start"]
-    assert all(any(s.index > op.index and name in s.value["started"] for s in starts)
-               for op, name, _ in damaged), [(s.index, s.value) for s in starts]
+    # each damaged node was brought back by the start that followed its damage, or by the
+    # final heal's when the damage came too late in the run for its own start
+    starts = [(op.index, op.value["started"]) for op in nemesis if op.f == "start"] + [
+        (op.index, ((op.value.get("process") or {}).get("start") or {}).get("started", []))
+        for op in nemesis if op.f == "heal-all"]
+    assert all(any(i > op.index and name in started for i, started in starts)
+               for op, name, _ in damaged), starts
     facts = res["run"]
     assert [(d["node"], d["file"]) for d in facts["file_damage"]] == [
         (name, d["file"]) for _, name, d in damaged]
