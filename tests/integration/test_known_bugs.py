@@ -234,7 +234,9 @@ def test_an_unclean_election_that_loses_a_transaction_marker_hangs_the_partition
     [ex] = hang["examples"]
     e = ex["evidence"]
     assert (e["event"], e["to"], e["unclean"]) == ("leader-change", marks["F"], True), e
-    assert e["start_offset"] > ex["lso"] and ex["at_s"][0] >= e["at_s"][0], ex
+    # (not by time: on 4.0.2 the monitor saw the new leader about 30 ms before the log's
+    # election; the rule matches the election by leader and epoch)
+    assert e["start_offset"] > ex["lso"], ex
     assert unseen["count"] > 0 and unseen["outcomes"]["permitted"] == unseen["count"], unseen
     assert unseen["rule"] == "read-committed-behind-lost-marker", unseen
     assert "poll-skip" not in results["anomaly_types"], results["anomaly_types"]

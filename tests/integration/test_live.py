@@ -12,10 +12,12 @@ from tests.integration.conftest import ROOT, kafka_chaos, leftovers, results_of
 
 pytestmark = pytest.mark.kafka
 
-#: The built-in isr-shrink-unclean scenario, then 90 s of workload the stop must cut short.
+#: The built-in isr-shrink-unclean scenario, then 150 s of workload the stop must cut short
+#: (90 s was too short in a CI run at about half the usual speed: its first live check took
+#: 82.9 s, and the workload ended before the second).
 TAIL = """
   - name: keep the workload going long after the loss
-    after: 90
+    after: 150
 """
 
 
@@ -47,13 +49,12 @@ def test_a_forbidden_loss_stops_the_run_early_and_the_verdict_is_the_batch_one(t
     assert facts["live"]["counted"] == stopping["counted"]
     # early: the ISR shrank to the leader and the leader died (the steps whose conditions
     # held); the loss follows the unclean election of step 3, and the stop may come before
-    # that step or the restart of step 4 have returned; the 90 s tail was cut short
+    # that step or the restart of step 4 have returned; the 150 s tail was cut short
     assert 2 <= facts["scenario"]["steps_done"] <= 4, facts["scenario"]
     assert "unmet" not in facts["scenario"], facts["scenario"]
-    # the tail alone is 90 s after step 4 (itself 20-30 s in): under 100 s it was cut short
-    # (75 s was too tight beside a Spark test on the other worker: 79.8 s, its first live
-    # check taking 38 s)
-    assert facts["workload_s"] < 100, facts["workload_s"]
+    # the tail alone is 150 s after step 4 (itself 20-30 s in): under 160 s it was cut short
+    # (79.8 s once beside a Spark test on the other worker, its first live check taking 38 s)
+    assert facts["workload_s"] < 160, facts["workload_s"]
     assert facts["live"]["stopped_at_s"] < facts["workload_s"]
     # the console wraps log lines and puts the logging call's place on the first one
     said = " ".join(w for w in proc.stdout.split() if not re.fullmatch(r"\w+\.py:\d+", w))
