@@ -140,9 +140,12 @@ class KafkaProxy:
     async def _close(self) -> None:
         for server, _ in self._listeners.values():
             server.close()
-        for task in list(self._tasks):
+        # the connections, and a call its caller stopped waiting for (an ``end_faults`` cut
+        # short by Ctrl-C): a task left pending when the loop stops is destroyed pending
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
             task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     def _track(self, coro) -> None:
         task = self._loop.create_task(coro)

@@ -4,6 +4,7 @@ client's and is counted. (Through real brokers: tests/integration/test_proxy.py.
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 
@@ -70,3 +71,27 @@ def test_a_frame_the_proxy_cannot_read_ends_that_connection_and_is_counted() -> 
             assert proxy.counts()["errors"] == {"error": 1}  # struct.error
         finally:
             proxy.stop()
+
+
+def test_a_call_its_caller_stopped_waiting_for_is_cancelled_by_the_stop() -> None:
+    """A call on the proxy's loop outlives its caller's wait (an ``end_faults`` cut short by
+    Ctrl-C): the stop cancels it, rather than leaving the loop with a task destroyed pending
+    ("Task was destroyed but it is pending", seen at an interrupt on 2026-12-01)."""
+    cancelled = threading.Event()
+
+    async def waits() -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    proxy = KafkaProxy({1: ("127.0.0.1", _refused_port())})
+    proxy.start()
+    try:
+        with pytest.raises(ProxyError):
+            proxy._call(waits(), timeout_s=0.2)
+        assert not cancelled.is_set()
+    finally:
+        proxy.stop()
+    assert cancelled.is_set()
