@@ -83,6 +83,14 @@ def cells(bugs: list[KnownBug], versions: list[str], clients: list[str]) -> list
     return [Cell(b, v, c) for v in versions for b in bugs for c in clients]
 
 
+def columns(record: dict[str, Any], versions: list[str]) -> list[str]:
+    """The Kafka versions a table shows, oldest first: ``versions`` and every other one
+    ``record`` holds a run of, so that running part of the matrix (``--kafka-versions``)
+    keeps the rest of its published table."""
+    held = {key.split("/")[1] for key in record["cells"]}
+    return sorted(set(versions) | held, key=release)
+
+
 def load(path: Path) -> dict[str, Any]:
     """The record in ``path`` (an empty one when the file does not exist). Raises
     ``CompareError`` naming the file when it is no record."""

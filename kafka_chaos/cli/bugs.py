@@ -216,7 +216,8 @@ def _client_release(run_dir: Path) -> str | None:
 
 
 def _render(kept, chosen, versions, wanted, runs, markdown: Path, command: str) -> None:
-    text = known_bugs.render(kept, chosen, versions, wanted, runs, command)
+    text = known_bugs.render(kept, chosen, known_bugs.columns(kept, versions), wanted, runs,
+                             command)
     markdown.parent.mkdir(parents=True, exist_ok=True)
     tmp = markdown.with_name(f".{markdown.name}.tmp")
     tmp.write_text(text)

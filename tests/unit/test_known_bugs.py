@@ -146,3 +146,28 @@ def test_the_command_refuses_bad_input_by_name_and_renders_the_record_alone(tmp_
     text = md.read_text()
     assert "kafka-chaos known-bugs --bugs late-produce --kafka-versions 4.4.0 --runs 2" in text
     assert "| 4.4.0 | not run | not run |" in text and not record.exists()
+
+
+def test_a_table_drawn_for_part_of_the_matrix_keeps_the_versions_the_record_holds(
+        tmp_path) -> None:
+    """``--kafka-versions 4.3.1`` rewrites docs/known-bugs.md: the columns the record holds
+    stay in it (seen 2026-12-01: a run of two versions left a table of two)."""
+    from typer.testing import CliRunner
+
+    from kafka_chaos.cli import app
+
+    record, md = tmp_path / "k.json", tmp_path / "k.md"
+    kept = {"format": known_bugs.FORMAT, "cells": {}}
+    [cell] = known_bugs.cells(known_bugs.bugs_named("late-produce"), ["3.9.2"], ["java"])
+    known_bugs.add(kept, cell, {"seed": 1, "date": "2026-12-01", "verdict": "valid",
+                                "shown": True, "seconds": 60.0, "client": "java 3.9.2"})
+    known_bugs.save(record, kept)
+    assert known_bugs.columns(kept, ["4.4.0", "4.3.1"]) == ["3.9.2", "4.3.1", "4.4.0"]
+    got = CliRunner().invoke(app, ["known-bugs", "--kafka-versions", "4.3.1", "--bugs",
+                                   "late-produce", "--runs", "1", "--record", str(record),
+                                   "--markdown", str(md), "--render-only"])
+    assert got.exit_code == 2, got.output  # 4.3.1 still lacks its runs
+    text = md.read_text()
+    assert "| 3.9.2 | not run | **shown** 1/1 (1 valid; 2026-12-01) |" in text, text
+    assert "| 4.3.1 | not run | not run |" in text
+    assert text.index("| 3.9.2 |") < text.index("| 4.3.1 |")
