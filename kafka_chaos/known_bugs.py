@@ -86,7 +86,8 @@ def cells(bugs: list[KnownBug], versions: list[str], clients: list[str]) -> list
 def columns(record: dict[str, Any], versions: list[str]) -> list[str]:
     """The Kafka versions a table shows, oldest first: ``versions`` and every other one
     ``record`` holds a run of, so that running part of the matrix (``--kafka-versions``)
-    keeps the rest of its published table."""
+    keeps the rest of its published table. Raises ``ValueError`` naming a version that is
+    no release (``bisect.release``), e.g. in a record edited by hand."""
     held = {key.split("/")[1] for key in record["cells"]}
     return sorted(set(versions) | held, key=release)
 

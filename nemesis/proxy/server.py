@@ -55,6 +55,8 @@ class KafkaProxy:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="kafka-proxy")
+        # the connections' tasks, held here because the loop keeps only weak references
+        # (``_close`` cancels every task of the loop, these among them)
         self._tasks: set[asyncio.Task] = set()
         self._counts: dict[str, Any] = {
             "connections": collections.Counter(), "requests": collections.Counter(),
