@@ -406,16 +406,34 @@ def elect(admin: AdminClient, topic: str, partition_ids: list[int], kind: str,
     return {tp.partition: None if err is None else name(err) for tp, err in result.items()}
 
 
-def group_type(bootstrap: str, group: str, timeout_s: float = 10.0,
+# what a coordinator answers while it loads or moves (Kafka's RetriableException subclasses)
+_COORDINATOR_BUSY = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+                               KafkaError.COORDINATOR_NOT_AVAILABLE,
+                               KafkaError.NOT_COORDINATOR})
+
+
+def group_type(bootstrap: str, group: str, timeout_s: float = 30.0,
                security: ClientSecurity | None = None) -> str:
     """The protocol consumer group ``group`` runs as its coordinator describes it
     (DescribeGroups, or ConsumerGroupDescribe on 4.x): ``consumer`` (KIP-848), ``classic``,
-    or ``unknown``. Raises ``KafkaException`` when the describe fails, and
-    ``concurrent.futures.TimeoutError`` when no answer comes within ``timeout_s`` (s)."""
+    or ``unknown``. A retriable error (``COORDINATOR_LOAD_IN_PROGRESS`` while a restarted
+    broker loads ``__consumer_offsets``, ``NOT_COORDINATOR`` after a move) is asked again
+    until ``timeout_s`` (s) has passed. Raises ``KafkaException`` when the describe fails for
+    good or is still retriable at the end, and ``concurrent.futures.TimeoutError`` when no
+    answer comes within ``timeout_s``."""
     admin = client(bootstrap, timeout_s, security)
-    [future] = admin.describe_consumer_groups([group],
-                                              request_timeout=timeout_s).values()
-    return future.result(timeout_s).type.name.lower()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = max(deadline - time.monotonic(), 1.0)
+        [future] = admin.describe_consumer_groups([group], request_timeout=left).values()
+        try:
+            return future.result(left).type.name.lower()
+        except KafkaException as exc:
+            # by code: librdkafka does not always flag a group result's error retriable
+            again = exc.args[0].retriable() or exc.args[0].code() in _COORDINATOR_BUSY
+            if not again or time.monotonic() + 0.5 > deadline:
+                raise
+        time.sleep(0.5)
 
 
 def topic_ids(admin: AdminClient, topics: list[str],

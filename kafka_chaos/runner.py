@@ -312,8 +312,6 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
             log(f"the heal did not complete: {'; '.join(facts['heal_left'])}")
         workload.stop()
     facts["workload_s"] = round(time.monotonic() - start, 2)
-    if s.sub_via == "subscribe":
-        facts["group"] = _group_protocol(cluster, s, log)
     facts["ops"] = dict(workload.counts)
     secs = max(facts["workload_s"], 1e-9)
     facts["ops_per_s"] = round((sum(workload.counts.values()) - workload.counts["acked"]) / secs, 1)
@@ -343,6 +341,8 @@ def _phases(cfg: RunConfig, cluster: Cluster, history: HistoryWriter, keys: KeyS
         log(f"cluster did not fully recover: {exc}")
         for name, why in facts["halted"].items():
             log(f"{name} stopped for good: {why}")
+    if s.sub_via == "subscribe":  # asked of a recovered cluster: a coordinator may be loading
+        facts["group"] = _group_protocol(cluster, s, log)
     log("final reads: every partition read to its end")
     facts["final_reads"] = final_reads(cluster.bootstrap_servers, history, keys,
                                        new_process=workload.next_process,

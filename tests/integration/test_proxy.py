@@ -30,9 +30,10 @@ pytestmark = pytest.mark.kafka
 TOPIC = "shaped"
 
 
-# the full suite's: the local backend's (the longer tier runs docker's, docs/nightly.md)
-@pytest.mark.parametrize("backend", [backend_param("local"),
-                                     backend_param("docker", marks=(pytest.mark.long,))])
+# the longer tier's, on both backends: the full suite keeps the proxy on real brokers in
+# test_request_faults_on_a_real_cluster_do_what_they_say_and_are_judged (docs/nightly.md)
+@pytest.mark.long
+@pytest.mark.parametrize("backend", [backend_param("local"), backend_param("docker")])
 def test_a_fault_free_run_through_the_proxy_is_valid_with_every_client_behind_it(
         request, tmp_path, backend):
     """The quick start's run with ``--proxy`` and no faults, on the embedded and the docker

@@ -65,7 +65,7 @@ def standalone(tmp_path_factory) -> Iterator[tuple[str, int, Path]]:
             try:
                 if any(w["state"] == "ALIVE" for w in _state(ui)["workers"]):
                     break
-            except OSError:
+            except (OSError, ValueError):  # not listening yet, or an empty page while it starts
                 pass
             if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
                 logs = "".join((tmp / f).read_text()[-2000:] for f in ("master.log",
