@@ -44,3 +44,26 @@ def test_a_bisect_of_the_java_client_names_the_transactions_v2_boundary(tmp_path
     again = kafka_chaos("bisect", "--resume", str(where))
     assert again.returncode == 0 and "violation disappears" in again.stdout, again.stdout
     assert leftovers() == []
+
+
+@pytest.mark.long  # 15 versions x 3 runs: about 75 min on 2 cores
+def test_delayed_end_txn_over_every_served_kafka_version_with_librdkafka(tmp_path) -> None:
+    """The Kafka axis, every release Maven Central serves from 3.9.0 to the default, 3 runs
+    each: librdkafka speaks transactions v1 only (KIP-890's v2 needs the client's support),
+    so KAFKA-17754's late EndTxn tears the next transaction on every broker version; each
+    run's violation must be that tear (G1a), not something else."""
+    proc = kafka_chaos("bisect", "--axis", "kafka", "--versions",
+                       f"3.9.0..{dist.DEFAULT_KAFKA_VERSION}", "--all", "--runs", "3",
+                       "--outcome", "violation:G1a", "--scenario", "delayed-end-txn",
+                       "--client", "librdkafka", "--out", str(tmp_path), timeout_s=3 * 3600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    [where] = list(tmp_path.glob("bisect-*"))
+    answer = json.loads((where / "bisect.json").read_text())
+    assert answer["done"] and answer["exhaustive"] and answer["undecided"] == [], answer
+    assert answer["order"][0] == "3.9.0" and answer["order"][-1] == dist.DEFAULT_KAFKA_VERSION
+    assert len(answer["order"]) >= 15, answer["order"]  # 3.9.0-3.9.2 and 4.0-4.4's releases
+    for row in answer["versions"]:  # a rate, not a bit: shown in one judged run is shown
+        assert row["runs"] == row["judged"] == 3 and row["shows"] is True, row
+    assert answer["changes"] == [] and answer["summary"] == \
+        "every version run shows violation:G1a", answer["summary"]
+    assert leftovers() == []

@@ -68,11 +68,12 @@ def test_damaged_follower_files_are_recorded_and_the_safe_configuration_is_not_m
                for name in down), (down, damaged)
     if down:
         assert res["verdict"] == "unknown" and proc.returncode == 2, proc.stdout
-        # the wait ends as soon as a broker has stopped for good, when a broker restarted
-        # by the last heal may not have registered yet: at most the others are registered
+        # the wait ends as soon as a broker has stopped for good, not after its 90 s; the
+        # brokers registered then are no count of those up: a broker that shut down stays
+        # registered until its session times out (broker.session.timeout.ms, 9 s; a full run
+        # with n1 and n3 down had 2/3 registered, n3 among them)
         error = facts["recovery_error"]
-        registered = re.search(rf"(\d+)/{len(ids)} brokers registered", error)
-        assert registered and int(registered[1]) <= len(ids) - len(down), error
+        assert error.startswith("cluster not ready: "), error  # not "... after 90 s"
         named = re.findall(r"(\w+) stopped for good", error)
         assert named and set(named) <= set(down), (error, down)
         assert any(r.startswith("the cluster did not recover after the final heal")
