@@ -429,7 +429,7 @@ def group_type(bootstrap: str, group: str, timeout_s: float = 30.0,
         try:
             return future.result(left).type.name.lower()
         except KafkaException as exc:
-            # by code: librdkafka does not always flag a group result's error retriable
+            # by code too: the retriable flag is librdkafka's to set on a group result
             again = exc.args[0].retriable() or exc.args[0].code() in _COORDINATOR_BUSY
             if not again or time.monotonic() + 0.5 > deadline:
                 raise
