@@ -406,34 +406,33 @@ def elect(admin: AdminClient, topic: str, partition_ids: list[int], kind: str,
     return {tp.partition: None if err is None else name(err) for tp, err in result.items()}
 
 
-# what a coordinator answers while it loads or moves (Kafka's RetriableException subclasses)
-_COORDINATOR_BUSY = frozenset({KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
-                               KafkaError.COORDINATOR_NOT_AVAILABLE,
-                               KafkaError.NOT_COORDINATOR})
-
-
 def group_type(bootstrap: str, group: str, timeout_s: float = 30.0,
                security: ClientSecurity | None = None) -> str:
     """The protocol consumer group ``group`` runs as its coordinator describes it
     (DescribeGroups, or ConsumerGroupDescribe on 4.x): ``consumer`` (KIP-848), ``classic``,
-    or ``unknown``. A retriable error (``COORDINATOR_LOAD_IN_PROGRESS`` while a restarted
-    broker loads ``__consumer_offsets``, ``NOT_COORDINATOR`` after a move) is asked again
-    until ``timeout_s`` (s) has passed. Raises ``KafkaException`` when the describe fails for
-    good or is still retriable at the end, and ``concurrent.futures.TimeoutError`` when no
-    answer comes within ``timeout_s``."""
+    or ``unknown``. While the coordinator answers that it is moving or loading
+    (``COORDINATOR_STARTING``: a restarted broker loading ``__consumer_offsets``) it is asked
+    again every 0.5 s until ``timeout_s`` (s). Raises ``KafkaException`` when the describe
+    fails otherwise, or with the last such answer at the end, and
+    ``concurrent.futures.TimeoutError`` when one describe gets no answer within
+    ``timeout_s``."""
     admin = client(bootstrap, timeout_s, security)
-    deadline = time.monotonic() + timeout_s
-    while True:
-        left = max(deadline - time.monotonic(), 1.0)
-        [future] = admin.describe_consumer_groups([group], request_timeout=left).values()
+    last: list[KafkaException] = []
+
+    def described() -> str | None:
+        [future] = admin.describe_consumer_groups([group], request_timeout=timeout_s).values()
         try:
-            return future.result(left).type.name.lower()
+            return future.result(timeout_s).type.name.lower()
         except KafkaException as exc:
-            # by code too: the retriable flag is librdkafka's to set on a group result
-            again = exc.args[0].retriable() or exc.args[0].code() in _COORDINATOR_BUSY
-            if not again or time.monotonic() + 0.5 > deadline:
+            if exc.args[0].name() not in COORDINATOR_STARTING:
                 raise
-        time.sleep(0.5)
+            last.append(exc)
+            return None
+
+    try:
+        return wait_until(described, timeout_s, 0.5, f"a description of group {group}")
+    except WaitTimeout:
+        raise last[-1] from None
 
 
 def topic_ids(admin: AdminClient, topics: list[str],
