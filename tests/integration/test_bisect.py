@@ -16,6 +16,7 @@ from tests.integration.conftest import kafka_chaos, leftovers
 pytestmark = pytest.mark.kafka
 
 
+@pytest.mark.long  # 225 s in a full run of 2026-12-01; tests/unit/test_bisect.py stays in it
 def test_a_bisect_of_the_java_client_names_the_transactions_v2_boundary(tmp_path) -> None:
     proc = kafka_chaos("bisect", "--axis", "client", "--versions", "4.4.0,3.9.1",
                        "--runs", "1", "--outcome", "violation", "--scenario",

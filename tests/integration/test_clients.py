@@ -103,18 +103,22 @@ def test_the_quick_start_on_the_java_client(tmp_path):
 # the full suite's: the Java client's (the longer tier runs librdkafka's, docs/nightly.md)
 @pytest.mark.parametrize("client", ["java", pytest.param("librdkafka", marks=pytest.mark.long)])
 def test_kip_848_groups_under_kills(tmp_path, client):
-    """KIP-848 on each client, processes crashed every 3 s and brokers killed every 5 s; a
-    crashed librdkafka process is an OS process killed (``workloads/child.py``)."""
+    """KIP-848 on each client, processes crashed every 5 s and brokers killed every 5 s; a
+    crashed librdkafka process is an OS process killed (``workloads/child.py``).
+
+    A crashed member keeps its partitions until its session times out on the coordinator
+    (``group.consumer.session.timeout.ms``, 45 s by default), longer than the run: crashes
+    every 3 s left no partition to a live member and no commit in a CI run of 2026-12-01."""
     proc = kafka_chaos("run", "--client", client, "--sub-via", "subscribe", "--group-protocol",
-                       "consumer", "--crash-clients", "--crash-client-interval", "3",
+                       "consumer", "--crash-clients", "--crash-client-interval", "5",
                        "--nemesis", "kill", "--nemesis-interval", "5",
-                       "--time-limit", "30", "--seed", "848", "--out", str(tmp_path))
+                       "--time-limit", "45", "--seed", "848", "--out", str(tmp_path))
     run_dir = (tmp_path / "latest").resolve()
     facts = faults_observed(run_dir, proc, {"kill"})
     # the coordinator describes the group as a KIP-848 one: the run tested that protocol
     assert facts["group"] == {"asked": "consumer", "type": "consumer"}, facts
     # ended on time: a crashed process's clients never hold up the workload's end
-    assert facts["workload_s"] < 50, facts["workload_s"]
+    assert facts["workload_s"] < 65, facts["workload_s"]
     ops = [op for op in read_history(run_dir / "history.jsonl")
            if op.type.value != "invoke" and isinstance(op.process, int)]
     crashed = [op for op in ops if op.f == "crash"]
@@ -122,9 +126,10 @@ def test_kip_848_groups_under_kills(tmp_path, client):
     # members were assigned partitions by the coordinator and committed offsets
     events = {m[0] for op in ops if op.f == "poll" for m in op.value or []}
     assert "assigned" in events, sorted(events)
-    # (15 with 5 crashed processes, 5 with 7, two runs of the Java client on 2026-11-29; 1
-    # in a full run of 2026-12-01 on a slow machine: each crash costs its member a rejoin;
-    # the commit path is what is checked)
+    # (with crashes every 3 s in 30 s: 15 and 5 in two runs on 2026-11-29, then 1 and 0 in
+    # full runs of 2026-12-01 on slow machines; every 5 s: 15 in 30 s with both cores busy
+    # beside it, the first at 22 s: a commit fails while the killed broker was the group's
+    # coordinator. The commit path is what is checked)
     assert sum(op.f == "commit" and op.type.value == "ok" for op in ops) >= 1
     assert sum(op.f == "send" and op.type.value == "ok" for op in ops) >= 100
     res = results_of(run_dir, proc)

@@ -21,6 +21,7 @@ TAIL = """
 """
 
 
+@pytest.mark.long  # 327 s in a full run of 2026-12-01; tests/unit/test_live.py stays in it
 def test_a_forbidden_loss_stops_the_run_early_and_the_verdict_is_the_batch_one(tmp_path):
     scenario = (ROOT / "nemesis" / "scenarios" / "isr-shrink-unclean.yaml").read_text()
     steps = scenario.rstrip().splitlines()

@@ -124,7 +124,7 @@ def _analyze(run_dir: Path, master: str) -> dict:
     return json.loads((run_dir / "results.json").read_text())
 
 
-@pytest.mark.long  # a standalone cluster stays in the full suite with the HDFS test below
+@pytest.mark.long
 def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: Path) -> None:
     url, ui, private = standalone
     gen = history_gen()
@@ -160,6 +160,7 @@ def test_a_standalone_cluster_finds_what_local_mode_finds(standalone, tmp_path: 
         assert on_cluster[key] == here[key], key
 
 
+@pytest.mark.long  # 144 s in a full run of 2026-12-01; Spark Connect stays in it
 def test_a_standalone_cluster_analyses_a_history_published_to_hdfs(standalone, hdfs,
                                                                     tmp_path: Path) -> None:
     url, ui, private = standalone

@@ -111,6 +111,7 @@ def test_a_built_archive_is_mapped_and_a_damaged_one_is_dropped(tmp_path) -> Non
 
 
 @pytest.mark.spark
+@pytest.mark.long  # 105 s in a CI run of 2026-12-01; setup.sh's build stays in every run
 def test_a_build_that_fails_keeps_the_archive_there_was_and_leaves_no_file(tmp_path) -> None:
     """JDK 17 refuses, as the JVM exits, to archive a class path with a folder holding files
     (here the user's ``SPARK_CONF_DIR``): the build says so, and the archive already there
