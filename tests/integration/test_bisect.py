@@ -47,7 +47,7 @@ def test_a_bisect_of_the_java_client_names_the_transactions_v2_boundary(tmp_path
     assert leftovers() == []
 
 
-@pytest.mark.long  # 16 versions (2026-12-01) x 3 runs, 1.6 min a run: about 80 min
+@pytest.mark.long  # 16 versions (2026-12-01) x 3 runs, 1.6-2.1 min a run: 80-100 min
 def test_delayed_end_txn_over_every_served_kafka_version_with_librdkafka(tmp_path) -> None:
     """The Kafka axis, every release Maven Central serves from 3.9.0 to the default, 3 runs
     each: librdkafka speaks transactions v1 only (KIP-890's v2 needs the client's support),

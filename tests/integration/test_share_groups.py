@@ -24,8 +24,8 @@ pytestmark = pytest.mark.kafka
 @pytest.mark.parametrize("client", ["librdkafka", pytest.param("java", marks=pytest.mark.long)])
 def test_a_share_group_under_crashes_kills_pauses_and_partitions(tmp_path, client):
     # as many faults and crashes as every 4 s in 40 s, with more time between them: in a CI
-    # run of 2026-12-01 the share consumers got no record before the drain (the share
-    # coordinator's state is made at the group's first use, here under the faults)
+    # run of 2026-12-01 the share consumers got no record before the drain (likely: the share
+    # coordinator's state is made at the group's first use, there under the faults)
     proc = kafka_chaos("run", "--client", client, "--sub-via", "share", "--crash-clients",
                        "--crash-client-interval", "6", "--nemesis", "kill,pause,partition",
                        "--nemesis-interval", "6", "--time-limit", "60", "--seed", "932",
