@@ -24,6 +24,7 @@ from kafka_chaos.catalogue.faults import parse_targets
 from kafka_chaos.nemesis.schedule import plan, schedule_rng
 from kafka_chaos.report import junit
 from tests.markdown_rows import markdown_rows
+from tests.preconditions import require
 from tests.integration.conftest import (INTERRUPTIBLE, ROOT, backend_param, kafka_chaos,
                                        leftovers, prepare, results_of)
 
@@ -238,17 +239,19 @@ def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     aborted = [op for op in txns if op.type.value == "fail" and op.error == "ABORTED"]
     committed = [op for op in txns if op.type.value == "ok"]
     # enough of both for a committed read of an aborted record to be possible; the kills can
-    # stall every transaction for most of the run: CI runs committed 24 and 21 in 25 s (one
-    # aborted 9; none from the first kill at 5 s to 22 s), others 131-198
-    assert len(aborted) >= 5 and len(committed) >= 10, (len(aborted), len(committed))
+    # stall every transaction for most of the run: CI runs committed 24, 21 and 5 in 25 s
+    # (the last none before 21 s; one aborted 9 with none from the first kill at 5 s to
+    # 22 s), others 131-198
+    require(len(aborted) >= 5 and len(committed) >= 10,
+            {"aborted": len(aborted), "committed": len(committed)})
     assert any(m[0] == "poll" and m[1] for op in committed for m in op.value), "no txn read"
     assert any(m[0] == "committed" for op in committed for m in op.value), "no offsets sent"
     assert "kill" in _nemesis_done(ops)
     offsets = [p for op in ops if op.process == "monitor" and op.type.value == "ok"
                for p in (op.value["partitions"] or {}).get("kafka-chaos", []) if "lso" in p]
     assert len(offsets) > 100 and all(p["lso"] <= p["hw"] for p in offsets)
-    assert sum(p["lso"] < p["hw"] for p in offsets) > 5, "no transaction seen open"
-    assert any(m[0] == "seek" for op in aborted for m in op.value), "no rewind to check"
+    require(sum(p["lso"] < p["hw"] for p in offsets) > 5, "no transaction seen open")
+    require(any(m[0] == "seek" for op in aborted for m in op.value), "no rewind to check")
     for name in ("hanging-transaction", "no-rewind-after-abort"):
         assert res["anomalies"][name]["count"] == 0, res["anomalies"][name]["examples"]
     g1a = res["anomalies"]["G1a"]
