@@ -24,6 +24,7 @@ from kafka_chaos.clusters import backends, dist
 from kafka_chaos.clusters.backends import BackendOptions
 from tests.integration.sshd_hosts import PREFIX as SSH_PREFIX
 from tests.integration.sshd_hosts import SshHosts
+from tests.preconditions import require
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -172,7 +173,7 @@ def scenario_run(out: Path, name: str, steps: int, *flags: str
     run_dir = out / "latest"
     res = results_of(run_dir, proc)
     scenario = res["run"]["scenario"]
-    assert scenario["steps_done"] == steps and "unmet" not in scenario, scenario
+    require(scenario["steps_done"] == steps and "unmet" not in scenario, scenario)
     return proc, run_dir, res
 
 
@@ -186,8 +187,9 @@ def nothing_lost(res: dict) -> None:
 def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
                     faults: set[str]) -> dict:
     """Check a run on a cluster that must keep its promises under ``faults`` (the nemesis
-    ``f`` values): valid; every fault ran and healed; the monitor saw a broker stop
-    answering and an ISR shrink. Returns ``run.json``."""
+    ``f`` values): valid; every fault ran and healed; and, its preconditions
+    (``tests.preconditions``), the monitor saw a broker stop answering and an ISR shrink.
+    Returns ``run.json``."""
     results = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
     assert results["valid"] is True, proc.stdout[-4000:]
@@ -195,12 +197,14 @@ def faults_observed(run_dir: Path, proc: subprocess.CompletedProcess,
     ops = [json.loads(line) for line in (run_dir / "history.jsonl").read_text().splitlines()
            if '"index"' in line]
     done = {op["f"] for op in ops if op["process"] == "nemesis" and op["type"] == "ok"}
-    assert faults <= done, done
+    require(faults <= done, {"faults done": sorted(done), "asked": sorted(faults)})
     samples = [op["value"] for op in ops if op.get("f") == "cluster-state"
                and op["type"] == "ok"]
-    assert any(not all(s["answering"].values()) for s in samples)
-    assert any(len(p["isr"]) < len(p["replicas"]) for s in samples if s["partitions"]
-               for parts in s["partitions"].values() for p in parts)
+    require(any(not all(s["answering"].values()) for s in samples),
+            "the monitor never saw a broker stop answering")
+    require(any(len(p["isr"]) < len(p["replicas"]) for s in samples if s["partitions"]
+                for parts in s["partitions"].values() for p in parts),
+            "the monitor never saw an ISR shrink")
     return facts
 
 
