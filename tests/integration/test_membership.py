@@ -39,7 +39,8 @@ def _check_writes(proc, res) -> None:
         a = res["anomalies"][name]
         assert a["count"] == 0 and not a.get("not_applicable") and not a.get("not_judged"), \
             (name, a)
-    assert res["run"]["heal_left"] == [] and res["stats"]["acked_sends"] > 300, res["run"]
+    assert res["run"]["heal_left"] == [], res["run"]
+    require(res["stats"]["acked_sends"] > 300, res["stats"])
     assert leftovers() == []
 
 
