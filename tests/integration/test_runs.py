@@ -248,11 +248,12 @@ def test_transactions_with_aborts_under_kills(tmp_path, isolation):
     # enough of both for a committed read of an aborted record to be possible; the kills can
     # stall every transaction for most of the run: CI runs committed 24, 21 and 5 in 25 s
     # (the last none before 21 s, then 5 in its last 4 s; one aborted 9 with none from the
-    # first kill at 5 s to 22 s), others 131-198; so 35 s
-    require(len(aborted) >= 5 and len(committed) >= 10,
+    # first kill at 5 s to 22 s), others 131-198; so 35 s. In 35 s on a slow day here: 9
+    # and 15 committed, 11 and 7 aborted, transactions taking 0.3-13 s each
+    require(len(aborted) >= 5 and len(committed) >= 5,
             {"aborted": len(aborted), "committed": len(committed)})
-    assert any(m[0] == "poll" and m[1] for op in committed for m in op.value), "no txn read"
-    assert any(m[0] == "committed" for op in committed for m in op.value), "no offsets sent"
+    require(any(m[0] == "poll" and m[1] for op in committed for m in op.value), "no txn read")
+    require(any(m[0] == "committed" for op in committed for m in op.value), "no offsets sent")
     assert "kill" in _nemesis_done(ops)
     offsets = [p for op in ops if op.process == "monitor" and op.type.value == "ok"
                for p in (op.value["partitions"] or {}).get("kafka-chaos", []) if "lso" in p]
