@@ -173,8 +173,16 @@ def scenario_run(out: Path, name: str, steps: int, *flags: str
     run_dir = out / "latest"
     res = results_of(run_dir, proc)
     scenario = res["run"]["scenario"]
-    require(scenario["steps_done"] == steps and "unmet" not in scenario, scenario)
+    steps_done(scenario, steps)
     return proc, run_dir, res
+
+
+def steps_done(scenario: dict, steps: int, *context: object) -> None:
+    """Require (``tests.preconditions``) that a scenario run did all its ``steps`` with no
+    precondition unmet (``scenario``: ``run.scenario`` of ``results.json``, or ``scenario``
+    of ``run.json``): a scenario proves its own preconditions. ``context`` is shown with the
+    scenario when it did not."""
+    require(scenario["steps_done"] == steps and "unmet" not in scenario, (scenario, *context))
 
 
 def nothing_lost(res: dict) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
-from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of
+from tests.integration.conftest import kafka_chaos, leftovers, prepare, results_of, steps_done
 from tests.preconditions import require
 
 pytestmark = pytest.mark.kafka
@@ -42,7 +42,7 @@ def test_acks1_writes_are_lost_in_a_planned_leader_move(request, tmp_path, versi
     run_dir = (tmp_path / "runs" / "latest").resolve()
     results = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
-    require(facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts)
+    steps_done(facts["scenario"], 4, facts)
     old = facts["scenario"]["marks"]["L"]
     # the precondition, from the nemesis's own record: a planned move away from the cut leader
     ops = read_history(run_dir / "history.jsonl")
@@ -102,7 +102,7 @@ def test_a_group_resuming_from_a_commit_above_a_truncation(request, tmp_path, ve
     run_dir = (tmp_path / "runs" / "latest").resolve()
     results = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
-    require(facts["scenario"]["steps_done"] == 8 and "unmet" not in facts["scenario"], facts)
+    steps_done(facts["scenario"], 8, facts)
     # the precondition, from the run's own record: the group had committed past an offset
     # the election truncated (a lost write's), with the epoch of what it had read
     ops = read_history(run_dir / "history.jsonl")
@@ -168,7 +168,7 @@ def test_a_produce_arriving_after_its_transaction_ended(request, tmp_path, versi
     run_dir = (tmp_path / "runs" / "latest").resolve()
     results = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
-    require(facts["scenario"]["steps_done"] == 4 and "unmet" not in facts["scenario"], facts)
+    steps_done(facts["scenario"], 4, facts)
     config = json.loads((run_dir / "config.json").read_text())
     assert config["broker_properties"].get(
         "transaction.partition.verification.enable", "true") == str(verify).lower()
@@ -227,7 +227,7 @@ def test_an_unclean_election_that_loses_a_transaction_marker_hangs_the_partition
     run_dir = (tmp_path / "runs" / "latest").resolve()
     results = results_of(run_dir, proc)
     facts = json.loads((run_dir / "run.json").read_text())
-    require(facts["scenario"]["steps_done"] == 8 and "unmet" not in facts["scenario"], facts)
+    steps_done(facts["scenario"], 8, facts)
     marks = facts["scenario"]["marks"]
     assert len({marks["L"], marks["F"], marks["G"]}) == 3, marks
     hang = results["anomalies"]["hanging-transaction"]

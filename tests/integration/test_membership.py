@@ -11,7 +11,7 @@ from kafka_chaos.catalogue.anomalies import METADATA
 from kafka_chaos.clusters import dist
 from kafka_chaos.history import read_history
 from tests.integration.conftest import (backend_param, kafka_chaos, leftovers, prepare,
-                                        results_of)
+                                        results_of, steps_done)
 from tests.preconditions import require
 
 pytestmark = pytest.mark.kafka
@@ -47,7 +47,7 @@ def _check_writes(proc, res) -> None:
 def _remove_quorum_leader(tmp_path, version: str) -> None:
     proc, res, done, quorum = _run(tmp_path, "remove-quorum-leader", version)
     scenario = res["run"]["scenario"]
-    require(scenario["steps_done"] == 7 and "unmet" not in scenario, scenario)
+    steps_done(scenario, 7)
     q, r = int(scenario["marks"]["Q"][1:]), int(scenario["marks"]["R"][1:])
     removed = next(op.value for op in done if op.f == "remove-voter")
     # the leader removed itself, committed it, and another voter took over in a new epoch
@@ -87,7 +87,7 @@ def test_a_voter_removed_while_another_is_cut_off(tmp_path, version):
     heals); after the heal it commits, another voter leads, and Q is added back."""
     proc, res, done, quorum = _run(tmp_path, "remove-voter-while-cut", version)
     scenario = res["run"]["scenario"]
-    require(scenario["steps_done"] == 5 and "unmet" not in scenario, scenario)
+    steps_done(scenario, 5)
     q = int(scenario["marks"]["Q"][1:])
     heal = next(i for i, op in enumerate(done) if op.f == "heal")
     remove = next(op for op in done if op.f == "remove-voter")
@@ -142,7 +142,7 @@ def test_a_voter_replaced_on_the_ssh_hosts_and_in_containers(request, tmp_path, 
     plan.write_text(REPLACE)
     proc, res, done, quorum = _run(tmp_path / "runs", str(plan), "4.4.0", *args)
     scenario = res["run"]["scenario"]
-    require(scenario["steps_done"] == 5 and "unmet" not in scenario, (scenario, proc.stdout))
+    steps_done(scenario, 5, proc.stdout)
     v = int(scenario["marks"]["V"][1:])
     replaced = next(op.value for op in done if op.f == "replace-voter")
     assert replaced["removed"] == v and replaced["new_directory_id"] not in (
